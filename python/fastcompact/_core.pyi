@@ -1,0 +1,47 @@
+"""Type stubs for the Rust extension module ``fastcompact._core``."""
+
+from typing import Any, TypedDict
+
+class InputError(ValueError):
+    """Malformed input. ``index`` is the message index (or None), ``field`` the field."""
+
+    index: int | None
+    field: str
+
+class _Opts(TypedDict):
+    encoding: str
+    chars_per_token: float
+    extra_tokens_per_message: float
+    tokens_per_image: float
+    tokens_per_document: float
+    count_name: bool
+    use_usage: bool
+    tools: list[str]
+    system: Any
+    cache_key: str | None
+
+class _Breakdown(TypedDict):
+    total: int
+    system_and_tools: int
+    per_message: list[int]
+    roles: list[str]
+    tool_names: list[str | None]
+    per_role: dict[str, int]
+    per_tool: dict[str, int]
+
+def count_tokens(messages: Any, opts: _Opts) -> int: ...
+def token_breakdown(messages: Any, opts: _Opts) -> _Breakdown: ...
+def find_cutoff(messages: Any, keep: tuple[str, float], max_input_tokens: int | None, opts: _Opts) -> int: ...
+def should_compact(
+    messages: Any,
+    triggers: list[tuple[str, float]],
+    max_input_tokens: int | None,
+    opts: _Opts,
+) -> bool: ...
+def state_cutoff(prior_cutoff: int | None, effective_cutoff: int) -> int: ...
+def count_text(text: str, encoding: str) -> int: ...
+def normalize(messages: Any) -> list[dict[str, Any]]: ...
+def _heuristic_via_messages(messages: Any, opts: _Opts) -> list[int]: ...
+def cache_info() -> tuple[int, int]: ...
+def set_cache_capacity(conversations: int) -> None: ...
+def clear_cache() -> None: ...

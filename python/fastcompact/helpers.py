@@ -1,0 +1,488 @@
+"""Notebook-facing functions over the Rust core.
+
+Every function accepts a list of messages in any shape the core reads: LangChain
+message objects (chunks too), LangChain dicts (``messages_to_dict`` / ``dumpd``
+output), OpenAI chat dicts, Anthropic messages with content blocks, ``(role, content)``
+tuples and bare strings (human turns), mixed freely.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+from fastcompact import _core
+from fastcompact._core import InputError
+
+__all__ = [
+    "ContextSize",
+    "Encoding",
+    "MessageTokens",
+    "TokenBreakdown",
+    "cache_info",
+    "clear_cache",
+    "count_text_tokens",
+    "count_tokens",
+    "effective_messages",
+    "find_cutoff",
+    "normalize",
+    "set_cache_capacity",
+    "should_compact",
+    "state_cutoff",
+    "token_breakdown",
+]
+
+Encoding: TypeAlias = Literal["heuristic", "o200k_base", "cl100k_base"]
+ContextSize: TypeAlias = tuple[Literal["messages", "tokens", "fraction"], int | float]
+
+#: Characters per token of the heuristic (langchain-core's default).
+DEFAULT_CHARS_PER_TOKEN = 4.0
+#: Anthropic's tokenizer packs fewer characters into a token.
+ANTHROPIC_CHARS_PER_TOKEN = 3.3
+#: A document block (PDF and the like) costs this many tokens, never its base64 text.
+TOKENS_PER_DOCUMENT = 1_500
+
+# DeepAgents' defaults: with a model profile (max_input_tokens known) and without.
+DEFAULT_TRIGGER_WITH_PROFILE: ContextSize = ("fraction", 0.85)
+DEFAULT_KEEP_WITH_PROFILE: ContextSize = ("fraction", 0.10)
+DEFAULT_TRIGGER: ContextSize = ("tokens", 170_000)
+DEFAULT_KEEP: ContextSize = ("messages", 6)
+
+
+def _input_error(field: str, reason: str, index: int | None = None) -> InputError:
+    where = f"message {index}: " if index is not None else ""
+    err = InputError(f"{where}field '{field}': {reason}")
+    err.index = index  # type: ignore[attr-defined]
+    err.field = field  # type: ignore[attr-defined]
+    return err
+
+
+def _is_anthropic(model: Any) -> bool:
+    if model is None:
+        return False
+    if isinstance(model, str):
+        return model.startswith(("anthropic:", "claude"))
+    name = type(model).__name__.lower()
+    ident = str(getattr(model, "model", "") or getattr(model, "model_name", "") or "")
+    return "anthropic" in name or ident.startswith("claude")
+
+
+# Tool schemas serialized once per tool object; the object is kept beside its text so
+# that its id cannot be reused while cached.
+_TOOL_JSON: dict[int, tuple[Any, str]] = {}
+_TOOL_JSON_LIMIT = 512
+
+
+def _tool_json(tool: Any) -> str:
+    """The tool schema as langchain-core's counter serializes it."""
+    if isinstance(tool, Mapping):
+        return json.dumps(tool)
+    hit = _TOOL_JSON.get(id(tool))
+    if hit is not None and hit[0] is tool:
+        return hit[1]
+    from langchain_core.tools import BaseTool
+
+    if isinstance(tool, BaseTool):
+        from langchain_core.utils.pydantic import model_json_schema
+
+        schema = tool.tool_call_schema
+        parameters = dict(schema) if isinstance(schema, dict) else dict(model_json_schema(schema))
+        parameters.pop("title", None)
+        parameters.pop("description", None)
+        spec = {"name": tool.name, "description": tool.description, "parameters": parameters}
+    elif callable(tool):
+        from langchain_core.utils.function_calling import convert_to_openai_tool
+
+        fn = convert_to_openai_tool(tool)["function"]
+        spec = {
+            "name": fn["name"],
+            "description": fn.get("description", ""),
+            "parameters": fn.get("parameters", {}),
+        }
+    else:
+        raise _input_error("tools", f"expected a BaseTool, a dict or a function, got {type(tool).__name__}")
+    text = json.dumps(spec)
+    if len(_TOOL_JSON) >= _TOOL_JSON_LIMIT:
+        _TOOL_JSON.clear()
+    _TOOL_JSON[id(tool)] = (tool, text)
+    return text
+
+
+def _opts(
+    *,
+    encoding: str,
+    tools: Sequence[Any] | None,
+    system: Any,
+    use_usage: bool,
+    chars_per_token: float | None,
+    model: Any,
+    cache_key: str | None,
+) -> dict[str, Any]:
+    if isinstance(system, str):
+        system = {"role": "system", "content": system}
+    if chars_per_token is None:
+        chars_per_token = ANTHROPIC_CHARS_PER_TOKEN if _is_anthropic(model) else DEFAULT_CHARS_PER_TOKEN
+    return {
+        "encoding": encoding,
+        "chars_per_token": float(chars_per_token),
+        "extra_tokens_per_message": 3.0,
+        "tokens_per_image": 85.0,
+        "tokens_per_document": float(TOKENS_PER_DOCUMENT),
+        "count_name": True,
+        "use_usage": bool(use_usage),
+        "tools": [_tool_json(t) for t in tools or ()],
+        "system": system,
+        "cache_key": cache_key,
+    }
+
+
+def _as_list(messages: Iterable[Any]) -> Any:
+    # Lists and tuples go as they are (their identity keys the cache); a string or a
+    # dict is passed on for the core to reject with a clear message.
+    if isinstance(messages, list | tuple | str | bytes | Mapping) or not isinstance(messages, Iterable):
+        return messages
+    return list(messages)
+
+
+def count_tokens(
+    messages: Iterable[Any],
+    *,
+    encoding: Encoding = "heuristic",
+    tools: Sequence[Any] | None = None,
+    system: Any = None,
+    use_usage: bool = False,
+    chars_per_token: float | None = None,
+    model: Any = None,
+    cache_key: str | None = None,
+) -> int:
+    """Count the tokens of a conversation.
+
+    ``encoding="heuristic"`` gives the same number as langchain-core's
+    ``count_tokens_approximately`` (4 characters a token, 3 extra tokens a message;
+    3.3 characters a token when ``model`` is an Anthropic model). ``"o200k_base"`` and
+    ``"cl100k_base"`` count exactly with the BPE vocabularies embedded in the package.
+    ``system`` (a string or a system message) and ``tools`` (``BaseTool`` objects,
+    schema dicts or plain functions) are counted when given. Images count 85 tokens
+    a block and documents 1,500, never their base64 text.
+
+    With ``use_usage=True`` the newest AI message that reports provider usage anchors
+    the count: its input plus output tokens are the real size of everything up to it,
+    and only the messages after it are estimated, scaled by how far the estimate was
+    off on the anchored part (within 0.5x-2x).
+
+    Repeated calls on a growing conversation count only the new messages: per-message
+    counts are cached by message identity (bounded, see :func:`cache_info`). Messages
+    are treated as values; replace a message (``model_copy``) rather than mutate its
+    content list in place.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> count_tokens([HumanMessage("hello world"), AIMessage("hi!")])
+        13
+        >>> count_tokens(["hello world"], encoding="o200k_base")
+        6
+    """
+    opts = _opts(
+        encoding=encoding,
+        tools=tools,
+        system=system,
+        use_usage=use_usage,
+        chars_per_token=chars_per_token,
+        model=model,
+        cache_key=cache_key,
+    )
+    return _core.count_tokens(_as_list(messages), opts)
+
+
+@dataclass(frozen=True)
+class MessageTokens:
+    """Tokens of one message."""
+
+    index: int
+    role: str
+    tokens: int
+    tool: str | None = None
+
+
+@dataclass(frozen=True)
+class TokenBreakdown:
+    """Where a conversation's tokens go: per message, per role and per tool.
+
+    ``per_tool`` attributes each tool result to its tool's name.
+    """
+
+    total: int
+    system_and_tools: int
+    messages: list[MessageTokens] = field(repr=False)
+    per_role: dict[str, int]
+    per_tool: dict[str, int]
+
+    def largest(self, n: int = 5) -> list[MessageTokens]:
+        """The ``n`` largest messages, largest first."""
+        return sorted(self.messages, key=lambda m: (-m.tokens, m.index))[:n]
+
+    def __str__(self) -> str:
+        lines = [f"total: {self.total:,} tokens ({self.system_and_tools:,} system prompt and tools)"]
+        for role, tokens in sorted(self.per_role.items(), key=lambda kv: -kv[1]):
+            lines.append(f"  {role:<10} {tokens:>12,}")
+        if self.per_tool:
+            lines.append("tool results:")
+            for tool, tokens in sorted(self.per_tool.items(), key=lambda kv: -kv[1]):
+                lines.append(f"  {tool:<14} {tokens:>12,}")
+        return "\n".join(lines)
+
+
+def token_breakdown(
+    messages: Iterable[Any],
+    *,
+    encoding: Encoding = "heuristic",
+    tools: Sequence[Any] | None = None,
+    system: Any = None,
+    use_usage: bool = False,
+    chars_per_token: float | None = None,
+    model: Any = None,
+    cache_key: str | None = None,
+) -> TokenBreakdown:
+    """Tokens per message, per role and per tool name, with the total.
+
+    The options are those of :func:`count_tokens`; the total equals its result.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+        >>> msgs = [
+        ...     HumanMessage("list the files"),
+        ...     AIMessage("", tool_calls=[{"name": "ls", "args": {}, "id": "c1"}]),
+        ...     ToolMessage("a.py b.py", tool_call_id="c1"),
+        ... ]
+        >>> b = token_breakdown(msgs)
+        >>> b.per_tool
+        {'ls': 7}
+        >>> b.largest(1)[0].role
+        'ai'
+    """
+    opts = _opts(
+        encoding=encoding,
+        tools=tools,
+        system=system,
+        use_usage=use_usage,
+        chars_per_token=chars_per_token,
+        model=model,
+        cache_key=cache_key,
+    )
+    raw = _core.token_breakdown(_as_list(messages), opts)
+    per_message = [
+        MessageTokens(index=i, role=role, tokens=tokens, tool=tool)
+        for i, (role, tokens, tool) in enumerate(
+            zip(raw["roles"], raw["per_message"], raw["tool_names"], strict=True)
+        )
+    ]
+    return TokenBreakdown(
+        total=raw["total"],
+        system_and_tools=raw["system_and_tools"],
+        messages=per_message,
+        per_role=dict(raw["per_role"]),
+        per_tool=dict(raw["per_tool"]),
+    )
+
+
+def _size(value: Any, field: str) -> tuple[str, float]:
+    if (
+        not isinstance(value, tuple | list)
+        or len(value) != 2
+        or not isinstance(value[0], str)
+        or isinstance(value[1], bool)
+        or not isinstance(value[1], int | float)
+    ):
+        raise _input_error(
+            field,
+            f"expected ('messages', n), ('tokens', n) or ('fraction', f), got {value!r}",
+        )
+    return value[0], float(value[1])
+
+
+def find_cutoff(
+    messages: Iterable[Any],
+    keep: ContextSize | None = None,
+    max_input_tokens: int | None = None,
+    *,
+    encoding: Encoding = "heuristic",
+    chars_per_token: float | None = None,
+    model: Any = None,
+    cache_key: str | None = None,
+) -> int:
+    """Where to cut for a summary: ``messages[:cutoff]`` are summarized, the rest kept.
+
+    ``keep`` is ``("messages", n)``, ``("tokens", n)`` or ``("fraction", f)`` of
+    ``max_input_tokens``; by default DeepAgents' choice: 10% of the window when
+    ``max_input_tokens`` is known, else the last 6 messages. The cutoff never separates
+    a tool call from its result (parallel and interleaved calls included), never leaves
+    the kept part starting with a tool result, and keeps thinking blocks with their
+    turn: it moves earlier (keeping more), or later only when nothing earlier is safe.
+    0 means there is nothing to summarize.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+        >>> msgs = [
+        ...     HumanMessage("fix the bug"),
+        ...     AIMessage("", tool_calls=[{"name": "read_file", "args": {"path": "a.py"}, "id": "c1"}]),
+        ...     ToolMessage("print('hi')", tool_call_id="c1"),
+        ...     AIMessage("Fixed."),
+        ... ]
+        >>> find_cutoff(msgs, keep=("messages", 2))  # would start at the ToolMessage
+        1
+    """
+    if keep is None:
+        keep = DEFAULT_KEEP_WITH_PROFILE if max_input_tokens is not None else DEFAULT_KEEP
+    kind, value = _size(keep, "keep")
+    opts = _opts(
+        encoding=encoding,
+        tools=None,
+        system=None,
+        use_usage=False,
+        chars_per_token=chars_per_token,
+        model=model,
+        cache_key=cache_key,
+    )
+    return _core.find_cutoff(_as_list(messages), (kind, value), max_input_tokens, opts)
+
+
+def should_compact(
+    messages: Iterable[Any],
+    trigger: ContextSize | Sequence[ContextSize] | None = None,
+    *,
+    max_input_tokens: int | None = None,
+    encoding: Encoding = "heuristic",
+    tools: Sequence[Any] | None = None,
+    system: Any = None,
+    use_usage: bool = False,
+    chars_per_token: float | None = None,
+    model: Any = None,
+    cache_key: str | None = None,
+) -> bool:
+    """Whether the conversation has reached a compaction trigger.
+
+    ``trigger`` is one size or a list of them (any fires): ``("messages", n)`` fires at
+    ``n`` messages, ``("tokens", n)`` at ``n`` tokens, ``("fraction", f)`` at that share
+    of ``max_input_tokens``. By default DeepAgents' choice: 85% of the window when
+    ``max_input_tokens`` is known, else 170,000 tokens.
+
+    Example:
+        >>> should_compact(["hello"] * 10, ("messages", 10))
+        True
+        >>> should_compact(["hello"] * 10, [("tokens", 1_000), ("messages", 50)])
+        False
+    """
+    if trigger is None:
+        trigger = DEFAULT_TRIGGER_WITH_PROFILE if max_input_tokens is not None else DEFAULT_TRIGGER
+    if isinstance(trigger, tuple) and len(trigger) == 2 and isinstance(trigger[0], str):
+        triggers = [_size(trigger, "trigger")]
+    elif isinstance(trigger, list | tuple) and trigger:
+        triggers = [_size(t, "trigger") for t in trigger]
+    else:
+        raise _input_error("trigger", f"expected a size or a non-empty list of sizes, got {trigger!r}")
+    opts = _opts(
+        encoding=encoding,
+        tools=tools,
+        system=system,
+        use_usage=use_usage,
+        chars_per_token=chars_per_token,
+        model=model,
+        cache_key=cache_key,
+    )
+    return _core.should_compact(_as_list(messages), triggers, max_input_tokens, opts)
+
+
+def _event_fields(event: Any) -> tuple[Any, int]:
+    if not isinstance(event, Mapping):
+        raise _input_error("event", f"expected a dict, got {type(event).__name__}")
+    if "summary_message" not in event or event["summary_message"] is None:
+        raise _input_error("summary_message", "the event has no summary message")
+    cutoff = event.get("cutoff_index")
+    if isinstance(cutoff, bool) or not isinstance(cutoff, int) or cutoff < 0:
+        raise _input_error("cutoff_index", f"expected a non-negative int, got {cutoff!r}")
+    return event["summary_message"], cutoff
+
+
+def effective_messages(messages: Sequence[Any], event: Mapping[str, Any] | None) -> list[Any]:
+    """The conversation as the model sees it after a compaction event.
+
+    ``event`` is the ``_summarization_event`` of the graph state
+    (``{"cutoff_index", "summary_message", "file_path"}``): the result is
+    ``[summary_message, *messages[cutoff_index:]]``, or the messages unchanged when
+    there is no event. The raw list is never modified.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> raw = ["a", "b", "c", "d"]
+        >>> event = {"cutoff_index": 3, "summary_message": HumanMessage("summary"), "file_path": None}
+        >>> [getattr(m, "content", m) for m in effective_messages(raw, event)]
+        ['summary', 'd']
+    """
+    if event is None:
+        return list(messages)
+    summary, cutoff = _event_fields(event)
+    if cutoff > len(messages):
+        raise _input_error(
+            "cutoff_index", f"{cutoff} is beyond the {len(messages)} messages given (a truncated history?)"
+        )
+    return [summary, *messages[cutoff:]]
+
+
+def state_cutoff(prior_event: Mapping[str, Any] | None, effective_cutoff: int) -> int:
+    """Map a cutoff in the effective view to an index in the raw state messages.
+
+    With no prior event the two are the same; after one, the summary occupies slot 0
+    of the effective view, so the raw index is ``prior_cutoff + effective_cutoff - 1``.
+    Use the result as the new event's ``cutoff_index``.
+
+    Example:
+        >>> state_cutoff(None, 5)
+        5
+        >>> state_cutoff({"cutoff_index": 5, "summary_message": "s"}, 4)
+        8
+    """
+    if isinstance(effective_cutoff, bool) or not isinstance(effective_cutoff, int) or effective_cutoff < 0:
+        raise _input_error("effective_cutoff", f"expected a non-negative int, got {effective_cutoff!r}")
+    prior = None if prior_event is None else _event_fields(prior_event)[1]
+    return _core.state_cutoff(prior, effective_cutoff)
+
+
+def count_text_tokens(text: str, encoding: Literal["o200k_base", "cl100k_base"] = "o200k_base") -> int:
+    """Exact BPE tokens of a text, with no message framing.
+
+    Example:
+        >>> count_text_tokens("tiktoken is great!", "cl100k_base")
+        6
+    """
+    if not isinstance(text, str):
+        raise _input_error("text", f"expected a str, got {type(text).__name__}")
+    return _core.count_text(text, encoding)
+
+
+def normalize(messages: Iterable[Any]) -> list[dict[str, Any]]:
+    """What fastcompact reads from each message, as plain dicts (for debugging input).
+
+    Example:
+        >>> normalize([{"role": "user", "content": "hi"}])[0]["role"]
+        'human'
+    """
+    return _core.normalize(_as_list(messages))
+
+
+def cache_info() -> tuple[int, int]:
+    """``(conversations cached, capacity)`` of the per-conversation token cache."""
+    return _core.cache_info()
+
+
+def set_cache_capacity(conversations: int) -> None:
+    """Bound the token cache to this many conversations (0 turns it off)."""
+    if isinstance(conversations, bool) or not isinstance(conversations, int) or conversations < 0:
+        raise _input_error("conversations", f"expected a non-negative int, got {conversations!r}")
+    _core.set_cache_capacity(conversations)
+
+
+def clear_cache() -> None:
+    """Forget every cached count."""
+    _core.clear_cache()

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Build fastcompact in a fresh virtualenv and run every check: Rust format, lints and
+# tests, then the Python lint, the Python tests and the docstring examples.
+# Needs only a Rust toolchain and Python >= 3.11 with pip.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VENV="${FASTCOMPACT_VENV:-.venv-test}"
+# Reuse compiled crates between runs on the same machine.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/fastcompact/target}"
+
+python3 -m venv "$VENV"
+# shellcheck disable=SC1091
+. "$VENV/bin/activate"
+python -m pip install --quiet --upgrade pip
+python -m pip install --quiet ".[test]"
+
+echo "== cargo fmt / clippy / test"
+cargo fmt --check
+cargo clippy --all-features --all-targets --quiet -- -D warnings
+cargo test --quiet
+
+echo "== ruff"
+ruff check python tests benches tools
+ruff format --check python tests benches tools
+
+echo "== pytest"
+# The installed package is tested (not the source folder, which lacks the compiled core).
+python -m pytest tests -p no:cacheprovider
+python -m pytest --doctest-modules --pyargs fastcompact -p no:cacheprovider

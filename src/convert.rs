@@ -1,0 +1,941 @@
+//! Python objects -> core messages. The only module besides the `_core` bindings that
+//! touches pyo3 types.
+//!
+//! LangChain messages are read attribute by attribute (never `model_dump()`); dicts in
+//! LangChain, OpenAI or Anthropic shape are read key by key. Strings are borrowed from
+//! Python, not copied.
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use pyo3::exceptions::PyAttributeError;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedStr;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use serde_json::Value;
+
+use crate::cutoff::PairShape;
+use crate::message::{Block, Content, InputError, Message, Role, Text, ToolCall, Usage};
+use crate::pyrepr;
+use crate::tokens::{CachedCounts, ConversationCache, Encoding, Measure};
+
+type Res<T> = Result<T, InputError>;
+
+fn py_err(field: &str, e: PyErr) -> InputError {
+    InputError::new(None, field, e.to_string())
+}
+
+/// Where a message's fields come from: a LangChain object's attributes or a dict.
+enum Fields<'py> {
+    Attrs(Bound<'py, PyAny>),
+    /// A pydantic model: fields are read from its `__dict__` (a plain dict lookup,
+    /// much cheaper than attribute resolution), anything else by attribute.
+    Model(Bound<'py, PyAny>, Bound<'py, PyDict>),
+    Dict(Bound<'py, PyDict>),
+}
+
+impl<'py> Fields<'py> {
+    /// The dict the fields live in, when there is one.
+    fn dict(&self) -> Option<&Bound<'py, PyDict>> {
+        match self {
+            Fields::Model(_, d) | Fields::Dict(d) => Some(d),
+            Fields::Attrs(_) => None,
+        }
+    }
+
+    /// The field's value; `None` when it is absent or Python `None`.
+    fn get(&self, name: &Bound<'py, PyString>) -> Res<Option<Bound<'py, PyAny>>> {
+        let field = || name.to_string();
+        let value = match self {
+            Fields::Model(obj, d) => match d.get_item(name) {
+                Ok(Some(v)) => v,
+                // Not a field: a property or a method, resolved as an attribute.
+                _ => match obj.getattr(name) {
+                    Ok(v) => v,
+                    Err(e) if e.is_instance_of::<PyAttributeError>(obj.py()) => return Ok(None),
+                    Err(e) => return Err(py_err(&field(), e)),
+                },
+            },
+            Fields::Attrs(obj) => match obj.getattr(name) {
+                Ok(v) => v,
+                Err(e) if e.is_instance_of::<PyAttributeError>(obj.py()) => return Ok(None),
+                Err(e) => return Err(py_err(&field(), e)),
+            },
+            Fields::Dict(d) => match d.get_item(name) {
+                Ok(Some(v)) => v,
+                Ok(None) => return Ok(None),
+                Err(e) => return Err(py_err(&field(), e)),
+            },
+        };
+        Ok((!value.is_none()).then_some(value))
+    }
+
+    fn get_str(&self, name: &Bound<'py, PyString>) -> Res<Option<String>> {
+        match self.get(name)? {
+            None => Ok(None),
+            Some(v) => match v.cast::<PyString>() {
+                Ok(s) => Ok(Some(s.to_string_lossy().into_owned())),
+                // Ids are sometimes numbers; anything else is malformed.
+                Err(_) if v.is_instance_of::<pyo3::types::PyInt>() => Ok(Some(v.to_string())),
+                Err(_) => Err(InputError::new(
+                    None,
+                    name.to_string(),
+                    format!("expected a string, got {}", type_name(&v)),
+                )),
+            },
+        }
+    }
+}
+
+fn type_name(v: &Bound<'_, PyAny>) -> String {
+    v.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "object".into())
+}
+
+/// A Python `str` held as core text, without copying its buffer.
+struct PyText(PyBackedStr);
+
+impl AsRef<str> for PyText {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+fn text_of(s: &Bound<'_, PyString>) -> Res<Text> {
+    let chars = s.len().map_err(|e| py_err("content", e))?;
+    match PyBackedStr::try_from(s.clone()) {
+        Ok(backed) => Ok(Text::with_len(Arc::new(PyText(backed)), chars)),
+        // Lone surrogates cannot be UTF-8: keep a lossy copy (same length in code points).
+        Err(_) => Ok(Text::with_len(
+            Arc::new(s.to_string_lossy().into_owned()),
+            chars,
+        )),
+    }
+}
+
+/// Deeper nesting than this is summarized by its `repr` instead of walked.
+const MAX_DEPTH: usize = 128;
+
+/// A Python value as JSON. Never fails: what JSON cannot hold (bytes, dates, custom
+/// objects, non-string keys, NaN) becomes its `str()`, so odd arguments pass through.
+fn to_value(v: &Bound<'_, PyAny>) -> Value {
+    to_value_at(v, 0)
+}
+
+fn to_value_at(v: &Bound<'_, PyAny>, depth: usize) -> Value {
+    if v.is_none() {
+        return Value::Null;
+    }
+    if let Ok(s) = v.cast::<PyString>() {
+        return Value::String(s.to_string_lossy().into_owned());
+    }
+    if depth < MAX_DEPTH {
+        if let Ok(d) = v.cast::<PyDict>() {
+            let mut map = serde_json::Map::with_capacity(d.len());
+            for (k, item) in d.iter() {
+                let key = match k.cast::<PyString>() {
+                    Ok(s) => s.to_string_lossy().into_owned(),
+                    Err(_) => k.to_string(),
+                };
+                map.insert(key, to_value_at(&item, depth + 1));
+            }
+            return Value::Object(map);
+        }
+        if let Ok(l) = v.cast::<PyList>() {
+            return Value::Array(l.iter().map(|i| to_value_at(&i, depth + 1)).collect());
+        }
+        if let Ok(t) = v.cast::<PyTuple>() {
+            return Value::Array(t.iter().map(|i| to_value_at(&i, depth + 1)).collect());
+        }
+    }
+    if let Ok(b) = v.cast::<pyo3::types::PyBool>() {
+        return Value::Bool(b.is_true());
+    }
+    if v.is_instance_of::<pyo3::types::PyInt>() {
+        if let Ok(i) = v.extract::<i64>() {
+            return Value::from(i);
+        }
+        if let Ok(u) = v.extract::<u64>() {
+            return Value::from(u);
+        }
+    }
+    if let Ok(f) = v.cast::<pyo3::types::PyFloat>() {
+        if let Some(n) = serde_json::Number::from_f64(f.value()) {
+            return Value::Number(n);
+        }
+    }
+    Value::String(
+        v.str()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    )
+}
+
+fn role_from_str(s: &str) -> Option<Role> {
+    Some(match s {
+        "human" | "user" | "HumanMessage" | "HumanMessageChunk" => Role::Human,
+        "ai" | "assistant" | "AIMessage" | "AIMessageChunk" => Role::Ai,
+        "tool" | "ToolMessage" | "ToolMessageChunk" => Role::Tool,
+        "system" | "developer" | "SystemMessage" | "SystemMessageChunk" => Role::System,
+        "function" | "FunctionMessage" | "FunctionMessageChunk" => Role::Function,
+        "chat" | "ChatMessage" | "ChatMessageChunk" => Role::Other,
+        _ => return None,
+    })
+}
+
+fn bad_content(v: &Bound<'_, PyAny>) -> InputError {
+    InputError::new(
+        None,
+        "content",
+        format!(
+            "expected a string, a list of content blocks or None, got {}",
+            type_name(v)
+        ),
+    )
+}
+
+fn bad_block(i: usize, v: &Bound<'_, PyAny>) -> InputError {
+    InputError::new(
+        None,
+        format!("content[{i}]"),
+        format!("expected a dict or a string, got {}", type_name(v)),
+    )
+}
+
+fn bad_tool_calls(v: &Bound<'_, PyAny>) -> InputError {
+    InputError::new(
+        None,
+        "tool_calls",
+        format!("expected a list, got {}", type_name(v)),
+    )
+}
+
+fn bad_call(i: usize, v: &Bound<'_, PyAny>) -> InputError {
+    InputError::new(
+        None,
+        format!("tool_calls[{i}]"),
+        format!("expected a dict, got {}", type_name(v)),
+    )
+}
+
+fn read_content(v: Option<Bound<'_, PyAny>>) -> Res<Content> {
+    let Some(v) = v else {
+        return Ok(Content::default());
+    };
+    if let Ok(s) = v.cast::<PyString>() {
+        return Ok(Content::Text(text_of(s)?));
+    }
+    let Ok(list) = v.cast::<PyList>() else {
+        return Err(bad_content(&v));
+    };
+    let mut blocks = Vec::with_capacity(list.len());
+    for (i, item) in list.iter().enumerate() {
+        blocks.push(read_block(i, &item)?);
+    }
+    Ok(Content::Blocks(blocks))
+}
+
+fn read_block(i: usize, item: &Bound<'_, PyAny>) -> Res<Block> {
+    if let Ok(s) = item.cast::<PyString>() {
+        return Ok(Block::Text(text_of(s)?));
+    }
+    let Ok(d) = item.cast::<PyDict>() else {
+        return Err(bad_block(i, item));
+    };
+    let py = item.py();
+    let fields = Fields::Dict(d.clone());
+    let kind = fields.get_str(intern!(py, "type"))?.unwrap_or_default();
+    Ok(match kind.as_str() {
+        "text" => match fields.get(intern!(py, "text"))? {
+            Some(t) => match t.cast::<PyString>() {
+                Ok(s) => Block::Text(text_of(s)?),
+                Err(_) => Block::Text(Text::from(String::new())),
+            },
+            None => Block::Text(Text::from(String::new())),
+        },
+        "image" | "image_url" | "input_image" => Block::Image,
+        "document" | "file" | "input_file" => Block::Document,
+        _ => Block::Other {
+            value: to_value(item),
+            kind,
+        },
+    })
+}
+
+fn read_args(v: Option<Bound<'_, PyAny>>) -> Res<Value> {
+    let Some(v) = v else {
+        return Ok(Value::Object(Default::default()));
+    };
+    if let Ok(s) = v.cast::<PyString>() {
+        // OpenAI sends arguments as a JSON string; one that does not parse is kept as is.
+        let raw = s.to_string_lossy();
+        return Ok(serde_json::from_str(&raw).unwrap_or_else(|_| Value::String(raw.into_owned())));
+    }
+    Ok(to_value(&v))
+}
+
+fn read_tool_calls(v: Option<Bound<'_, PyAny>>) -> Res<Vec<ToolCall>> {
+    let Some(v) = v else {
+        return Ok(Vec::new());
+    };
+    let Ok(list) = v.cast::<PyList>() else {
+        return Err(bad_tool_calls(&v));
+    };
+    let py = v.py();
+    let mut calls = Vec::with_capacity(list.len());
+    for (i, item) in list.iter().enumerate() {
+        let locate = |mut e: InputError| {
+            e.field = format!("tool_calls[{i}].{}", e.field);
+            e
+        };
+        let Ok(d) = item.cast::<PyDict>() else {
+            return Err(bad_call(i, &item));
+        };
+        let call = Fields::Dict(d.clone());
+        let id = call.get_str(intern!(py, "id")).map_err(locate)?;
+        // OpenAI shape: {"id", "type": "function", "function": {"name", "arguments"}}.
+        let (name, args) = match call.get(intern!(py, "function")).map_err(locate)? {
+            Some(f) => {
+                let Ok(fd) = f.cast::<PyDict>() else {
+                    return Err(locate(InputError::new(None, "function", "expected a dict")));
+                };
+                let f = Fields::Dict(fd.clone());
+                (
+                    f.get_str(intern!(py, "name")).map_err(locate)?,
+                    read_args(f.get(intern!(py, "arguments")).map_err(locate)?).map_err(locate)?,
+                )
+            }
+            None => (
+                call.get_str(intern!(py, "name")).map_err(locate)?,
+                read_args(call.get(intern!(py, "args")).map_err(locate)?).map_err(locate)?,
+            ),
+        };
+        calls.push(ToolCall {
+            id,
+            name: name.unwrap_or_default(),
+            args,
+        });
+    }
+    Ok(calls)
+}
+
+fn read_usage<'py>(fields: &Fields<'py>, py: Python<'py>) -> Res<Option<Usage>> {
+    if let Some(u) = fields.get(intern!(py, "usage_metadata"))? {
+        // Read the two counts directly: this runs for every AI message.
+        if let Ok(d) = u.cast::<PyDict>() {
+            let count = |key: &Bound<'py, PyString>| -> u64 {
+                d.get_item(key)
+                    .ok()
+                    .flatten()
+                    .and_then(|v| v.extract::<u64>().ok())
+                    .unwrap_or(0)
+            };
+            let usage = Usage {
+                input: count(intern!(py, "input_tokens")),
+                output: count(intern!(py, "output_tokens")),
+            };
+            if usage.total() > 0 {
+                return Ok(Some(usage));
+            }
+        }
+    }
+    let Some(meta) = fields.get(intern!(py, "response_metadata"))? else {
+        return Ok(None);
+    };
+    let Ok(meta) = meta.cast::<PyDict>() else {
+        return Ok(None);
+    };
+    // Convert only the usage entries: the rest of the metadata may hold anything.
+    let mut picked = serde_json::Map::new();
+    for key in [
+        intern!(py, "usage"),
+        intern!(py, "token_usage"),
+        intern!(py, "usage_metadata"),
+    ] {
+        if let Ok(Some(v)) = meta.get_item(key) {
+            picked.insert(key.to_string(), to_value(&v));
+        }
+    }
+    Ok(Usage::from_response_metadata(&Value::Object(picked)))
+}
+
+/// Where a message's role and fields are, for any accepted shape. `None` fields mean
+/// the item was a bare string or a `(role, content)` tuple, already read.
+fn locate<'py>(item: &Bound<'py, PyAny>) -> Res<(Role, Option<String>, Fields<'py>)> {
+    let py = item.py();
+    let unknown = |s: &str| {
+        InputError::new(
+            None,
+            "type",
+            format!("unknown message type {s:?}; expected human/user, ai/assistant, tool, system, function or chat"),
+        )
+    };
+    if let Ok(d) = item.cast::<PyDict>() {
+        let top = Fields::Dict(d.clone());
+        // dumpd(): {"lc": 1, "type": "constructor", "id": [..., "AIMessage"], "kwargs": {...}}
+        if top.get_str(intern!(py, "type"))?.as_deref() == Some("constructor") {
+            let class = top
+                .get(intern!(py, "id"))?
+                .and_then(|ids| ids.cast::<PyList>().ok().and_then(|l| l.iter().last()))
+                .map(|last| last.to_string())
+                .unwrap_or_default();
+            let role = role_from_str(&class).ok_or_else(|| unknown(&class))?;
+            let kwargs = top
+                .get(intern!(py, "kwargs"))?
+                .and_then(|k| k.cast_into::<PyDict>().ok())
+                .ok_or_else(|| InputError::new(None, "kwargs", "expected a dict"))?;
+            return Ok((role, None, Fields::Dict(kwargs)));
+        }
+        // messages_to_dict(): {"type": "ai", "data": {...}}
+        if let (Some(t), Some(data)) = (
+            top.get_str(intern!(py, "type"))?,
+            top.get(intern!(py, "data"))?,
+        ) {
+            if let Ok(data) = data.cast_into::<PyDict>() {
+                let role = role_from_str(&t).ok_or_else(|| unknown(&t))?;
+                let role_name = Fields::Dict(data.clone()).get_str(intern!(py, "role"))?;
+                return Ok((
+                    role,
+                    role_name.filter(|_| role == Role::Other),
+                    Fields::Dict(data),
+                ));
+            }
+        }
+        // {"role": ...} (OpenAI / Anthropic) or {"type": ...} (LangChain dict).
+        let role_str = match top.get_str(intern!(py, "role"))? {
+            Some(r) => r,
+            None => top.get_str(intern!(py, "type"))?.ok_or_else(|| {
+                InputError::new(None, "role", "a message dict needs a 'role' or 'type' key")
+            })?,
+        };
+        let role = role_from_str(&role_str).ok_or_else(|| unknown(&role_str))?;
+        let role_name = (role_str == "developer").then(|| role_str.clone());
+        return Ok((role, role_name, top));
+    }
+    let fields = match item
+        .getattr(intern!(py, "__dict__"))
+        .ok()
+        .and_then(|d| d.cast_into::<PyDict>().ok())
+    {
+        Some(d) => Fields::Model(item.clone(), d),
+        None => Fields::Attrs(item.clone()),
+    };
+    let Some(t) = fields.get(intern!(py, "type"))? else {
+        return Err(InputError::new(
+            None,
+            "type",
+            format!(
+                "expected a LangChain message, a dict, a (role, content) tuple or a string; got {}",
+                type_name(item)
+            ),
+        ));
+    };
+    let role = match t.cast::<PyString>().ok().and_then(|s| s.to_str().ok()) {
+        Some(name) => role_from_str(name).ok_or_else(|| unknown(name))?,
+        None => return Err(unknown(&t.to_string())),
+    };
+    let role_name = match role {
+        Role::Other => fields.get_str(intern!(py, "role"))?,
+        Role::System => match fields.get(intern!(py, "additional_kwargs"))? {
+            Some(kw) => match kw.cast::<PyDict>() {
+                Ok(kw) => Fields::Dict(kw.clone()).get_str(intern!(py, "__openai_role__"))?,
+                Err(_) => None,
+            },
+            None => None,
+        },
+        _ => None,
+    };
+    Ok((role, role_name, fields))
+}
+
+/// Where a message's content was found: the content object and the dict holding it,
+/// so that the cache can notice a content reassigned in place.
+pub struct Origin<'py> {
+    pub content: Option<Bound<'py, PyAny>>,
+    pub fields: Option<Bound<'py, PyDict>>,
+}
+
+/// Read one message of any accepted shape, with the origin of its content.
+pub fn read_message<'py>(item: &Bound<'py, PyAny>) -> Res<(Message, Origin<'py>)> {
+    let py = item.py();
+    if let Ok(s) = item.cast::<PyString>() {
+        let m = Message {
+            role: Role::Human,
+            content: Content::Text(text_of(s)?),
+            ..Message::default()
+        };
+        let origin = Origin {
+            content: Some(item.clone()),
+            fields: None,
+        };
+        return Ok((m, origin));
+    }
+    if let Ok(t) = item.cast::<PyTuple>() {
+        if t.len() != 2 {
+            return Err(InputError::new(
+                None,
+                "tuple",
+                "a message tuple must be (role, content)",
+            ));
+        }
+        let role_str = t.get_item(0).map_err(|e| py_err("role", e))?.to_string();
+        let role = role_from_str(&role_str)
+            .ok_or_else(|| InputError::new(None, "role", format!("unknown role {role_str:?}")))?;
+        let content = t.get_item(1).map_err(|e| py_err("content", e))?;
+        let m = Message {
+            role,
+            content: read_content(Some(content.clone()))?,
+            ..Message::default()
+        };
+        let origin = Origin {
+            content: Some(content),
+            fields: None,
+        };
+        return Ok((m, origin));
+    }
+    let (role, role_name, fields) = locate(item)?;
+    let content_obj = fields.get(intern!(py, "content"))?;
+    let mut m = Message {
+        role,
+        role_name,
+        content: read_content(content_obj.clone())?,
+        name: fields.get_str(intern!(py, "name"))?,
+        id: fields.get_str(intern!(py, "id"))?,
+        ..Message::default()
+    };
+    match role {
+        Role::Ai => {
+            m.tool_calls = read_tool_calls(fields.get(intern!(py, "tool_calls"))?)?;
+            m.usage = read_usage(&fields, py)?;
+        }
+        Role::Tool => m.tool_call_id = fields.get_str(intern!(py, "tool_call_id"))?,
+        _ => {}
+    }
+    let origin = Origin {
+        content: content_obj,
+        fields: fields.dict().cloned(),
+    };
+    Ok((m, origin))
+}
+
+/// The items of a message sequence (list, tuple or any iterable).
+pub fn items<'py>(seq: &Bound<'py, PyAny>) -> Res<Vec<Bound<'py, PyAny>>> {
+    if let Ok(list) = seq.cast::<PyList>() {
+        return Ok(list.iter().collect());
+    }
+    if seq.is_instance_of::<PyString>() || seq.is_instance_of::<PyDict>() {
+        return Err(InputError::new(
+            None,
+            "messages",
+            "expected a sequence of messages, got a single string or dict",
+        ));
+    }
+    let iter = seq.try_iter().map_err(|_| {
+        InputError::new(
+            None,
+            "messages",
+            format!("expected a list of messages, got {}", type_name(seq)),
+        )
+    })?;
+    iter.map(|r| r.map_err(|e| py_err("messages", e))).collect()
+}
+
+/// Read every message, each error placed at its index.
+pub fn read_all<'py>(seq: &Bound<'py, PyAny>) -> Res<Vec<Message>> {
+    items(seq)?
+        .iter()
+        .enumerate()
+        .map(|(i, item)| read_message(item).map(|(m, _)| m).map_err(|e| e.at(i)))
+        .collect()
+}
+
+/// Length of `repr()` of a Python value, computed without building the string.
+fn repr_len(v: &Bound<'_, PyAny>, depth: usize) -> usize {
+    if v.is_none() {
+        return 4;
+    }
+    if let Ok(s) = v.cast::<PyString>() {
+        return match s.to_str() {
+            Ok(text) => pyrepr::py_str_repr_len(text),
+            Err(_) => pyrepr::py_str_repr_len(&s.to_string_lossy()),
+        };
+    }
+    if depth < MAX_DEPTH {
+        if let Ok(d) = v.cast::<PyDict>() {
+            return pyrepr::py_dict_repr_len(
+                d.iter()
+                    .map(|(k, item)| (repr_len(&k, depth + 1), repr_len(&item, depth + 1))),
+            );
+        }
+        if let Ok(l) = v.cast::<PyList>() {
+            return pyrepr::py_list_repr_len(l.iter().map(|i| repr_len(&i, depth + 1)));
+        }
+    }
+    if let Ok(b) = v.cast::<pyo3::types::PyBool>() {
+        return if b.is_true() { 4 } else { 5 };
+    }
+    if v.is_instance_of::<pyo3::types::PyInt>() {
+        if let Ok(i) = v.extract::<i64>() {
+            return decimal_len(i);
+        }
+    }
+    if let Ok(f) = v.cast::<pyo3::types::PyFloat>() {
+        return pyrepr::py_float_repr_len(f.value());
+    }
+    // Tuples, sets, custom objects, very deep nesting: ask Python.
+    v.repr().and_then(|r| r.len()).unwrap_or(0)
+}
+
+/// Characters of an integer written in decimal.
+fn decimal_len(i: i64) -> usize {
+    let sign = usize::from(i < 0);
+    let mut n = i.unsigned_abs();
+    let mut digits = 1;
+    while n >= 10 {
+        n /= 10;
+        digits += 1;
+    }
+    sign + digits
+}
+
+fn str_len(v: &Bound<'_, PyAny>) -> usize {
+    v.cast::<PyString>()
+        .ok()
+        .and_then(|s| s.len().ok())
+        .unwrap_or(0)
+}
+
+fn str_of(v: &Bound<'_, PyAny>) -> Option<String> {
+    v.cast::<PyString>()
+        .ok()
+        .map(|s| s.to_string_lossy().into_owned())
+}
+
+/// A message read for counting only: its measure, usage and pair shape, taken
+/// straight from the Python objects without converting text or arguments.
+pub struct Scanned<'py> {
+    pub counts: CachedCounts,
+    /// Only when asked for: collecting ids costs allocations that counting avoids.
+    pub shape: Option<PairShape>,
+    pub origin: Origin<'py>,
+}
+
+/// Scan one message of any accepted shape. Agrees with `read_message` followed by
+/// `tokens::measure` (tested), at a fraction of the cost.
+pub fn scan_message<'py>(item: &Bound<'py, PyAny>, want_shape: bool) -> Res<Scanned<'py>> {
+    let py = item.py();
+    // Bare strings and tuples are rare and small: read them fully.
+    if item.is_instance_of::<PyString>() || item.is_instance_of::<PyTuple>() {
+        let (m, origin) = read_message(item)?;
+        return Ok(Scanned {
+            counts: CachedCounts::of(&m),
+            shape: want_shape.then(|| PairShape::from(&m)),
+            origin,
+        });
+    }
+    let (role, role_name, fields) = locate(item)?;
+    let content = fields.get(intern!(py, "content"))?;
+    let mut shape = PairShape {
+        role: Some(role),
+        ..PairShape::default()
+    };
+    let (mut body, mut images, mut documents) = (0usize, 0u32, 0u32);
+    let mut list_content = false;
+    match &content {
+        None => {}
+        Some(c) if c.is_instance_of::<PyString>() => body += str_len(c),
+        Some(c) => {
+            let Ok(list) = c.cast::<PyList>() else {
+                return Err(bad_content(c));
+            };
+            list_content = true;
+            for (i, block) in list.iter().enumerate() {
+                if block.is_instance_of::<PyString>() {
+                    body += str_len(&block);
+                    continue;
+                }
+                let Ok(d) = block.cast::<PyDict>() else {
+                    return Err(bad_block(i, &block));
+                };
+                let b = Fields::Dict(d.clone());
+                let kind = b
+                    .get(intern!(py, "type"))?
+                    .and_then(|t| str_of(&t))
+                    .unwrap_or_default();
+                match kind.as_str() {
+                    "text" => body += b.get(intern!(py, "text"))?.map_or(0, |t| str_len(&t)),
+                    "image" | "image_url" | "input_image" => images += 1,
+                    "document" | "file" | "input_file" => documents += 1,
+                    other => {
+                        body += repr_len(&block, 0);
+                        if !want_shape {
+                            continue;
+                        }
+                        match other {
+                            "tool_use" => {
+                                if let Some(id) = b.get(intern!(py, "id"))?.and_then(|v| str_of(&v))
+                                {
+                                    let name = b.get(intern!(py, "name"))?.and_then(|v| str_of(&v));
+                                    if role == Role::Ai
+                                        && !shape.calls.iter().any(|(c, _)| *c == id)
+                                    {
+                                        shape.calls.push((id, name.unwrap_or_default()));
+                                    }
+                                }
+                            }
+                            "tool_result" => {
+                                shape.is_result = true;
+                                if let Some(id) =
+                                    b.get(intern!(py, "tool_use_id"))?.and_then(|v| str_of(&v))
+                                {
+                                    if !shape.results.contains(&id) {
+                                        shape.results.push(id);
+                                    }
+                                }
+                            }
+                            "thinking" | "redacted_thinking" | "reasoning" => shape.thinking = true,
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut usage = None;
+    match role {
+        Role::Ai => {
+            if let Some(calls) = fields.get(intern!(py, "tool_calls"))? {
+                let Ok(list) = calls.cast::<PyList>() else {
+                    return Err(bad_tool_calls(&calls));
+                };
+                let function = intern!(py, "function");
+                let openai = list.iter().any(|c| {
+                    c.cast::<PyDict>()
+                        .is_ok_and(|d| d.contains(function).unwrap_or(false))
+                });
+                let mut add_call = |id: String, name: String| {
+                    if want_shape && !shape.calls.iter().any(|(c, _)| *c == id) {
+                        shape.calls.push((id, name));
+                    }
+                };
+                if openai {
+                    // OpenAI shape: counted as LangChain counts the converted calls.
+                    let (m, _) = read_message(item)?;
+                    if !list_content && !m.tool_calls.is_empty() {
+                        body += pyrepr::tool_calls_repr_len(&m.tool_calls);
+                    }
+                    for (id, name) in m.calls() {
+                        add_call(id.to_owned(), name.to_owned());
+                    }
+                } else {
+                    // LangChain shape: the dicts are exactly what LangChain repr()s.
+                    let mut reprs = Vec::with_capacity(list.len());
+                    for (i, call) in list.iter().enumerate() {
+                        let Ok(d) = call.cast::<PyDict>() else {
+                            return Err(bad_call(i, &call));
+                        };
+                        reprs.push(repr_len(&call, 0));
+                        if !want_shape {
+                            continue;
+                        }
+                        let c = Fields::Dict(d.clone());
+                        if let Some(id) = c.get(intern!(py, "id"))?.as_ref().and_then(str_of) {
+                            let name = c.get(intern!(py, "name"))?.as_ref().and_then(str_of);
+                            add_call(id, name.unwrap_or_default());
+                        }
+                    }
+                    if !list_content && !reprs.is_empty() {
+                        body += pyrepr::py_list_repr_len(reprs.into_iter());
+                    }
+                }
+            }
+            usage = read_usage(&fields, py)?.map(|u| (u.input, u.output));
+        }
+        Role::Tool => {
+            shape.is_result = true;
+            if let Some(id) = fields.get(intern!(py, "tool_call_id"))? {
+                body += str_len(&id);
+                if let Some(id) = str_of(&id).filter(|_| want_shape) {
+                    if !shape.results.contains(&id) {
+                        shape.results.insert(0, id);
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    let role_str = match (&role_name, role) {
+        (Some(n), Role::Other | Role::System) => n.chars().count(),
+        _ => role.openai_name().len(),
+    };
+    body += role_str;
+    let name = fields.get(intern!(py, "name"))?;
+    let name_len = name.as_ref().map_or(0, str_len);
+    if want_shape && shape.is_result {
+        shape.tool_name = name.as_ref().and_then(str_of).filter(|n| !n.is_empty());
+    }
+    Ok(Scanned {
+        counts: CachedCounts {
+            measure: Measure::new(body, name_len, images, documents),
+            usage,
+            bpe: [None, None],
+        },
+        shape: want_shape.then_some(shape),
+        origin: Origin {
+            content,
+            fields: fields.dict().cloned(),
+        },
+    })
+}
+
+/// What the cache keeps of one message: the object and its content (held, so their
+/// addresses cannot be reused while cached), its counts and its pair shape.
+pub struct Entry {
+    obj: Py<PyAny>,
+    content: Option<Py<PyAny>>,
+    /// The dict the content was read from (a model's `__dict__`, or the message dict).
+    fields: Option<Py<PyDict>>,
+    pub counts: CachedCounts,
+    pub shape: Option<PairShape>,
+}
+
+impl Entry {
+    fn new(
+        item: &Bound<'_, PyAny>,
+        origin: Origin<'_>,
+        counts: CachedCounts,
+        shape: Option<PairShape>,
+    ) -> Self {
+        Entry {
+            obj: item.clone().unbind(),
+            content: origin.content.map(Bound::unbind),
+            fields: origin.fields.map(Bound::unbind),
+            counts,
+            shape,
+        }
+    }
+
+    /// Whether `item` is the message counted here, still holding the same content
+    /// object (a content reassigned in place is counted again).
+    fn still_matches(&self, item: &Bound<'_, PyAny>) -> bool {
+        if self.obj.as_ptr() != item.as_ptr() {
+            return false;
+        }
+        let py = item.py();
+        let now = match &self.fields {
+            // One dict lookup, much cheaper than resolving the attribute.
+            Some(d) => d
+                .bind(py)
+                .get_item(intern!(py, "content"))
+                .ok()
+                .flatten()
+                .filter(|c| !c.is_none()),
+            None => content_of(item),
+        };
+        self.content.as_ref().map(Py::as_ptr) == now.as_ref().map(Bound::as_ptr)
+    }
+}
+
+/// The content object of an item that has no field dict (strings, tuples, plain
+/// objects), for the identity check.
+fn content_of<'py>(item: &Bound<'py, PyAny>) -> Option<Bound<'py, PyAny>> {
+    if item.is_instance_of::<PyString>() {
+        return Some(item.clone());
+    }
+    if let Ok(t) = item.cast::<PyTuple>() {
+        return t.get_item(1).ok();
+    }
+    item.getattr(intern!(item.py(), "content"))
+        .ok()
+        .filter(|c| !c.is_none())
+}
+
+/// The cache key of a conversation: the caller's key, or else the first message's
+/// id (stable across turns and restarts), or else its identity.
+pub fn conversation_key(key: Option<&str>, items: &[Bound<'_, PyAny>]) -> u64 {
+    let mut h = DefaultHasher::new();
+    match (key, items.first()) {
+        (Some(k), _) => ("key", k).hash(&mut h),
+        (None, Some(first)) => {
+            let id = first
+                .getattr(intern!(first.py(), "id"))
+                .ok()
+                .filter(|v| !v.is_none())
+                .map(|v| v.to_string());
+            match id {
+                Some(id) => ("id", id).hash(&mut h),
+                None => ("ptr", first.as_ptr() as usize).hash(&mut h),
+            }
+        }
+        (None, None) => "empty".hash(&mut h),
+    }
+    h.finish()
+}
+
+/// Messages read for this call: cached entries where the same objects were seen
+/// before, fresh ones elsewhere.
+pub struct ReadSet {
+    pub entries: Vec<Entry>,
+    /// `(index, message)` of each entry converted by this call, when the caller asked
+    /// to keep them (counters that need the text).
+    pub fresh: Vec<(usize, Message)>,
+}
+
+/// What a caller needs from each message.
+#[derive(Clone, Copy)]
+pub struct Want {
+    /// A BPE count under this encoding (the message text is converted for it).
+    pub bpe: Option<Encoding>,
+    /// The pair shape (tool call and result ids).
+    pub shape: bool,
+}
+
+impl Want {
+    fn satisfied_by(&self, e: &Entry) -> bool {
+        self.bpe.is_none_or(|enc| e.counts.bpe(enc).is_some()) && (!self.shape || e.shape.is_some())
+    }
+}
+
+/// Read `items` against the conversation's cached entries, converting only messages
+/// not seen before, edited since, or lacking something `want` asks for.
+pub fn read_with_cache(items: &[Bound<'_, PyAny>], cached: Vec<Entry>, want: Want) -> Res<ReadSet> {
+    // Entries are updated in place: a warm turn touches only what changed.
+    let mut entries = cached;
+    entries.truncate(items.len());
+    entries.reserve(items.len() - entries.len());
+    let mut fresh = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let reusable = entries
+            .get(i)
+            .is_some_and(|e| want.satisfied_by(e) && e.still_matches(item));
+        if reusable {
+            continue;
+        }
+        let entry = if want.bpe.is_some() {
+            let (m, origin) = read_message(item).map_err(|e| e.at(i))?;
+            let entry = Entry::new(
+                item,
+                origin,
+                CachedCounts::of(&m),
+                Some(PairShape::from(&m)),
+            );
+            fresh.push((i, m));
+            entry
+        } else {
+            let scanned = scan_message(item, want.shape).map_err(|e| e.at(i))?;
+            Entry::new(item, scanned.origin, scanned.counts, scanned.shape)
+        };
+        match entries.get_mut(i) {
+            Some(slot) => *slot = entry,
+            None => entries.push(entry),
+        }
+    }
+    Ok(ReadSet { entries, fresh })
+}
+
+/// The process-wide cache type the bindings keep.
+pub type Cache = ConversationCache<Entry>;

@@ -1,0 +1,359 @@
+//! fastcompact's core: reading conversations, counting tokens, choosing cutoffs.
+//!
+//! Everything here is plain Rust and testable with `cargo test`; the Python bindings
+//! (`convert` and the `_core` module below) are compiled only with the `python` feature.
+
+pub mod cutoff;
+pub mod message;
+pub mod printable;
+pub mod pyrepr;
+pub mod tokens;
+
+#[cfg(feature = "python")]
+mod convert;
+
+/// The Python module `fastcompact._core`: bindings only.
+#[cfg(feature = "python")]
+#[pyo3::pymodule]
+mod _core {
+    use std::collections::BTreeMap;
+    use std::sync::{LazyLock, Mutex, MutexGuard};
+
+    use pyo3::create_exception;
+    use pyo3::exceptions::PyValueError;
+    use pyo3::prelude::*;
+
+    use crate::convert::{self, Cache, ReadSet};
+    use crate::cutoff::{self, Size};
+    use crate::message::InputError as CoreInputError;
+    use crate::tokens::{self, Encoding, HeuristicParams};
+
+    create_exception!(
+        _core,
+        InputError,
+        PyValueError,
+        "Malformed input, naming the message index and field."
+    );
+
+    #[pymodule_init]
+    fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
+        m.add("InputError", m.py().get_type::<InputError>())
+    }
+
+    /// Default bound of the token cache, in conversations.
+    const DEFAULT_CACHE_CONVERSATIONS: usize = 1_000;
+
+    static CACHE: LazyLock<Mutex<Cache>> =
+        LazyLock::new(|| Mutex::new(Cache::new(DEFAULT_CACHE_CONVERSATIONS)));
+
+    fn cache() -> MutexGuard<'static, Cache> {
+        // A panic elsewhere cannot leave the cache inconsistent: entries are replaced whole.
+        CACHE.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn input_error(py: Python<'_>, e: CoreInputError) -> PyErr {
+        let err = InputError::new_err(e.to_string());
+        let value = err.value(py);
+        // Attributes for programs; the message already says it all for people.
+        let _ = value.setattr("index", e.index);
+        let _ = value.setattr("field", e.field.as_str());
+        err
+    }
+
+    /// Counting options, as the Python layer passes them.
+    #[derive(FromPyObject)]
+    #[pyo3(from_item_all)]
+    struct Opts {
+        encoding: String,
+        chars_per_token: f64,
+        extra_tokens_per_message: f64,
+        tokens_per_image: f64,
+        tokens_per_document: f64,
+        count_name: bool,
+        use_usage: bool,
+        tools: Vec<String>,
+        system: Option<Py<PyAny>>,
+        cache_key: Option<String>,
+    }
+
+    impl Opts {
+        fn encoding(&self) -> Result<Encoding, CoreInputError> {
+            Encoding::parse(&self.encoding).ok_or_else(|| {
+                CoreInputError::new(
+                    None,
+                    "encoding",
+                    format!(
+                        "unknown encoding {:?}; expected 'heuristic', 'o200k_base' or 'cl100k_base'",
+                        self.encoding
+                    ),
+                )
+            })
+        }
+
+        fn params(&self) -> Result<HeuristicParams, CoreInputError> {
+            if !(self.chars_per_token.is_finite() && self.chars_per_token > 0.0) {
+                return Err(CoreInputError::new(
+                    None,
+                    "chars_per_token",
+                    "must be a positive number",
+                ));
+            }
+            Ok(HeuristicParams {
+                chars_per_token: self.chars_per_token,
+                extra_tokens_per_message: self.extra_tokens_per_message,
+                tokens_per_image: self.tokens_per_image,
+                tokens_per_document: self.tokens_per_document,
+                count_name: self.count_name,
+            })
+        }
+    }
+
+    /// Counted messages of one call.
+    struct Counted {
+        per_message: Vec<f64>,
+        /// System prompt and tool schemas.
+        fixed: f64,
+        total: f64,
+        read: ReadSet,
+    }
+
+    /// Read (through the cache), count and total `messages`; the caller gets the read
+    /// entries to inspect and must hand them back with `store`.
+    fn count(
+        py: Python<'_>,
+        messages: &Bound<'_, PyAny>,
+        opts: &Opts,
+        shapes: bool,
+    ) -> Result<(u64, Counted), CoreInputError> {
+        let enc = opts.encoding()?;
+        let p = opts.params()?;
+        let items = convert::items(messages)?;
+        let key = convert::conversation_key(opts.cache_key.as_deref(), &items);
+        let cached = cache().take(key);
+        let want = convert::Want {
+            bpe: (enc != Encoding::Heuristic).then_some(enc),
+            shape: shapes,
+        };
+        let mut read = convert::read_with_cache(&items, cached, want)?;
+        if enc != Encoding::Heuristic && !read.fresh.is_empty() {
+            let fresh = &read.fresh;
+            let counts = py.detach(|| tokens::bpe_counts(enc, fresh, &p));
+            for (i, n) in counts {
+                if let Some(e) = read.entries.get_mut(i) {
+                    e.counts.set_bpe(enc, n);
+                }
+            }
+        }
+        let per_message: Vec<f64> = read
+            .entries
+            .iter()
+            .map(|e| e.counts.tokens(enc, &p))
+            .collect();
+        let mut fixed = tokens::tools_tokens(enc, &opts.tools, &p);
+        if let Some(system) = &opts.system {
+            let (m, _) = convert::read_message(system.bind(py)).map_err(|mut e| {
+                e.field = format!("system.{}", e.field);
+                e
+            })?;
+            fixed += match enc {
+                Encoding::Heuristic => tokens::measure(&m).heuristic_tokens(&p),
+                _ => tokens::bpe_message_tokens(enc, &m, &p) as f64,
+            };
+        }
+        let total = if opts.use_usage {
+            let usage: Vec<Option<(u64, u64)>> =
+                read.entries.iter().map(|e| e.counts.usage).collect();
+            tokens::anchored_total(fixed, &per_message, &usage, 0).total
+        } else {
+            (fixed + per_message.iter().sum::<f64>()).ceil()
+        };
+        Ok((
+            key,
+            Counted {
+                per_message,
+                fixed,
+                total,
+                read,
+            },
+        ))
+    }
+
+    fn store(key: u64, counted: Counted) {
+        cache().put(key, counted.read.entries);
+    }
+
+    fn parse_size(kind: &str, value: f64, field: &str) -> Result<Size, CoreInputError> {
+        Size::parse(kind, value, field)
+    }
+
+    /// Total tokens of `messages` (plus system prompt and tools in `opts`).
+    #[pyfunction]
+    fn count_tokens(py: Python<'_>, messages: &Bound<'_, PyAny>, opts: Opts) -> PyResult<u64> {
+        let (key, counted) = count(py, messages, &opts, false).map_err(|e| input_error(py, e))?;
+        let total = counted.total as u64;
+        store(key, counted);
+        Ok(total)
+    }
+
+    /// Tokens per message, per role and per tool, with the total.
+    #[pyfunction]
+    fn token_breakdown<'py>(
+        py: Python<'py>,
+        messages: &Bound<'py, PyAny>,
+        opts: Opts,
+    ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let (key, counted) = count(py, messages, &opts, true).map_err(|e| input_error(py, e))?;
+        let shapes: Vec<_> = counted
+            .read
+            .entries
+            .iter()
+            .filter_map(|e| e.shape.as_ref())
+            .collect();
+        let b = tokens::breakdown(&shapes, &counted.per_message);
+        let out = pyo3::types::PyDict::new(py);
+        out.set_item("total", counted.total as u64)?;
+        out.set_item("system_and_tools", counted.fixed as u64)?;
+        out.set_item(
+            "per_message",
+            counted
+                .per_message
+                .iter()
+                .map(|t| *t as u64)
+                .collect::<Vec<_>>(),
+        )?;
+        out.set_item("roles", b.roles.clone())?;
+        out.set_item("tool_names", b.tool_names.clone())?;
+        out.set_item("per_role", to_int_map(&b.per_role))?;
+        out.set_item("per_tool", to_int_map(&b.per_tool))?;
+        store(key, counted);
+        Ok(out)
+    }
+
+    fn to_int_map(m: &BTreeMap<String, f64>) -> BTreeMap<String, u64> {
+        m.iter().map(|(k, v)| (k.clone(), *v as u64)).collect()
+    }
+
+    /// Pair-safe cutoff for `keep` = (kind, value).
+    #[pyfunction]
+    #[pyo3(signature = (messages, keep, max_input_tokens, opts))]
+    fn find_cutoff(
+        py: Python<'_>,
+        messages: &Bound<'_, PyAny>,
+        keep: (String, f64),
+        max_input_tokens: Option<u64>,
+        opts: Opts,
+    ) -> PyResult<usize> {
+        let run = || -> Result<usize, CoreInputError> {
+            let keep = parse_size(&keep.0, keep.1, "keep")?;
+            let (key, counted) = count(py, messages, &opts, true)?;
+            let shapes: Vec<_> = counted
+                .read
+                .entries
+                .iter()
+                .filter_map(|e| e.shape.clone())
+                .collect();
+            let cut = cutoff::find_cutoff(&shapes, &counted.per_message, keep, max_input_tokens);
+            store(key, counted);
+            cut
+        };
+        run().map_err(|e| input_error(py, e))
+    }
+
+    /// Whether any trigger fires.
+    #[pyfunction]
+    #[pyo3(signature = (messages, triggers, max_input_tokens, opts))]
+    fn should_compact(
+        py: Python<'_>,
+        messages: &Bound<'_, PyAny>,
+        triggers: Vec<(String, f64)>,
+        max_input_tokens: Option<u64>,
+        opts: Opts,
+    ) -> PyResult<bool> {
+        let run = || -> Result<bool, CoreInputError> {
+            let triggers = triggers
+                .iter()
+                .map(|(k, v)| parse_size(k, *v, "trigger"))
+                .collect::<Result<Vec<_>, _>>()?;
+            let (key, counted) = count(py, messages, &opts, false)?;
+            let n = counted.per_message.len();
+            let fired = cutoff::should_trigger(&triggers, n, counted.total, max_input_tokens);
+            store(key, counted);
+            fired
+        };
+        run().map_err(|e| input_error(py, e))
+    }
+
+    /// Raw-state cutoff of an effective-view cutoff, after an optional prior one.
+    #[pyfunction]
+    #[pyo3(signature = (prior_cutoff, effective_cutoff))]
+    fn state_cutoff(
+        py: Python<'_>,
+        prior_cutoff: Option<u64>,
+        effective_cutoff: u64,
+    ) -> PyResult<u64> {
+        cutoff::state_cutoff(prior_cutoff, effective_cutoff).map_err(|e| input_error(py, e))
+    }
+
+    /// Exact tokens of a text under a BPE encoding (no message framing).
+    #[pyfunction]
+    fn count_text(py: Python<'_>, text: &str, encoding: &str) -> PyResult<u64> {
+        let enc = Encoding::parse(encoding)
+            .filter(|e| *e != Encoding::Heuristic)
+            .ok_or_else(|| {
+                input_error(
+                    py,
+                    CoreInputError::new(
+                        None,
+                        "encoding",
+                        format!("expected 'o200k_base' or 'cl100k_base', got {encoding:?}"),
+                    ),
+                )
+            })?;
+        let text = text.to_owned();
+        Ok(py.detach(move || tokens::bpe_text_tokens(enc, &text)))
+    }
+
+    /// What the core reads from each message, as plain dicts.
+    #[pyfunction]
+    fn normalize<'py>(
+        py: Python<'py>,
+        messages: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let msgs = convert::read_all(messages).map_err(|e| input_error(py, e))?;
+        let values: Vec<serde_json::Value> = msgs.iter().map(|m| m.to_json()).collect();
+        pythonize::pythonize(py, &values).map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// Per-message heuristic tokens through full conversion (the path the Rust-side
+    /// passes use), for tests that both readers agree.
+    #[pyfunction]
+    fn _heuristic_via_messages(
+        py: Python<'_>,
+        messages: &Bound<'_, PyAny>,
+        opts: Opts,
+    ) -> PyResult<Vec<u64>> {
+        let p = opts.params().map_err(|e| input_error(py, e))?;
+        let msgs = convert::read_all(messages).map_err(|e| input_error(py, e))?;
+        Ok(msgs
+            .iter()
+            .map(|m| tokens::measure(m).heuristic_tokens(&p) as u64)
+            .collect())
+    }
+
+    /// (conversations cached, capacity).
+    #[pyfunction]
+    fn cache_info() -> (usize, usize) {
+        let c = cache();
+        (c.len(), c.capacity())
+    }
+
+    #[pyfunction]
+    fn set_cache_capacity(conversations: usize) {
+        cache().set_capacity(conversations);
+    }
+
+    #[pyfunction]
+    fn clear_cache() {
+        cache().clear();
+    }
+}

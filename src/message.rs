@@ -1,0 +1,478 @@
+//! The core's own message model, independent of Python and of any provider format.
+//!
+//! `convert.rs` builds these from LangChain objects and dicts; everything else in the
+//! crate reads only these types.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+/// Who spoke. `Other` covers LangChain `ChatMessage` roles and unusual system roles; its
+/// name lives in [`Message::role_name`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Role {
+    System,
+    #[default]
+    Human,
+    Ai,
+    Tool,
+    Function,
+    Other,
+}
+
+impl Role {
+    /// The OpenAI role string LangChain uses when it counts a message.
+    pub fn openai_name(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::Human => "user",
+            Role::Ai => "assistant",
+            Role::Tool => "tool",
+            Role::Function => "function",
+            Role::Other => "",
+        }
+    }
+
+    /// The LangChain `type` string, used for reporting.
+    pub fn type_name(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::Human => "human",
+            Role::Ai => "ai",
+            Role::Tool => "tool",
+            Role::Function => "function",
+            Role::Other => "chat",
+        }
+    }
+}
+
+/// An immutable piece of text that knows its length in Unicode code points.
+///
+/// The storage is shared and may be borrowed from the caller (a Python `str` keeps its
+/// own buffer alive), so building a `Text` never has to copy a large tool result.
+#[derive(Clone)]
+pub struct Text {
+    chars: usize,
+    data: Arc<dyn AsRef<str> + Send + Sync>,
+}
+
+impl Text {
+    /// Text over storage whose code-point length the caller already knows.
+    ///
+    /// `chars` must equal `data.as_ref().chars().count()`; the converter gets it for
+    /// free from Python, which stores a string's length.
+    pub fn with_len(data: Arc<dyn AsRef<str> + Send + Sync>, chars: usize) -> Self {
+        Text { chars, data }
+    }
+
+    pub fn as_str(&self) -> &str {
+        (*self.data).as_ref()
+    }
+
+    /// Length in code points (what Python's `len()` returns).
+    pub fn chars(&self) -> usize {
+        self.chars
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.chars == 0
+    }
+}
+
+impl From<String> for Text {
+    fn from(s: String) -> Self {
+        let chars = s.chars().count();
+        Text {
+            chars,
+            data: Arc::new(s),
+        }
+    }
+}
+
+impl From<&str> for Text {
+    fn from(s: &str) -> Self {
+        Text::from(s.to_owned())
+    }
+}
+
+impl fmt::Debug for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl PartialEq for Text {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+/// One block of a list-valued content.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Block {
+    /// `{"type": "text", "text": ...}` or a bare string in the list.
+    Text(Text),
+    /// `image` / `image_url` blocks: a fixed cost, never their bytes.
+    Image,
+    /// `document` / `file` blocks: a fixed cost, never their bytes.
+    Document,
+    /// Everything else (`tool_use`, `tool_result`, `thinking`, `redacted_thinking`,
+    /// provider-specific blocks), kept as the JSON it came as.
+    Other { kind: String, value: Value },
+}
+
+impl Block {
+    pub fn kind(&self) -> &str {
+        match self {
+            Block::Text(_) => "text",
+            Block::Image => "image",
+            Block::Document => "document",
+            Block::Other { kind, .. } => kind,
+        }
+    }
+
+    fn str_field(&self, field: &str) -> Option<&str> {
+        match self {
+            Block::Other { value, .. } => value.get(field).and_then(Value::as_str),
+            _ => None,
+        }
+    }
+
+    /// The id of an Anthropic `tool_use` block.
+    pub fn tool_use_id(&self) -> Option<&str> {
+        if self.kind() == "tool_use" {
+            self.str_field("id")
+        } else {
+            None
+        }
+    }
+
+    /// The id a `tool_result` block answers.
+    pub fn tool_result_id(&self) -> Option<&str> {
+        if self.kind() == "tool_result" {
+            self.str_field("tool_use_id")
+        } else {
+            None
+        }
+    }
+
+    /// `thinking`, `redacted_thinking` and `reasoning` blocks, which providers require
+    /// to be sent back unchanged inside a tool loop.
+    pub fn is_thinking(&self) -> bool {
+        matches!(self.kind(), "thinking" | "redacted_thinking" | "reasoning")
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Content {
+    Text(Text),
+    Blocks(Vec<Block>),
+}
+
+impl Default for Content {
+    fn default() -> Self {
+        Content::Text(Text::from(String::new()))
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCall {
+    pub id: Option<String>,
+    pub name: String,
+    /// Parsed arguments. Arguments that were not valid JSON stay a JSON string.
+    pub args: Value,
+}
+
+/// Provider-reported token usage of one model call: `input` is the whole prompt
+/// (cache reads and writes included), `output` the answer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub input: u64,
+    pub output: u64,
+}
+
+fn uint(v: &Value, key: &str) -> u64 {
+    // Providers send `None` for fields they do not report: those count as zero.
+    v.get(key).and_then(Value::as_u64).unwrap_or(0)
+}
+
+impl Usage {
+    pub fn total(self) -> u64 {
+        self.input + self.output
+    }
+
+    /// From the provider-specific shapes found in `response_metadata`: Anthropic's raw
+    /// `usage` (cache tokens reported apart from `input_tokens`), OpenAI's
+    /// `token_usage` / `usage`, Gemini's `usage_metadata`.
+    pub fn from_response_metadata(meta: &Value) -> Option<Usage> {
+        for key in ["usage", "token_usage"] {
+            if let Some(u) = meta.get(key).filter(|u| u.is_object()) {
+                let usage = if u.get("prompt_tokens").is_some() {
+                    Usage {
+                        input: uint(u, "prompt_tokens"),
+                        output: uint(u, "completion_tokens"),
+                    }
+                } else {
+                    Usage {
+                        input: uint(u, "input_tokens")
+                            + uint(u, "cache_creation_input_tokens")
+                            + uint(u, "cache_read_input_tokens"),
+                        output: uint(u, "output_tokens"),
+                    }
+                };
+                if usage.total() > 0 {
+                    return Some(usage);
+                }
+            }
+        }
+        let g = meta.get("usage_metadata").filter(|u| u.is_object())?;
+        let usage = Usage {
+            input: uint(g, "prompt_token_count"),
+            output: uint(g, "candidates_token_count"),
+        };
+        (usage.total() > 0).then_some(usage)
+    }
+}
+
+/// One conversation message.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Message {
+    pub role: Role,
+    /// The role string for `Role::Other`, or a system message's `__openai_role__`.
+    pub role_name: Option<String>,
+    pub content: Content,
+    pub tool_calls: Vec<ToolCall>,
+    pub tool_call_id: Option<String>,
+    pub name: Option<String>,
+    pub id: Option<String>,
+    pub usage: Option<Usage>,
+}
+
+impl Message {
+    /// A plain-text message, mostly for tests and examples.
+    pub fn text(role: Role, text: &str) -> Self {
+        Message {
+            role,
+            content: Content::Text(Text::from(text)),
+            ..Message::default()
+        }
+    }
+
+    /// The role string LangChain's counter adds to every message.
+    pub fn openai_role(&self) -> &str {
+        match (&self.role_name, self.role) {
+            (Some(name), Role::Other | Role::System) => name,
+            _ => self.role.openai_name(),
+        }
+    }
+
+    pub fn blocks(&self) -> &[Block] {
+        match &self.content {
+            Content::Blocks(b) => b,
+            Content::Text(_) => &[],
+        }
+    }
+
+    /// `(id, tool name)` of the tool calls this message makes: `tool_calls` plus
+    /// `tool_use` blocks, each id once.
+    pub fn calls(&self) -> Vec<(&str, &str)> {
+        let mut out: Vec<(&str, &str)> = Vec::new();
+        if self.role != Role::Ai {
+            return out;
+        }
+        let from_calls = self
+            .tool_calls
+            .iter()
+            .filter_map(|c| Some((c.id.as_deref()?, c.name.as_str())));
+        let from_blocks = self.blocks().iter().filter_map(|b| {
+            let name = match b {
+                Block::Other { value, .. } => value.get("name").and_then(Value::as_str),
+                _ => None,
+            };
+            Some((b.tool_use_id()?, name.unwrap_or("")))
+        });
+        for (id, name) in from_calls.chain(from_blocks) {
+            if !out.iter().any(|(seen, _)| *seen == id) {
+                out.push((id, name));
+            }
+        }
+        out
+    }
+
+    /// Ids of the tool calls this message makes.
+    pub fn call_ids(&self) -> Vec<&str> {
+        self.calls().into_iter().map(|(id, _)| id).collect()
+    }
+
+    /// Ids of the tool calls this message answers: a ToolMessage's `tool_call_id`, or
+    /// the `tool_result` blocks of a user message in Anthropic format.
+    pub fn result_ids(&self) -> Vec<&str> {
+        let mut ids: Vec<&str> = Vec::new();
+        if let (Role::Tool, Some(id)) = (self.role, self.tool_call_id.as_deref()) {
+            ids.push(id);
+        }
+        for id in self.blocks().iter().filter_map(Block::tool_result_id) {
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        ids
+    }
+
+    /// True when this message carries tool results (and so must follow its calls).
+    pub fn is_tool_result(&self) -> bool {
+        self.role == Role::Tool || self.blocks().iter().any(|b| b.kind() == "tool_result")
+    }
+
+    pub fn has_thinking(&self) -> bool {
+        self.blocks().iter().any(Block::is_thinking)
+    }
+
+    /// The normalized form, as JSON: what the core understood of the message.
+    pub fn to_json(&self) -> Value {
+        let content = match &self.content {
+            Content::Text(t) => Value::from(t.as_str()),
+            Content::Blocks(blocks) => Value::Array(
+                blocks
+                    .iter()
+                    .map(|b| match b {
+                        Block::Text(t) => serde_json::json!({"type": "text", "text": t.as_str()}),
+                        Block::Image => serde_json::json!({"type": "image"}),
+                        Block::Document => serde_json::json!({"type": "document"}),
+                        Block::Other { value, .. } => value.clone(),
+                    })
+                    .collect(),
+            ),
+        };
+        let calls: Vec<Value> = self
+            .tool_calls
+            .iter()
+            .map(|c| serde_json::json!({"id": c.id, "name": c.name, "args": c.args}))
+            .collect();
+        serde_json::json!({
+            "role": self.role.type_name(),
+            "role_name": self.role_name,
+            "content": content,
+            "tool_calls": calls,
+            "tool_call_id": self.tool_call_id,
+            "name": self.name,
+            "id": self.id,
+            "usage": self.usage.map(|u| serde_json::json!({"input": u.input, "output": u.output})),
+        })
+    }
+}
+
+/// Malformed input, located by message index and field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputError {
+    pub index: Option<usize>,
+    pub field: String,
+    pub reason: String,
+}
+
+impl InputError {
+    pub fn new(index: Option<usize>, field: impl Into<String>, reason: impl Into<String>) -> Self {
+        InputError {
+            index,
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// The same error, placed at message `index` (used when a field-level reader does
+    /// not know which message it is reading).
+    pub fn at(mut self, index: usize) -> Self {
+        self.index.get_or_insert(index);
+        self
+    }
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.index {
+            Some(i) => write!(f, "message {i}: field '{}': {}", self.field, self.reason),
+            None => write!(f, "field '{}': {}", self.field, self.reason),
+        }
+    }
+}
+
+impl std::error::Error for InputError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn text_knows_code_points() {
+        let t = Text::from("héllo ✓");
+        assert_eq!(t.chars(), 7);
+        assert_eq!(t.as_str(), "héllo ✓");
+    }
+
+    #[test]
+    fn call_and_result_ids_cover_blocks_once() {
+        let mut ai = Message::text(Role::Ai, "");
+        ai.tool_calls.push(ToolCall {
+            id: Some("a".into()),
+            name: "read_file".into(),
+            args: json!({}),
+        });
+        ai.content = Content::Blocks(vec![
+            Block::Other {
+                kind: "tool_use".into(),
+                value: json!({"type": "tool_use", "id": "a", "name": "read_file", "input": {}}),
+            },
+            Block::Other {
+                kind: "tool_use".into(),
+                value: json!({"type": "tool_use", "id": "b", "name": "ls", "input": {}}),
+            },
+        ]);
+        assert_eq!(ai.call_ids(), vec!["a", "b"]);
+
+        let mut user = Message::text(Role::Human, "");
+        user.content = Content::Blocks(vec![Block::Other {
+            kind: "tool_result".into(),
+            value: json!({"type": "tool_result", "tool_use_id": "b", "content": "x"}),
+        }]);
+        assert_eq!(user.result_ids(), vec!["b"]);
+        assert!(user.is_tool_result());
+    }
+
+    #[test]
+    fn usage_variants_treat_missing_as_zero() {
+        let anthropic = json!({"usage": {"input_tokens": 10, "cache_read_input_tokens": 90,
+            "cache_creation_input_tokens": null, "output_tokens": 5}});
+        assert_eq!(
+            Usage::from_response_metadata(&anthropic),
+            Some(Usage {
+                input: 100,
+                output: 5
+            })
+        );
+        let openai = json!({"token_usage": {"prompt_tokens": 7, "completion_tokens": 3}});
+        assert_eq!(
+            Usage::from_response_metadata(&openai).map(Usage::total),
+            Some(10)
+        );
+        let gemini =
+            json!({"usage_metadata": {"prompt_token_count": 4, "candidates_token_count": 1}});
+        assert_eq!(
+            Usage::from_response_metadata(&gemini).map(Usage::total),
+            Some(5)
+        );
+        assert_eq!(Usage::from_response_metadata(&json!({})), None);
+        let zero = json!({"usage": {"input_tokens": 0, "output_tokens": 0}});
+        assert_eq!(Usage::from_response_metadata(&zero), None);
+    }
+
+    #[test]
+    fn input_error_names_index_and_field() {
+        let e = InputError::new(None, "tool_calls", "expected a list").at(3);
+        assert_eq!(
+            e.to_string(),
+            "message 3: field 'tool_calls': expected a list"
+        );
+    }
+}

@@ -1,0 +1,318 @@
+//! Lengths of Python `repr()` strings, computed without building them.
+//!
+//! langchain-core's `count_tokens_approximately` counts `len(repr(...))` of tool calls
+//! and of unknown content blocks; matching its numbers means matching `repr()`.
+
+use serde_json::Value;
+
+use crate::message::ToolCall;
+use crate::printable::NON_PRINTABLE;
+
+/// Length of Python's `repr()` of LangChain's `tool_calls` list.
+pub fn tool_calls_repr_len(calls: &[ToolCall]) -> usize {
+    let items = calls.iter().map(|c| {
+        tool_call_repr_len(
+            py_str_repr_len(&c.name),
+            py_repr_len(&c.args),
+            c.id.as_deref().map_or(4, py_str_repr_len),
+        )
+    });
+    py_list_repr_len(items)
+}
+
+/// Length of the `repr()` of LangChain's tool call dict
+/// `{'name': N, 'args': A, 'id': I, 'type': 'tool_call'}`, given the lengths of the
+/// `repr()`s of N, A and I.
+pub fn tool_call_repr_len(name: usize, args: usize, id: usize) -> usize {
+    const FIXED: usize = "{'name': , 'args': , 'id': , 'type': 'tool_call'}".len();
+    FIXED + name + args + id
+}
+
+/// Length of the `repr()` of a list whose items' `repr()`s have these lengths.
+pub fn py_list_repr_len(items: impl Iterator<Item = usize>) -> usize {
+    let (mut n, mut total) = (0usize, 0usize);
+    for len in items {
+        n += 1;
+        total += len;
+    }
+    2 + total + n.saturating_sub(1) * 2
+}
+
+/// Length of the `repr()` of a dict whose `(key, value)` `repr()`s have these lengths.
+pub fn py_dict_repr_len(items: impl Iterator<Item = (usize, usize)>) -> usize {
+    py_list_repr_len(items.map(|(k, v)| k + 2 + v))
+}
+
+/// Length of Python's `repr()` of the value a JSON document decodes to.
+pub fn py_repr_len(v: &Value) -> usize {
+    match v {
+        Value::Null => 4,
+        Value::Bool(true) => 4,
+        Value::Bool(false) => 5,
+        Value::Number(n) => py_number_repr_len(n),
+        Value::String(s) => py_str_repr_len(s),
+        Value::Array(items) => py_list_repr_len(items.iter().map(py_repr_len)),
+        Value::Object(map) => py_dict_repr_len(
+            map.iter()
+                .map(|(k, v)| (py_str_repr_len(k), py_repr_len(v))),
+        ),
+    }
+}
+
+fn py_number_repr_len(n: &serde_json::Number) -> usize {
+    if n.is_i64() || n.is_u64() {
+        return n.to_string().len();
+    }
+    let f = n.as_f64().unwrap_or(0.0);
+    py_float_repr_len(f)
+}
+
+/// Python's `repr(float)`: shortest round-trip digits, fixed notation for decimal
+/// exponents in -4..16 (`0.001`, `12.0`), scientific otherwise (`1e-05`, `1.5e+16`).
+pub fn py_float_repr_len(f: f64) -> usize {
+    if !f.is_finite() {
+        return if f.is_nan() {
+            3
+        } else {
+            3 + usize::from(f < 0.0)
+        };
+    }
+    let sci = format!("{:e}", f.abs());
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
+    let digits = mantissa.chars().filter(char::is_ascii_digit).count();
+    let exp: i64 = exp.parse().unwrap_or(0);
+    let sign = usize::from(f.is_sign_negative());
+    let body = if (-4..16).contains(&exp) {
+        if exp >= 0 {
+            let int_digits = exp as usize + 1;
+            int_digits + 1 + digits.saturating_sub(int_digits).max(1)
+        } else {
+            // 0.00ddd
+            2 + (-exp - 1) as usize + digits
+        }
+    } else {
+        let mantissa_len = if digits > 1 { digits + 1 } else { 1 };
+        let exp_digits = exp.unsigned_abs().to_string().len().max(2);
+        mantissa_len + 2 + exp_digits
+    };
+    sign + body
+}
+
+/// What `repr()` of an ASCII string needs: extra escape characters, single and double
+/// quotes, and whether any byte is non-ASCII (then the tally is not used).
+#[derive(Default, Debug, PartialEq, Eq)]
+struct AsciiTally {
+    extra: usize,
+    single: usize,
+    double: usize,
+    non_ascii: bool,
+}
+
+impl AsciiTally {
+    /// Byte by byte; the portable path and the tail of the SIMD one.
+    fn add_bytes(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            // `\\ \t \n \r` take one extra character, other controls three (`\x01`).
+            self.extra += match b {
+                b'\\' | b'\t' | b'\n' | b'\r' => 1,
+                0..=0x1f | 0x7f => 3,
+                _ => 0,
+            };
+            self.single += usize::from(b == b'\'');
+            self.double += usize::from(b == b'"');
+            self.non_ascii |= b >= 0x80;
+        }
+    }
+}
+
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+fn ascii_tally(bytes: &[u8]) -> AsciiTally {
+    let mut t = AsciiTally::default();
+    t.add_bytes(bytes);
+    t
+}
+
+/// SSE2 (always present on x86_64): 16 bytes a step, per-lane byte counters summed
+/// every 255 steps, before they could overflow. Long tool arguments make this the
+/// hottest loop of the heuristic count.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+fn ascii_tally(bytes: &[u8]) -> AsciiTally {
+    // SAFETY: compiled only for targets that have SSE2 (the x86_64 baseline).
+    unsafe { ascii_tally_sse2(bytes) }
+}
+
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[target_feature(enable = "sse2")]
+fn ascii_tally_sse2(bytes: &[u8]) -> AsciiTally {
+    use std::arch::x86_64::*;
+
+    let splat = |b: u8| _mm_set1_epi8(b as i8);
+    let (blocks, tail) = bytes.as_chunks::<16>();
+    let mut t = AsciiTally::default();
+    let zero = _mm_setzero_si128();
+    // Horizontal sum of the 16 byte counters: two 64-bit partial sums.
+    let sum = |v: __m128i| -> usize {
+        let s = _mm_sad_epu8(v, zero);
+        (_mm_cvtsi128_si64(s) + i64::from(_mm_extract_epi16::<4>(s))) as usize
+    };
+    let mut high = zero;
+    for run in blocks.chunks(255) {
+        let (mut ctrl, mut tnr, mut backslash, mut single, mut double) =
+            (zero, zero, zero, zero, zero);
+        for block in run {
+            // SAFETY: `block` is a `&[u8; 16]`, valid for a 16-byte read; `loadu` takes
+            // any alignment.
+            let v = unsafe { _mm_loadu_si128(block.as_ptr().cast()) };
+            // Controls and DEL (`\x01`, `\x7f`). Bytes >= 0x80 compare as negative and
+            // land here too; any such byte sends the string to the char-by-char path,
+            // so that miscount never matters.
+            let c = _mm_or_si128(
+                _mm_cmplt_epi8(v, splat(0x20)),
+                _mm_cmpeq_epi8(v, splat(0x7f)),
+            );
+            let w = _mm_or_si128(
+                _mm_or_si128(
+                    _mm_cmpeq_epi8(v, splat(b'\t')),
+                    _mm_cmpeq_epi8(v, splat(b'\n')),
+                ),
+                _mm_cmpeq_epi8(v, splat(b'\r')),
+            );
+            // A true lane is -1: subtracting it counts one.
+            ctrl = _mm_sub_epi8(ctrl, c);
+            tnr = _mm_sub_epi8(tnr, w);
+            backslash = _mm_sub_epi8(backslash, _mm_cmpeq_epi8(v, splat(b'\\')));
+            single = _mm_sub_epi8(single, _mm_cmpeq_epi8(v, splat(b'\'')));
+            double = _mm_sub_epi8(double, _mm_cmpeq_epi8(v, splat(b'"')));
+            high = _mm_or_si128(high, v);
+        }
+        // Controls cost 3 extra (`\x01`) except \t \n \r (1, as `\n`); a backslash 1.
+        t.extra += 3 * sum(ctrl) - 2 * sum(tnr) + sum(backslash);
+        t.single += sum(single);
+        t.double += sum(double);
+    }
+    t.non_ascii = _mm_movemask_epi8(high) != 0;
+    t.add_bytes(tail);
+    t
+}
+
+/// Length of Python's `repr()` of a string: quotes, escapes and all.
+pub fn py_str_repr_len(s: &str) -> usize {
+    let t = ascii_tally(s.as_bytes());
+    // Python quotes with `"` only when the text has a `'` and no `"`.
+    let quote = if t.single > 0 && t.double == 0 {
+        '"'
+    } else {
+        '\''
+    };
+    if t.non_ascii {
+        return repr_len_by_chars(s, quote);
+    }
+    let escaped_quotes = if quote == '\'' { t.single } else { 0 };
+    2 + s.len() + t.extra + escaped_quotes
+}
+
+fn repr_len_by_chars(s: &str, quote: char) -> usize {
+    let mut n = 2;
+    for c in s.chars() {
+        n += match c {
+            '\\' | '\t' | '\n' | '\r' => 2,
+            c if c == quote => 2,
+            ' '..='~' => 1,
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => 4,
+            c if py_printable(c) => 1,
+            c if (c as u32) <= 0xff => 4,
+            c if (c as u32) <= 0xffff => 6,
+            _ => 10,
+        };
+    }
+    n
+}
+
+/// Whether Python's `repr()` shows a non-ASCII character as is (else it escapes it).
+fn py_printable(c: char) -> bool {
+    let c = c as u32;
+    NON_PRINTABLE
+        .binary_search_by(|&(lo, hi)| {
+            if hi < c {
+                std::cmp::Ordering::Less
+            } else if lo > c {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+        .is_err()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn str_repr_matches_python() {
+        // Values checked against CPython's repr().
+        assert_eq!(py_str_repr_len("abc"), 5); // 'abc'
+        assert_eq!(py_str_repr_len("it's"), 6); // "it's"
+        assert_eq!(py_str_repr_len("it's \"x\""), 11); // 'it\'s "x"'
+        assert_eq!(py_str_repr_len("a\nb\\"), 8); // 'a\nb\\'
+        assert_eq!(py_str_repr_len("\x01"), 6); // '\x01'
+        assert_eq!(py_str_repr_len("é✓"), 4); // 'é✓'
+        assert_eq!(py_str_repr_len("\u{a0}"), 6); // '\xa0'
+        assert_eq!(py_str_repr_len("\u{200b}"), 8); // '\u200b'
+        assert_eq!(py_str_repr_len("\u{1342f}"), 12); // unassigned: '\U0001342f'
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn simd_tally_agrees_with_bytes(bytes in proptest::collection::vec(0u8..=255, 0..600)) {
+            let mut slow = AsciiTally::default();
+            slow.add_bytes(&bytes);
+            let fast = ascii_tally(&bytes);
+            proptest::prop_assert_eq!(fast.non_ascii, slow.non_ascii);
+            if !slow.non_ascii {
+                proptest::prop_assert_eq!(fast, slow);
+            }
+        }
+
+        #[test]
+        fn simd_tally_agrees_on_ascii(s in "[\\x00-\\x7f]{0,5000}") {
+            let mut slow = AsciiTally::default();
+            slow.add_bytes(s.as_bytes());
+            proptest::prop_assert_eq!(ascii_tally(s.as_bytes()), slow);
+        }
+
+        #[test]
+        fn ascii_fast_path_agrees_with_char_walk(s in "[\\x00-\\x7f]{0,64}") {
+            let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+            proptest::prop_assert_eq!(py_str_repr_len(&s), repr_len_by_chars(&s, quote));
+        }
+    }
+
+    #[test]
+    fn value_repr_matches_python() {
+        // repr({'a': [1, 2.5, None, True], 'b': {}}) == "{'a': [1, 2.5, None, True], 'b': {}}"
+        let v = json!({"a": [1, 2.5, null, true], "b": {}});
+        assert_eq!(py_repr_len(&v), 36);
+        assert_eq!(py_repr_len(&json!(1e-5)), "1e-05".len());
+        assert_eq!(py_repr_len(&json!(1e16)), "1e+16".len());
+        assert_eq!(py_repr_len(&json!(3.0)), "3.0".len());
+        assert_eq!(py_repr_len(&json!(-0.001)), "-0.001".len());
+        assert_eq!(py_repr_len(&json!(123.456)), "123.456".len());
+        assert_eq!(py_repr_len(&json!(1.5e300)), "1.5e+300".len());
+        assert_eq!(py_repr_len(&json!(-2.0)), "-2.0".len());
+    }
+
+    #[test]
+    fn tool_calls_repr_matches_python() {
+        // repr([{'name': 'ls', 'args': {'path': '/'}, 'id': 'c1', 'type': 'tool_call'}])
+        let calls = [ToolCall {
+            id: Some("c1".into()),
+            name: "ls".into(),
+            args: json!({"path": "/"}),
+        }];
+        let expected = "[{'name': 'ls', 'args': {'path': '/'}, 'id': 'c1', 'type': 'tool_call'}]";
+        assert_eq!(tool_calls_repr_len(&calls), expected.len());
+        assert_eq!(tool_calls_repr_len(&[]), 2);
+    }
+}

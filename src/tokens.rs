@@ -1,0 +1,560 @@
+//! Token counters: the LangChain-compatible heuristic, exact BPE (o200k_base,
+//! cl100k_base), usage anchoring, and the per-conversation cache of per-message counts.
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use rayon::prelude::*;
+use serde_json::Value;
+use tiktoken_rs::CoreBPE;
+
+use crate::cutoff::PairShape;
+use crate::message::{Block, Content, Message, Role};
+use crate::pyrepr::{py_repr_len, tool_calls_repr_len};
+
+/// How tokens are counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Encoding {
+    /// Characters / `chars_per_token`, as langchain-core's `count_tokens_approximately`.
+    Heuristic,
+    O200kBase,
+    Cl100kBase,
+}
+
+impl Encoding {
+    pub fn parse(name: &str) -> Option<Encoding> {
+        match name {
+            "heuristic" | "approximate" => Some(Encoding::Heuristic),
+            "o200k_base" => Some(Encoding::O200kBase),
+            "cl100k_base" => Some(Encoding::Cl100kBase),
+            _ => None,
+        }
+    }
+}
+
+// One tokenizer per thread and encoding. tiktoken-rs's shared instances serialize
+// threads on the regex's internal cache (two threads ran no faster than one); a
+// private copy per thread scales. Built on first use (about 0.2 s), from the
+// vocabularies embedded in the crate, so it works offline.
+thread_local! {
+    static O200K: Option<CoreBPE> = tiktoken_rs::o200k_base().ok();
+    static CL100K: Option<CoreBPE> = tiktoken_rs::cl100k_base().ok();
+}
+
+/// Run `f` with this thread's tokenizer for `enc`; `None` for the heuristic (or if
+/// the embedded vocabulary could not be loaded).
+fn with_bpe<R>(enc: Encoding, f: impl FnOnce(Option<&CoreBPE>) -> R) -> R {
+    match enc {
+        Encoding::Heuristic => f(None),
+        Encoding::O200kBase => O200K.with(|b| f(b.as_ref())),
+        Encoding::Cl100kBase => CL100K.with(|b| f(b.as_ref())),
+    }
+}
+
+/// Parameters of the heuristic; the defaults are langchain-core's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HeuristicParams {
+    pub chars_per_token: f64,
+    pub extra_tokens_per_message: f64,
+    pub tokens_per_image: f64,
+    /// A `document`/`file` block (PDF and the like) costs this much, never its base64.
+    pub tokens_per_document: f64,
+    pub count_name: bool,
+}
+
+impl Default for HeuristicParams {
+    fn default() -> Self {
+        HeuristicParams {
+            chars_per_token: 4.0,
+            extra_tokens_per_message: 3.0,
+            tokens_per_image: 85.0,
+            tokens_per_document: 1_500.0,
+            count_name: true,
+        }
+    }
+}
+
+/// Anthropic models tokenize denser text than OpenAI's, so the heuristic uses fewer
+/// characters per token for them.
+pub const ANTHROPIC_CHARS_PER_TOKEN: f64 = 3.3;
+
+/// What a counter needs to know about one message: its character measure (for the
+/// heuristic) and media blocks. Independent of the heuristic's parameters, so one
+/// cached measure serves every `chars_per_token`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Measure {
+    pub chars: u64,
+    pub chars_without_name: u64,
+    pub images: u32,
+    pub documents: u32,
+}
+
+impl Measure {
+    /// `body` counts everything but the name: content, tool calls, tool call id, role.
+    pub fn new(body: usize, name: usize, images: u32, documents: u32) -> Self {
+        Measure {
+            chars: (body + name) as u64,
+            chars_without_name: body as u64,
+            images,
+            documents,
+        }
+    }
+
+    pub fn heuristic_tokens(&self, p: &HeuristicParams) -> f64 {
+        let chars = if p.count_name {
+            self.chars
+        } else {
+            self.chars_without_name
+        };
+        (chars as f64 / p.chars_per_token).ceil()
+            + p.extra_tokens_per_message
+            + f64::from(self.images) * p.tokens_per_image
+            + f64::from(self.documents) * p.tokens_per_document
+    }
+}
+
+/// Measure a message the way `count_tokens_approximately` does: content characters
+/// (text blocks by their text, other blocks by the length of their Python `repr`),
+/// the `repr` of the tool calls when the content is a string, the tool call id, the
+/// OpenAI role, and the name.
+pub fn measure(m: &Message) -> Measure {
+    let (mut images, mut documents) = (0, 0);
+    let mut chars = 0usize;
+    match &m.content {
+        Content::Text(t) => chars += t.chars(),
+        Content::Blocks(blocks) => {
+            for b in blocks {
+                match b {
+                    Block::Text(t) => chars += t.chars(),
+                    Block::Image => images += 1,
+                    Block::Document => documents += 1,
+                    Block::Other { value, .. } => chars += py_repr_len(value),
+                }
+            }
+            // Tool calls in list content are already there as `tool_use` blocks.
+        }
+    }
+    if m.role == Role::Ai && matches!(m.content, Content::Text(_)) && !m.tool_calls.is_empty() {
+        chars += tool_calls_repr_len(&m.tool_calls);
+    }
+    if m.role == Role::Tool {
+        chars += m.tool_call_id.as_deref().map_or(0, |s| s.chars().count());
+    }
+    chars += m.openai_role().chars().count();
+    let name = m
+        .name
+        .as_deref()
+        .filter(|n| !n.is_empty())
+        .map_or(0, |n| n.chars().count());
+    Measure::new(chars, name, images, documents)
+}
+
+/// Exact BPE token count of a text. Falls back to the heuristic if the tokenizer
+/// fails on pathological input, so a count is always returned.
+pub fn bpe_text_tokens(enc: Encoding, text: &str) -> u64 {
+    if text.is_empty() {
+        return 0;
+    }
+    let estimate = || (text.chars().count() as f64 / 4.0).ceil() as u64;
+    with_bpe(enc, |bpe| match bpe {
+        Some(bpe) => catch_unwind(AssertUnwindSafe(|| bpe.encode_ordinary(text).len() as u64))
+            .unwrap_or_else(|_| estimate()),
+        None => estimate(),
+    })
+}
+
+/// Tokens of a message under a BPE encoding: its texts, tool calls as name plus JSON
+/// arguments, the name, and 3 tokens of message framing (OpenAI's chat format).
+/// Media blocks cost the heuristic's fixed amounts.
+pub fn bpe_message_tokens(enc: Encoding, m: &Message, p: &HeuristicParams) -> u64 {
+    let t = |s: &str| bpe_text_tokens(enc, s);
+    let mut n = 3 + t(m.openai_role());
+    match &m.content {
+        Content::Text(text) => n += t(text.as_str()),
+        Content::Blocks(blocks) => {
+            for b in blocks {
+                n += match b {
+                    Block::Text(text) => t(text.as_str()),
+                    Block::Image => p.tokens_per_image as u64,
+                    Block::Document => p.tokens_per_document as u64,
+                    Block::Other { value, .. } => block_tokens(enc, value),
+                };
+            }
+        }
+    }
+    if matches!(m.content, Content::Text(_)) {
+        for c in &m.tool_calls {
+            n += t(&c.name) + t(&c.args.to_string());
+        }
+    }
+    if let Some(name) = m.name.as_deref().filter(|s| !s.is_empty()) {
+        n += 1 + t(name);
+    }
+    n
+}
+
+fn block_tokens(enc: Encoding, v: &Value) -> u64 {
+    let t = |s: &str| bpe_text_tokens(enc, s);
+    let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
+    match kind {
+        "thinking" => t(v.get("thinking").and_then(Value::as_str).unwrap_or("")),
+        // Opaque encrypted data that the provider counts by its own rules; its length
+        // is the best estimate there is.
+        "redacted_thinking" => {
+            (v.get("data").and_then(Value::as_str).map_or(0, str::len) as u64).div_ceil(4)
+        }
+        "tool_use" => {
+            t(v.get("name").and_then(Value::as_str).unwrap_or(""))
+                + v.get("input").map_or(0, |i| t(&i.to_string()))
+        }
+        "tool_result" => match v.get("content") {
+            Some(Value::String(s)) => t(s),
+            Some(Value::Array(items)) => items.iter().map(|i| block_tokens(enc, i)).sum(),
+            _ => 0,
+        },
+        "text" => t(v.get("text").and_then(Value::as_str).unwrap_or("")),
+        _ => t(&v.to_string()),
+    }
+}
+
+/// Messages above which BPE counting is spread over threads.
+const PARALLEL_THRESHOLD: usize = 16;
+
+/// BPE tokens of each `(index, message)`, on all cores for large batches.
+pub fn bpe_counts(
+    enc: Encoding,
+    msgs: &[(usize, Message)],
+    p: &HeuristicParams,
+) -> Vec<(usize, u64)> {
+    let count = |(i, m): &(usize, Message)| (*i, bpe_message_tokens(enc, m, p));
+    if msgs.len() >= PARALLEL_THRESHOLD {
+        msgs.par_iter().map(count).collect()
+    } else {
+        msgs.iter().map(count).collect()
+    }
+}
+
+/// Heuristic tokens of tool schemas given as their JSON text (as LangChain does:
+/// characters of `json.dumps` of each schema, rounded up once for all tools).
+pub fn tools_heuristic_tokens(tool_json: &[String], p: &HeuristicParams) -> f64 {
+    if tool_json.is_empty() {
+        return 0.0;
+    }
+    let chars: usize = tool_json.iter().map(|s| s.chars().count()).sum();
+    (chars as f64 / p.chars_per_token).ceil()
+}
+
+pub fn tools_tokens(enc: Encoding, tool_json: &[String], p: &HeuristicParams) -> f64 {
+    match enc {
+        Encoding::Heuristic => tools_heuristic_tokens(tool_json, p),
+        _ => tool_json
+            .iter()
+            .map(|s| bpe_text_tokens(enc, s) as f64)
+            .sum(),
+    }
+}
+
+/// Where the tokens go: per role and per tool name (tool results, by the name they
+/// carry or the name of the call they answer).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Breakdown {
+    pub roles: Vec<&'static str>,
+    pub tool_names: Vec<Option<String>>,
+    pub per_role: std::collections::BTreeMap<String, f64>,
+    pub per_tool: std::collections::BTreeMap<String, f64>,
+}
+
+pub fn breakdown(shapes: &[&PairShape], per_message: &[f64]) -> Breakdown {
+    let mut out = Breakdown::default();
+    let mut call_names: HashMap<&str, &str> = HashMap::new();
+    for (shape, tokens) in shapes.iter().zip(per_message) {
+        for (id, name) in &shape.calls {
+            call_names.insert(id, name);
+        }
+        let role = shape.role.map_or("unknown", Role::type_name);
+        out.roles.push(role);
+        *out.per_role.entry(role.to_owned()).or_default() += tokens;
+        let tool = shape.is_result.then(|| {
+            shape
+                .tool_name
+                .clone()
+                .or_else(|| {
+                    shape
+                        .results
+                        .iter()
+                        .find_map(|id| call_names.get(id.as_str()).map(|n| (*n).to_owned()))
+                })
+                .unwrap_or_else(|| "unknown".to_owned())
+        });
+        if let Some(t) = &tool {
+            *out.per_tool.entry(t.clone()).or_default() += tokens;
+        }
+        out.tool_names.push(tool);
+    }
+    out
+}
+
+/// A count anchored on provider usage.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Anchored {
+    pub total: f64,
+    /// Index of the anchoring AI message, if one was used.
+    pub anchor: Option<usize>,
+    /// Real / estimated tokens on the anchored prefix (1.0 without an anchor).
+    pub ratio: f64,
+}
+
+/// Bounds on how far provider usage may recalibrate the estimate of the tail; an
+/// anchor outside them most likely counted a different view (edited or summarized
+/// since) and is ignored.
+pub const CALIBRATION_BOUNDS: (f64, f64) = (0.5, 2.0);
+
+/// Total tokens of `fixed` (system prompt and tools) plus the messages, using the
+/// newest message at or after `min_anchor` that reports usage: its input plus output
+/// tokens are the true size of everything up to it, and the estimate of the messages
+/// after it is scaled by the real/estimated ratio of the prefix.
+pub fn anchored_total(
+    fixed: f64,
+    per_message: &[f64],
+    usage: &[Option<(u64, u64)>],
+    min_anchor: usize,
+) -> Anchored {
+    let estimate = fixed + per_message.iter().sum::<f64>();
+    let plain = Anchored {
+        total: estimate.ceil(),
+        anchor: None,
+        ratio: 1.0,
+    };
+    let found = usage
+        .iter()
+        .enumerate()
+        .skip(min_anchor)
+        .rev()
+        .find_map(|(i, u)| u.map(|(input, output)| (i, input + output)));
+    let Some((a, real)) = found else {
+        return plain;
+    };
+    let prefix = fixed + per_message[..=a].iter().sum::<f64>();
+    if real == 0 || prefix <= 0.0 {
+        return plain;
+    }
+    let ratio = real as f64 / prefix;
+    if !(CALIBRATION_BOUNDS.0..=CALIBRATION_BOUNDS.1).contains(&ratio) {
+        return plain;
+    }
+    let tail: f64 = per_message[a + 1..].iter().sum();
+    Anchored {
+        total: real as f64 + (tail * ratio).ceil(),
+        anchor: Some(a),
+        ratio,
+    }
+}
+
+/// Cached counts of one message.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CachedCounts {
+    pub measure: Measure,
+    pub usage: Option<(u64, u64)>,
+    /// BPE counts per encoding, filled on first use: [o200k_base, cl100k_base].
+    pub bpe: [Option<u64>; 2],
+}
+
+impl CachedCounts {
+    pub fn of(m: &Message) -> Self {
+        CachedCounts {
+            measure: measure(m),
+            usage: m.usage.map(|u| (u.input, u.output)),
+            bpe: [None, None],
+        }
+    }
+
+    fn slot(enc: Encoding) -> Option<usize> {
+        match enc {
+            Encoding::Heuristic => None,
+            Encoding::O200kBase => Some(0),
+            Encoding::Cl100kBase => Some(1),
+        }
+    }
+
+    pub fn bpe(&self, enc: Encoding) -> Option<u64> {
+        Self::slot(enc).and_then(|i| self.bpe[i])
+    }
+
+    pub fn set_bpe(&mut self, enc: Encoding, n: u64) {
+        if let Some(i) = Self::slot(enc) {
+            self.bpe[i] = Some(n);
+        }
+    }
+
+    pub fn tokens(&self, enc: Encoding, p: &HeuristicParams) -> f64 {
+        match self.bpe(enc) {
+            Some(n) => n as f64,
+            None => self.measure.heuristic_tokens(p),
+        }
+    }
+}
+
+/// Per-conversation memory of the messages last counted, so that a turn counts only
+/// what it has not seen. Bounded: the least recently used conversation is dropped.
+/// `E` is one message's entry (the bindings keep the Python object's identity beside
+/// its counts); the cache is only an accelerator, never a source of truth.
+pub struct ConversationCache<E> {
+    capacity: usize,
+    tick: u64,
+    conversations: HashMap<u64, (u64, Vec<E>)>,
+}
+
+impl<E> ConversationCache<E> {
+    pub fn new(capacity: usize) -> Self {
+        ConversationCache {
+            capacity,
+            tick: 0,
+            conversations: HashMap::new(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.conversations.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.conversations.is_empty()
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Change the bound, dropping the least recently used conversations over it.
+    pub fn set_capacity(&mut self, capacity: usize) {
+        self.capacity = capacity;
+        self.evict();
+    }
+
+    pub fn clear(&mut self) {
+        self.conversations.clear();
+    }
+
+    /// Take a conversation's entries out, so the caller can work on them without
+    /// holding the cache, then `put` them back.
+    pub fn take(&mut self, conversation: u64) -> Vec<E> {
+        self.conversations
+            .remove(&conversation)
+            .map(|(_, v)| v)
+            .unwrap_or_default()
+    }
+
+    pub fn put(&mut self, conversation: u64, entries: Vec<E>) {
+        if self.capacity == 0 {
+            return;
+        }
+        self.tick += 1;
+        self.conversations
+            .insert(conversation, (self.tick, entries));
+        self.evict();
+    }
+
+    fn evict(&mut self) {
+        while self.conversations.len() > self.capacity {
+            let oldest = self
+                .conversations
+                .iter()
+                .min_by_key(|(_, (t, _))| *t)
+                .map(|(k, _)| *k);
+            match oldest {
+                Some(k) => {
+                    self.conversations.remove(&k);
+                }
+                None => break,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Text;
+
+    #[test]
+    fn heuristic_matches_langchain_formula() {
+        // count_tokens_approximately([HumanMessage("hello world")]) == ceil((11 + 4) / 4) + 3 == 7
+        let m = Message::text(Role::Human, "hello world");
+        assert_eq!(
+            measure(&m).heuristic_tokens(&HeuristicParams::default()),
+            7.0
+        );
+        let mut tool = Message::text(Role::Tool, "ok");
+        tool.tool_call_id = Some("call_1".into());
+        tool.name = Some("ls".into());
+        // 2 + 6 + 4 ("tool") + 2 ("ls") = 14 chars -> 4 tokens + 3
+        assert_eq!(
+            measure(&tool).heuristic_tokens(&HeuristicParams::default()),
+            7.0
+        );
+        let no_name = HeuristicParams {
+            count_name: false,
+            ..HeuristicParams::default()
+        };
+        assert_eq!(measure(&tool).heuristic_tokens(&no_name), 6.0);
+    }
+
+    #[test]
+    fn media_blocks_cost_fixed_amounts() {
+        let mut m = Message::text(Role::Human, "");
+        m.content = Content::Blocks(vec![
+            Block::Text(Text::from("abcd")),
+            Block::Image,
+            Block::Document,
+        ]);
+        let p = HeuristicParams::default();
+        // ceil((4 + 4) / 4) + 3 + 85 + 1500
+        assert_eq!(measure(&m).heuristic_tokens(&p), 2.0 + 3.0 + 85.0 + 1500.0);
+    }
+
+    #[test]
+    fn bpe_counts_known_strings() {
+        // Published cl100k_base example: "tiktoken is great!" is 6 tokens.
+        assert_eq!(
+            bpe_text_tokens(Encoding::Cl100kBase, "tiktoken is great!"),
+            6
+        );
+        assert_eq!(bpe_text_tokens(Encoding::Cl100kBase, "hello world"), 2);
+        assert_eq!(bpe_text_tokens(Encoding::O200kBase, "hello world"), 2);
+        assert_eq!(bpe_text_tokens(Encoding::O200kBase, ""), 0);
+    }
+
+    #[test]
+    fn anchoring_uses_newest_usage_and_calibrates_tail() {
+        let per = [10.0, 10.0, 10.0, 10.0];
+        let usage = [None, Some((25, 5)), None, None];
+        // prefix estimate 20 vs real 30 -> ratio 1.5; tail 20 * 1.5 = 30.
+        let a = anchored_total(0.0, &per, &usage, 0);
+        assert_eq!(a.anchor, Some(1));
+        assert_eq!(a.total, 60.0);
+        assert!((a.ratio - 1.5).abs() < 1e-9);
+        // An anchor before min_anchor is ignored.
+        assert_eq!(anchored_total(0.0, &per, &usage, 2).anchor, None);
+        // An implausible anchor (ratio 10x) is ignored.
+        let wild = [None, Some((200, 0)), None, None];
+        let b = anchored_total(0.0, &per, &wild, 0);
+        assert_eq!((b.anchor, b.total), (None, 40.0));
+    }
+
+    #[test]
+    fn cache_is_bounded_lru() {
+        let mut c: ConversationCache<(u32, CachedCounts)> = ConversationCache::new(2);
+        c.put(1, vec![(1, CachedCounts::default())]);
+        c.put(2, vec![]);
+        c.put(3, vec![]);
+        assert_eq!(c.len(), 2);
+        assert!(c.take(1).is_empty(), "oldest conversation evicted");
+        assert_eq!(c.take(3).len(), 0);
+        c.put(4, vec![(9, CachedCounts::default())]);
+        assert_eq!(c.take(4).len(), 1);
+        c.set_capacity(0);
+        assert!(c.is_empty());
+        c.put(5, vec![]);
+        assert!(c.is_empty(), "capacity 0 disables the cache");
+    }
+}

@@ -1,0 +1,104 @@
+"""Bad input: a clear InputError or a safe result, never another exception."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import fastcompact
+from fastcompact import InputError, _core
+from fastcompact.helpers import _opts
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.test_tokens import _any_message
+
+_garbage_leaf = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(),
+    st.text(max_size=10),
+    st.binary(max_size=10),
+    st.sampled_from(["human", "ai", "tool", "system", "user", "assistant", "text", "tool_use", "image"]),
+)
+_garbage = st.recursive(
+    _garbage_leaf,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "role",
+                    "type",
+                    "content",
+                    "tool_calls",
+                    "tool_call_id",
+                    "name",
+                    "id",
+                    "function",
+                    "arguments",
+                    "args",
+                    "text",
+                    "data",
+                    "kwargs",
+                    "lc",
+                    "usage_metadata",
+                ]
+            ),
+            inner,
+            max_size=6,
+        )
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_garbage, max_size=6))
+def test_garbage_gives_input_error_or_a_count(items: list[Any]):
+    for call in (
+        lambda: fastcompact.count_tokens(items),
+        lambda: fastcompact.count_tokens(items, encoding="o200k_base"),
+        lambda: fastcompact.token_breakdown(items),
+        lambda: fastcompact.find_cutoff(items, keep=("messages", 2)),
+        lambda: fastcompact.normalize(items),
+    ):
+        try:
+            call()
+        except InputError as e:
+            assert "message" in str(e) or "field" in str(e)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_any_message(), max_size=10))
+def test_fast_reader_agrees_with_full_conversion(msgs):
+    opts = _opts(
+        encoding="heuristic",
+        tools=None,
+        system=None,
+        use_usage=False,
+        chars_per_token=None,
+        model=None,
+        cache_key=None,
+    )
+    per = [m.tokens for m in fastcompact.token_breakdown(msgs).messages]
+    assert _core._heuristic_via_messages(msgs, opts) == per
+    dicts = fastcompact.normalize(msgs)
+    assert len(dicts) == len(msgs)
+
+
+def test_deeply_nested_arguments_are_bounded():
+    args: Any = "leaf"
+    for _ in range(5_000):
+        args = {"a": args}
+    msgs = [{"role": "assistant", "content": "", "tool_calls": [{"name": "t", "args": args, "id": "1"}]}]
+    assert fastcompact.count_tokens(msgs) > 0
+    assert fastcompact.count_tokens(msgs, encoding="o200k_base") > 0
+    assert len(fastcompact.normalize(msgs)) == 1
+
+
+def test_huge_tool_result():
+    big = "x" * 20_000_000
+    msgs = [{"role": "tool", "tool_call_id": "1", "content": big}]
+    assert fastcompact.count_tokens(msgs) == (len(big) + 1 + 4 + 3) // 4 + 3

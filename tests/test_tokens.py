@@ -1,0 +1,285 @@
+"""Token counting: LangChain parity, exact BPE, usage anchoring, the cache."""
+
+from __future__ import annotations
+
+import math
+import threading
+from typing import Any
+
+import fastcompact
+import pytest
+from fastcompact import count_text_tokens, count_tokens, token_breakdown
+from fastcompact.samples import coding_session
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.tools import tool
+
+
+@pytest.mark.parametrize(("n", "seed"), [(1, 0), (50, 1), (400, 2), (2_000, 3)])
+def test_heuristic_equals_langchain_on_sessions(n, seed):
+    msgs = coding_session(n, seed=seed)
+    assert count_tokens(msgs) == count_tokens_approximately(msgs)
+
+
+def test_heuristic_equals_langchain_per_message():
+    msgs = coding_session(300, seed=5)
+    b = token_breakdown(msgs)
+    for m, counted in zip(msgs, b.messages, strict=True):
+        assert counted.tokens == count_tokens_approximately([m]), m
+
+
+def test_plain_text_is_exact():
+    msgs = [HumanMessage("hello world"), AIMessage("hi there!"), HumanMessage("")]
+    assert count_tokens(msgs) == count_tokens_approximately(msgs) == 7 + 8 + 4
+
+
+def test_system_and_tools_are_counted_like_langchain():
+    @tool
+    def read_file(path: str, limit: int = 100) -> str:
+        """Read a file from disk."""
+        return ""
+
+    def grep(pattern: str) -> str:
+        """Search files for a pattern."""
+        return ""
+
+    schema = {
+        "name": "ls",
+        "description": "List a directory.",
+        "parameters": {"type": "object", "properties": {}},
+    }
+    msgs = coding_session(30, seed=9)
+    expected = count_tokens_approximately([SystemMessage("You are terse."), *msgs], tools=[read_file, schema])
+    assert count_tokens(msgs, system="You are terse.", tools=[read_file, schema]) == expected
+    assert count_tokens(msgs, system=SystemMessage("You are terse.")) == count_tokens_approximately(
+        [SystemMessage("You are terse."), *msgs]
+    )
+    assert count_tokens(msgs, tools=[grep]) > count_tokens(msgs)
+
+
+def test_anthropic_models_use_denser_ratio():
+    msgs = coding_session(40, seed=2)
+    approx = count_tokens_approximately(msgs, chars_per_token=3.3)
+    assert count_tokens(msgs, model="anthropic:claude-sonnet-4-5") == approx
+    assert count_tokens(msgs, chars_per_token=3.3) == approx
+
+
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**12), 10**12),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=30),
+)
+_json = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+_blocks = st.one_of(
+    st.builds(lambda t: {"type": "text", "text": t}, st.text(max_size=40)),
+    st.builds(
+        lambda u: {"type": "image_url", "image_url": {"url": "data:image/png;base64," + u}},
+        st.text(max_size=20),
+    ),
+    st.builds(
+        lambda i, a: {"type": "tool_use", "id": i, "name": "t", "input": a}, st.text(max_size=5), _json
+    ),
+    st.builds(lambda t: {"type": "thinking", "thinking": t, "signature": "s"}, st.text(max_size=20)),
+    st.text(max_size=20),
+)
+
+
+@st.composite
+def _any_message(draw: Any) -> Any:
+    kind = draw(st.sampled_from(["human", "ai", "ai_blocks", "tool", "system"]))
+    name = draw(st.one_of(st.none(), st.text(max_size=8)))
+    if kind == "human":
+        return HumanMessage(draw(st.text(max_size=60)), name=name)
+    if kind == "system":
+        return SystemMessage(draw(st.text(max_size=60)))
+    if kind == "tool":
+        return ToolMessage(draw(st.text(max_size=60)), tool_call_id=draw(st.text(max_size=10)), name=name)
+    calls = [
+        {
+            "name": draw(st.text(max_size=10)),
+            "args": draw(st.dictionaries(st.text(max_size=8), _json, max_size=4)),
+            "id": draw(st.one_of(st.none(), st.text(max_size=10))),
+            "type": "tool_call",
+        }
+        for _ in range(draw(st.integers(0, 3)))
+    ]
+    content = draw(st.lists(_blocks, max_size=4)) if kind == "ai_blocks" else draw(st.text(max_size=60))
+    return AIMessage(content=content, tool_calls=calls, name=name)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_any_message(), max_size=12))
+def test_heuristic_parity_on_random_messages(msgs):
+    # Exact on every message: content blocks, unicode, quotes, nested arguments.
+    b = token_breakdown(msgs)
+    for m, counted in zip(msgs, b.messages, strict=True):
+        assert counted.tokens == count_tokens_approximately([m])
+    assert count_tokens(msgs) == count_tokens_approximately(msgs)
+
+
+def test_bpe_counts_known_strings():
+    # Published cl100k_base counts; o200k_base values recorded from the embedded vocabulary.
+    assert count_text_tokens("tiktoken is great!", "cl100k_base") == 6
+    assert count_text_tokens("Hello, world!", "cl100k_base") == 4
+    assert count_text_tokens("The quick brown fox jumps over the lazy dog.", "cl100k_base") == 10
+    assert count_text_tokens("hello world", "o200k_base") == 2
+    assert count_text_tokens("tiktoken is great!", "o200k_base") == 6
+    assert count_text_tokens("日本語のテキスト", "o200k_base") == 6
+    assert count_text_tokens("日本語のテキスト", "cl100k_base") == 8
+    assert count_text_tokens("", "o200k_base") == 0
+
+
+def test_bpe_message_framing():
+    # 3 framing tokens + role ("user", 1 token) + text.
+    assert count_tokens(["hello world"], encoding="o200k_base") == 3 + 1 + 2
+    msgs = coding_session(200, seed=4)
+    o200k = count_tokens(msgs, encoding="o200k_base")
+    cl100k = count_tokens(msgs, encoding="cl100k_base")
+    heuristic = count_tokens(msgs)
+    assert o200k > 0 and cl100k > 0
+    # Code-like text: the heuristic is within a factor of two of a real tokenizer.
+    assert 0.5 < o200k / heuristic < 2.0
+
+
+def test_bpe_is_repeatable_and_cached():
+    msgs = coding_session(500, seed=6)
+    first = count_tokens(msgs, encoding="o200k_base")
+    assert count_tokens(msgs, encoding="o200k_base") == first
+    fastcompact.set_cache_capacity(0)
+    assert count_tokens(msgs, encoding="o200k_base") == first
+
+
+def test_bad_encoding():
+    with pytest.raises(fastcompact.InputError, match="unknown encoding"):
+        count_tokens(["x"], encoding="gpt2")  # type: ignore[arg-type]
+    with pytest.raises(fastcompact.InputError):
+        count_text_tokens("x", "heuristic")  # type: ignore[arg-type]
+
+
+def _usage_session() -> list[Any]:
+    return [
+        HumanMessage("x" * 400),  # 100 + 1 + 3 = 104 tokens by the heuristic
+        AIMessage("y" * 40, usage_metadata={"input_tokens": 200, "output_tokens": 12, "total_tokens": 212}),
+        HumanMessage("z" * 400),
+    ]
+
+
+def test_usage_anchors_the_count():
+    msgs = _usage_session()
+    per = [m.tokens for m in token_breakdown(msgs).messages]
+    real = 212
+    ratio = real / (per[0] + per[1])
+    assert 1.5 < ratio < 2.0
+    assert count_tokens(msgs, use_usage=True) == real + math.ceil(per[2] * ratio)
+    assert count_tokens(msgs) == sum(per)
+
+
+def test_usage_none_fields_and_response_metadata_variants():
+    base = _usage_session()
+    none_fields = AIMessage(
+        "y" * 40, usage_metadata={"input_tokens": 212, "output_tokens": 0, "total_tokens": 212}
+    )
+    none_fields.usage_metadata["output_tokens"] = None  # type: ignore[index]
+    anthropic = AIMessage(
+        "y" * 40,
+        response_metadata={
+            "usage": {
+                "input_tokens": 100,
+                "cache_read_input_tokens": 100,
+                "cache_creation_input_tokens": None,
+                "output_tokens": 12,
+            }
+        },
+    )
+    openai = AIMessage(
+        "y" * 40, response_metadata={"token_usage": {"prompt_tokens": 200, "completion_tokens": 12}}
+    )
+    assert count_tokens([base[0], anthropic, base[2]], use_usage=True) == count_tokens(base, use_usage=True)
+    assert count_tokens([base[0], openai, base[2]], use_usage=True) == count_tokens(base, use_usage=True)
+    # `None` counts as zero: 212 + 0 is the same total as 200 + 12.
+    assert count_tokens([base[0], none_fields, base[2]], use_usage=True) == count_tokens(base, use_usage=True)
+
+
+def test_implausible_usage_is_ignored():
+    msgs = _usage_session()
+    msgs[1] = AIMessage(
+        "y" * 40, usage_metadata={"input_tokens": 90_000, "output_tokens": 1, "total_tokens": 90_001}
+    )
+    # A count 400x the estimate came from another view of the conversation.
+    assert count_tokens(msgs, use_usage=True) == count_tokens(msgs)
+
+
+def test_warm_cache_matches_cold_after_append_and_edit():
+    msgs = coding_session(1_000, seed=8)
+    cold = count_tokens(msgs)
+    assert count_tokens(msgs) == cold
+    msgs.append(HumanMessage("one more"))
+    assert count_tokens(msgs) == count_tokens_approximately(msgs)
+    # Replacing a message (model_copy) and reassigning content are both noticed.
+    msgs[10] = msgs[10].model_copy(update={"content": "short now"})
+    assert count_tokens(msgs) == count_tokens_approximately(msgs)
+    msgs[20].content = "edited in place"
+    assert count_tokens(msgs) == count_tokens_approximately(msgs)
+    # A list mutated in the middle.
+    del msgs[5:8]
+    assert count_tokens(msgs) == count_tokens_approximately(msgs)
+
+
+def test_cache_is_bounded_and_optional():
+    fastcompact.set_cache_capacity(3)
+    for seed in range(10):
+        count_tokens(coding_session(20, seed=seed))
+    assert fastcompact.cache_info() == (3, 3)
+    fastcompact.set_cache_capacity(0)
+    assert fastcompact.cache_info() == (0, 0)
+    msgs = coding_session(50, seed=1)
+    assert count_tokens(msgs) == count_tokens_approximately(msgs)
+    with pytest.raises(fastcompact.InputError):
+        fastcompact.set_cache_capacity(-1)
+
+
+def test_threads_count_concurrently():
+    sessions = [coding_session(300, seed=s) for s in range(8)]
+    expected = [count_tokens_approximately(s) for s in sessions]
+    bpe_expected = [
+        count_tokens(s, encoding="cl100k_base", cache_key=f"t{i}") for i, s in enumerate(sessions)
+    ]
+    fastcompact.clear_cache()
+    results: dict[int, tuple[int, int]] = {}
+
+    def work(i: int) -> None:
+        for _ in range(3):
+            results[i] = (count_tokens(sessions[i]), count_tokens(sessions[i], encoding="cl100k_base"))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [results[i] for i in range(8)] == list(zip(expected, bpe_expected, strict=True))
+
+
+def test_breakdown_attributes_tool_results():
+    msgs = [
+        HumanMessage("go"),
+        AIMessage(
+            "", tool_calls=[{"name": "grep", "args": {}, "id": "a"}, {"name": "ls", "args": {}, "id": "b"}]
+        ),
+        ToolMessage("x" * 400, tool_call_id="a"),
+        ToolMessage("y" * 40, tool_call_id="b", name="ls"),
+    ]
+    b = token_breakdown(msgs)
+    assert set(b.per_tool) == {"grep", "ls"}
+    assert b.per_tool["grep"] == b.messages[2].tokens
+    assert b.per_role["tool"] == b.messages[2].tokens + b.messages[3].tokens
+    assert sum(b.per_role.values()) == b.total
+    assert b.largest(1)[0].index == 2
+    assert "grep" in str(b)
