@@ -363,6 +363,22 @@ fn read_usage<'py>(fields: &Fields<'py>, py: Python<'py>) -> Res<Option<Usage>> 
     Ok(Usage::from_response_metadata(&Value::Object(picked)))
 }
 
+/// An object's instance `__dict__` (where pydantic keeps field values), fetched
+/// directly rather than through attribute lookup; `None` for objects without one.
+fn instance_dict<'py>(item: &Bound<'py, PyAny>) -> Option<Bound<'py, PyDict>> {
+    let py = item.py();
+    // SAFETY: `item` is a live object we hold a reference to, with the GIL held.
+    // PyObject_GenericGetDict returns a new reference, or null with an exception set
+    // (objects without a __dict__), which `from_owned_ptr_or_err` takes over.
+    let dict = unsafe {
+        Bound::from_owned_ptr_or_err(
+            py,
+            pyo3::ffi::PyObject_GenericGetDict(item.as_ptr(), std::ptr::null_mut()),
+        )
+    };
+    dict.ok()?.cast_into::<PyDict>().ok()
+}
+
 /// Where a message's role and fields are, for any accepted shape. `None` fields mean
 /// the item was a bare string or a `(role, content)` tuple, already read.
 fn locate<'py>(item: &Bound<'py, PyAny>) -> Res<(Role, Option<String>, Fields<'py>)> {
@@ -416,11 +432,7 @@ fn locate<'py>(item: &Bound<'py, PyAny>) -> Res<(Role, Option<String>, Fields<'p
         let role_name = (role_str == "developer").then(|| role_str.clone());
         return Ok((role, role_name, top));
     }
-    let fields = match item
-        .getattr(intern!(py, "__dict__"))
-        .ok()
-        .and_then(|d| d.cast_into::<PyDict>().ok())
-    {
+    let fields = match instance_dict(item) {
         Some(d) => Fields::Model(item.clone(), d),
         None => Fields::Attrs(item.clone()),
     };
@@ -544,6 +556,16 @@ pub fn items<'py>(seq: &Bound<'py, PyAny>) -> Res<Vec<Bound<'py, PyAny>>> {
     iter.map(|r| r.map_err(|e| py_err("messages", e))).collect()
 }
 
+/// The messages as a list: the list itself when given one (no copy), else a new list
+/// of the sequence's items.
+pub fn as_list<'py>(seq: &Bound<'py, PyAny>) -> Res<Bound<'py, PyList>> {
+    if let Ok(list) = seq.cast::<PyList>() {
+        return Ok(list.clone());
+    }
+    let items = items(seq)?;
+    PyList::new(seq.py(), items).map_err(|e| py_err("messages", e))
+}
+
 /// Read every message, each error placed at its index.
 pub fn read_all<'py>(seq: &Bound<'py, PyAny>) -> Res<Vec<Message>> {
     items(seq)?
@@ -600,6 +622,31 @@ fn decimal_len(i: i64) -> usize {
         digits += 1;
     }
     sign + digits
+}
+
+/// `repr()` length of a LangChain tool call dict. The usual four keys
+/// (`name`, `args`, `id`, `type`, in any order: the length is the same) are looked up
+/// instead of walked; any other dict is walked.
+fn tool_call_repr_len(d: &Bound<'_, PyDict>) -> usize {
+    let py = d.py();
+    if d.len() == 4 {
+        let keys = [
+            intern!(py, "name"),
+            intern!(py, "args"),
+            intern!(py, "id"),
+            intern!(py, "type"),
+        ];
+        const KEYS: usize = "{'name': , 'args': , 'id': , 'type': }".len();
+        let mut total = KEYS;
+        for key in keys {
+            match d.get_item(key) {
+                Ok(Some(v)) => total += repr_len(&v, 1),
+                _ => return repr_len(d.as_any(), 0),
+            }
+        }
+        return total;
+    }
+    repr_len(d.as_any(), 0)
 }
 
 fn str_len(v: &Bound<'_, PyAny>) -> usize {
@@ -738,7 +785,7 @@ pub fn scan_message<'py>(item: &Bound<'py, PyAny>, want_shape: bool) -> Res<Scan
                         let Ok(d) = call.cast::<PyDict>() else {
                             return Err(bad_call(i, &call));
                         };
-                        reprs.push(repr_len(&call, 0));
+                        reprs.push(tool_call_repr_len(d));
                         if !want_shape {
                             continue;
                         }
@@ -800,7 +847,9 @@ pub struct Entry {
     /// The dict the content was read from (a model's `__dict__`, or the message dict).
     fields: Option<Py<PyDict>>,
     pub counts: CachedCounts,
-    pub shape: Option<PairShape>,
+    /// Boxed: most calls only count, and a small entry keeps a long conversation's
+    /// cache compact.
+    pub shape: Option<Box<PairShape>>,
 }
 
 impl Entry {
@@ -815,29 +864,47 @@ impl Entry {
             content: origin.content.map(Bound::unbind),
             fields: origin.fields.map(Bound::unbind),
             counts,
-            shape,
+            shape: shape.map(Box::new),
         }
     }
 
-    /// Whether `item` is the message counted here, still holding the same content
-    /// object (a content reassigned in place is counted again).
-    fn still_matches(&self, item: &Bound<'_, PyAny>) -> bool {
-        if self.obj.as_ptr() != item.as_ptr() {
+    /// Whether the item at `ptr` is the message counted here, still holding the same
+    /// content object (a content reassigned in place is counted again).
+    fn still_matches(&self, py: Python<'_>, ptr: *mut pyo3::ffi::PyObject) -> bool {
+        if self.obj.as_ptr() != ptr {
             return false;
         }
-        let py = item.py();
-        let now = match &self.fields {
+        let held = self
+            .content
+            .as_ref()
+            .map_or(std::ptr::null_mut(), Py::as_ptr);
+        match &self.fields {
             // One dict lookup, much cheaper than resolving the attribute.
-            Some(d) => d
-                .bind(py)
-                .get_item(intern!(py, "content"))
-                .ok()
-                .flatten()
-                .filter(|c| !c.is_none()),
-            None => content_of(item),
-        };
-        self.content.as_ref().map(Py::as_ptr) == now.as_ref().map(Bound::as_ptr)
+            Some(d) => {
+                let now = dict_item_ptr(d.bind(py), intern!(py, "content"));
+                now == held || (held.is_null() && now == py.None().as_ptr())
+            }
+            // Same address as the object we hold: it is that object.
+            None => {
+                content_of(self.obj.bind(py)).map_or(std::ptr::null_mut(), |c| c.as_ptr()) == held
+            }
+        }
     }
+}
+
+/// The address of `d[key]` (null when absent), without touching the value: taking a
+/// reference would write to its refcount, a cache miss per message on a warm turn.
+/// Only ever compared, never followed.
+fn dict_item_ptr(d: &Bound<'_, PyDict>, key: &Bound<'_, PyString>) -> *mut pyo3::ffi::PyObject {
+    // SAFETY: `d` and `key` are live objects we hold references to, with the GIL held.
+    // PyDict_GetItemWithError returns a borrowed pointer (or null, with an exception
+    // set only if hashing the key failed, which cannot happen for a str key); the
+    // pointer is compared, not dereferenced.
+    let ptr = unsafe { pyo3::ffi::PyDict_GetItemWithError(d.as_ptr(), key.as_ptr()) };
+    if ptr.is_null() {
+        let _ = PyErr::take(d.py());
+    }
+    ptr
 }
 
 /// The content object of an item that has no field dict (strings, tuples, plain
@@ -856,9 +923,9 @@ fn content_of<'py>(item: &Bound<'py, PyAny>) -> Option<Bound<'py, PyAny>> {
 
 /// The cache key of a conversation: the caller's key, or else the first message's
 /// id (stable across turns and restarts), or else its identity.
-pub fn conversation_key(key: Option<&str>, items: &[Bound<'_, PyAny>]) -> u64 {
+pub fn conversation_key(key: Option<&str>, list: &Bound<'_, PyList>) -> u64 {
     let mut h = DefaultHasher::new();
-    match (key, items.first()) {
+    match (key, list.get_item(0).ok()) {
         (Some(k), _) => ("key", k).hash(&mut h),
         (None, Some(first)) => {
             let id = first
@@ -902,23 +969,28 @@ impl Want {
 
 /// Read `items` against the conversation's cached entries, converting only messages
 /// not seen before, edited since, or lacking something `want` asks for.
-pub fn read_with_cache(items: &[Bound<'_, PyAny>], cached: Vec<Entry>, want: Want) -> Res<ReadSet> {
+pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Vec<Entry>, want: Want) -> Res<ReadSet> {
     // Entries are updated in place: a warm turn touches only what changed.
     let mut entries = cached;
-    entries.truncate(items.len());
-    entries.reserve(items.len() - entries.len());
+    entries.truncate(list.len());
+    entries.reserve(list.len().saturating_sub(entries.len()));
     let mut fresh = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        let reusable = entries
-            .get(i)
-            .is_some_and(|e| want.satisfied_by(e) && e.still_matches(item));
+    // The length is read each time round: reading a message may run Python code
+    // (a property, a __getattr__) that changes the list.
+    let mut i = 0;
+    while i < list.len() {
+        let reusable = entries.get(i).is_some_and(|e| {
+            want.satisfied_by(e) && e.still_matches(list.py(), list_item_ptr(list, i))
+        });
         if reusable {
+            i += 1;
             continue;
         }
+        let Ok(item) = list.get_item(i) else { break };
         let entry = if want.bpe.is_some() {
-            let (m, origin) = read_message(item).map_err(|e| e.at(i))?;
+            let (m, origin) = read_message(&item).map_err(|e| e.at(i))?;
             let entry = Entry::new(
-                item,
+                &item,
                 origin,
                 CachedCounts::of(&m),
                 Some(PairShape::from(&m)),
@@ -926,15 +998,35 @@ pub fn read_with_cache(items: &[Bound<'_, PyAny>], cached: Vec<Entry>, want: Wan
             fresh.push((i, m));
             entry
         } else {
-            let scanned = scan_message(item, want.shape).map_err(|e| e.at(i))?;
-            Entry::new(item, scanned.origin, scanned.counts, scanned.shape)
+            let scanned = scan_message(&item, want.shape).map_err(|e| e.at(i))?;
+            Entry::new(&item, scanned.origin, scanned.counts, scanned.shape)
         };
         match entries.get_mut(i) {
             Some(slot) => *slot = entry,
             None => entries.push(entry),
         }
+        i += 1;
     }
+    entries.truncate(i);
     Ok(ReadSet { entries, fresh })
+}
+
+/// The address of `list[i]`, without touching the item (taking a reference would
+/// write to its refcount, a cache miss per message on a warm turn of a long
+/// conversation). Null when `i` is out of range. Only ever compared, never followed.
+fn list_item_ptr(list: &Bound<'_, PyList>, i: usize) -> *mut pyo3::ffi::PyObject {
+    let Ok(index) = pyo3::ffi::Py_ssize_t::try_from(i) else {
+        return std::ptr::null_mut();
+    };
+    // SAFETY: `list` is a live list (we hold a reference, with the GIL) and
+    // PyList_GetItem checks the index (null and IndexError when out of range, which is
+    // cleared below). It returns a borrowed pointer that is compared, not dereferenced.
+    let ptr = unsafe { pyo3::ffi::PyList_GetItem(list.as_ptr(), index) };
+    if ptr.is_null() {
+        // Discard the IndexError.
+        let _ = PyErr::take(list.py());
+    }
+    ptr
 }
 
 /// The process-wide cache type the bindings keep.

@@ -127,14 +127,14 @@ mod _core {
     ) -> Result<(u64, Counted), CoreInputError> {
         let enc = opts.encoding()?;
         let p = opts.params()?;
-        let items = convert::items(messages)?;
-        let key = convert::conversation_key(opts.cache_key.as_deref(), &items);
+        let list = convert::as_list(messages)?;
+        let key = convert::conversation_key(opts.cache_key.as_deref(), &list);
         let cached = cache().take(key);
         let want = convert::Want {
             bpe: (enc != Encoding::Heuristic).then_some(enc),
             shape: shapes,
         };
-        let mut read = convert::read_with_cache(&items, cached, want)?;
+        let mut read = convert::read_with_cache(&list, cached, want)?;
         if enc != Encoding::Heuristic && !read.fresh.is_empty() {
             let fresh = &read.fresh;
             let counts = py.detach(|| tokens::bpe_counts(enc, fresh, &p));
@@ -207,7 +207,7 @@ mod _core {
             .read
             .entries
             .iter()
-            .filter_map(|e| e.shape.as_ref())
+            .filter_map(|e| e.shape.as_deref())
             .collect();
         let b = tokens::breakdown(&shapes, &counted.per_message);
         let out = pyo3::types::PyDict::new(py);
@@ -250,7 +250,7 @@ mod _core {
                 .read
                 .entries
                 .iter()
-                .filter_map(|e| e.shape.clone())
+                .filter_map(|e| e.shape.as_deref().cloned())
                 .collect();
             let cut = cutoff::find_cutoff(&shapes, &counted.per_message, keep, max_input_tokens);
             store(key, counted);
