@@ -379,6 +379,35 @@ fn instance_dict<'py>(item: &Bound<'py, PyAny>) -> Option<Bound<'py, PyDict>> {
     dict.ok()?.cast_into::<PyDict>().ok()
 }
 
+/// A send time from `additional_kwargs` or `response_metadata` (`timestamp`,
+/// `created_at`, `created`, `time`): seconds or milliseconds since the epoch.
+fn read_timestamp<'py>(fields: &Fields<'py>, py: Python<'py>) -> Option<f64> {
+    for holder in [
+        intern!(py, "additional_kwargs"),
+        intern!(py, "response_metadata"),
+    ] {
+        let Ok(Some(d)) = fields.get(holder) else {
+            continue;
+        };
+        let Ok(d) = d.cast::<PyDict>() else { continue };
+        for key in ["timestamp", "created_at", "created", "time"] {
+            let Ok(Some(v)) = d.get_item(key) else {
+                continue;
+            };
+            if v.is_instance_of::<pyo3::types::PyBool>() {
+                continue;
+            }
+            if let Ok(t) = v.extract::<f64>() {
+                if t.is_finite() && t > 0.0 {
+                    // Milliseconds are larger than any date in seconds this century.
+                    return Some(if t > 1e11 { t / 1000.0 } else { t });
+                }
+            }
+        }
+    }
+    None
+}
+
 /// Where a message's role and fields are, for any accepted shape. `None` fields mean
 /// the item was a bare string or a `(role, content)` tuple, already read.
 fn locate<'py>(item: &Bound<'py, PyAny>) -> Res<(Role, Option<String>, Fields<'py>)> {
@@ -519,6 +548,7 @@ pub fn read_message<'py>(item: &Bound<'py, PyAny>) -> Res<(Message, Origin<'py>)
         id: fields.get_str(intern!(py, "id"))?,
         ..Message::default()
     };
+    m.timestamp = read_timestamp(&fields, py);
     match role {
         Role::Ai => {
             m.tool_calls = read_tool_calls(fields.get(intern!(py, "tool_calls"))?)?;

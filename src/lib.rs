@@ -3,8 +3,11 @@
 //! Everything here is plain Rust and testable with `cargo test`; the Python bindings
 //! (`convert` and the `_core` module below) are compiled only with the `python` feature.
 
+pub mod config;
 pub mod cutoff;
 pub mod message;
+pub mod passes;
+pub mod plan;
 pub mod printable;
 pub mod pyrepr;
 pub mod tokens;
@@ -23,9 +26,12 @@ mod _core {
     use pyo3::exceptions::PyValueError;
     use pyo3::prelude::*;
 
+    use crate::config::PlanConfig;
     use crate::convert::{self, Cache, ReadSet};
     use crate::cutoff::{self, Size};
     use crate::message::InputError as CoreInputError;
+    use crate::passes::Change;
+    use crate::plan::{Plan, PlanInput};
     use crate::tokens::{self, Encoding, HeuristicParams};
 
     create_exception!(
@@ -281,6 +287,105 @@ mod _core {
             fired
         };
         run().map_err(|e| input_error(py, e))
+    }
+
+    /// The cheap passes and the summary decision for one turn.
+    #[pyfunction]
+    #[pyo3(signature = (messages, config, max_input_tokens, now, timestamps, archive, opts))]
+    #[allow(clippy::too_many_arguments)]
+    fn plan<'py>(
+        py: Python<'py>,
+        messages: &Bound<'py, PyAny>,
+        config: &Bound<'py, PyAny>,
+        max_input_tokens: Option<u64>,
+        now: Option<f64>,
+        timestamps: Option<Vec<Option<f64>>>,
+        archive: Option<Vec<Option<String>>>,
+        opts: Opts,
+    ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let cfg: PlanConfig = pythonize::depythonize(config)
+            .map_err(|e| input_error(py, CoreInputError::new(None, "config", e.to_string())))?;
+        let p = opts.params().map_err(|e| input_error(py, e))?;
+        let msgs = convert::read_all(messages).map_err(|e| input_error(py, e))?;
+        let mut fixed = tokens::tools_heuristic_tokens(&opts.tools, &p);
+        if let Some(system) = &opts.system {
+            let (m, _) = convert::read_message(system.bind(py)).map_err(|e| input_error(py, e))?;
+            fixed += tokens::measure(&m).heuristic_tokens(&p);
+        }
+        let timestamps = timestamps.unwrap_or_else(|| msgs.iter().map(|m| m.timestamp).collect());
+        let input = PlanInput {
+            msgs: &msgs,
+            tokens: msgs
+                .iter()
+                .map(|m| tokens::measure(m).heuristic_tokens(&p))
+                .collect(),
+            fixed,
+            max_input_tokens,
+            params: p,
+            timestamps,
+            now,
+            archive: archive.unwrap_or_default(),
+        };
+        // A bug in a pass must not take the agent down: it becomes a Python error the
+        // caller can handle (the middleware then sends the unedited view).
+        let result = py
+            .detach(|| {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    crate::plan::plan(input, &cfg)
+                }))
+            })
+            .map_err(|_| {
+                pyo3::exceptions::PyRuntimeError::new_err(
+                    "fastcompact: internal error while planning",
+                )
+            })?;
+        plan_to_dict(py, &result)
+    }
+
+    fn plan_to_dict<'py>(
+        py: Python<'py>,
+        plan: &Plan,
+    ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        use pyo3::types::PyDict;
+        let out = PyDict::new(py);
+        let edits = pyo3::types::PyList::empty(py);
+        for e in &plan.edits {
+            let d = PyDict::new(py);
+            d.set_item("index", e.index)?;
+            d.set_item("pass", e.pass.name())?;
+            match &e.change {
+                Change::Content(text) => {
+                    d.set_item("field", "content")?;
+                    d.set_item("value", text)?;
+                }
+                Change::ToolArgs { call, args } => {
+                    d.set_item("field", "tool_args")?;
+                    d.set_item("call", call)?;
+                    d.set_item(
+                        "value",
+                        pythonize::pythonize(py, args)
+                            .map_err(|e| PyValueError::new_err(e.to_string()))?,
+                    )?;
+                }
+            }
+            edits.append(d)?;
+        }
+        out.set_item("edits", edits)?;
+        out.set_item("tokens_before", plan.tokens_before.ceil() as u64)?;
+        out.set_item("tokens_after", plan.tokens_after.ceil() as u64)?;
+        let passes = pyo3::types::PyList::empty(py);
+        for s in &plan.passes {
+            let d = PyDict::new(py);
+            d.set_item("name", s.pass.name())?;
+            d.set_item("tokens_before", s.tokens_before.ceil() as u64)?;
+            d.set_item("tokens_after", s.tokens_after.ceil() as u64)?;
+            d.set_item("edits", s.edits)?;
+            passes.append(d)?;
+        }
+        out.set_item("passes", passes)?;
+        out.set_item("summary_needed", plan.summary_needed)?;
+        out.set_item("summary_cutoff", plan.summary_cutoff)?;
+        Ok(out)
     }
 
     /// Raw-state cutoff of an effective-view cutoff, after an optional prior one.

@@ -247,6 +247,8 @@ pub struct Message {
     pub name: Option<String>,
     pub id: Option<String>,
     pub usage: Option<Usage>,
+    /// When the message was sent, in seconds since the epoch, if it says.
+    pub timestamp: Option<f64>,
 }
 
 impl Message {
@@ -323,6 +325,20 @@ impl Message {
     /// True when this message carries tool results (and so must follow its calls).
     pub fn is_tool_result(&self) -> bool {
         self.role == Role::Tool || self.blocks().iter().any(|b| b.kind() == "tool_result")
+    }
+
+    /// Characters of the content's text (text blocks only for list content).
+    pub fn content_chars(&self) -> usize {
+        match &self.content {
+            Content::Text(t) => t.chars(),
+            Content::Blocks(blocks) => blocks
+                .iter()
+                .map(|b| match b {
+                    Block::Text(t) => t.chars(),
+                    _ => 0,
+                })
+                .sum(),
+        }
     }
 
     pub fn has_thinking(&self) -> bool {

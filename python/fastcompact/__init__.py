@@ -16,6 +16,16 @@ Example:
 """
 
 from fastcompact._core import InputError
+from fastcompact.config import (
+    ClearingConfig,
+    CollapseConfig,
+    CompactionConfig,
+    DedupeConfig,
+    MicrocompactConfig,
+    RestorationConfig,
+    TokenBudgetConfig,
+    TruncateArgsConfig,
+)
 from fastcompact.helpers import (
     ContextSize,
     Encoding,
@@ -33,25 +43,57 @@ from fastcompact.helpers import (
     state_cutoff,
     token_breakdown,
 )
+from fastcompact.passes import (
+    Edit,
+    PassStats,
+    Plan,
+    apply_edits,
+    budget_tool_results,
+    clear_after_gap,
+    clear_observations,
+    collapse_reads,
+    dedupe_reads,
+    plan,
+    truncate_args,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ClearingConfig",
+    "CollapseConfig",
+    "CompactionConfig",
     "ContextSize",
+    "DedupeConfig",
+    "Edit",
     "Encoding",
     "InputError",
     "MessageTokens",
+    "MicrocompactConfig",
+    "PassStats",
+    "Plan",
+    "RestorationConfig",
     "TokenBreakdown",
+    "TokenBudgetConfig",
+    "TruncateArgsConfig",
     "__version__",
+    "apply_edits",
+    "budget_tool_results",
     "cache_info",
+    "clear_after_gap",
     "clear_cache",
+    "clear_observations",
+    "collapse_reads",
     "count_text_tokens",
     "count_tokens",
+    "dedupe_reads",
     "effective_messages",
     "find_cutoff",
     "normalize",
+    "plan",
     "set_cache_capacity",
     "should_compact",
     "state_cutoff",
     "token_breakdown",
+    "truncate_args",
 ]

@@ -38,6 +38,36 @@ def should_compact(
     max_input_tokens: int | None,
     opts: _Opts,
 ) -> bool: ...
+
+class _PlanEdit(TypedDict, total=False):
+    index: int
+    field: str
+    value: Any
+    call: int
+
+class _PassStats(TypedDict):
+    name: str
+    tokens_before: int
+    tokens_after: int
+    edits: int
+
+class _Plan(TypedDict):
+    edits: list[dict[str, Any]]
+    tokens_before: int
+    tokens_after: int
+    passes: list[_PassStats]
+    summary_needed: bool
+    summary_cutoff: int | None
+
+def plan(
+    messages: Any,
+    config: dict[str, Any],
+    max_input_tokens: int | None,
+    now: float | None,
+    timestamps: list[float | None] | None,
+    archive: list[str | None] | None,
+    opts: _Opts,
+) -> _Plan: ...
 def state_cutoff(prior_cutoff: int | None, effective_cutoff: int) -> int: ...
 def count_text(text: str, encoding: str) -> int: ...
 def normalize(messages: Any) -> list[dict[str, Any]]: ...

@@ -1,0 +1,427 @@
+"""Configuration of compaction: when to summarize, what to keep, and each cheap pass.
+
+The classes and fields of compact-middleware's documented configuration are accepted
+as they are (`CompactionConfig`, `TokenBudgetConfig`, `TruncateArgsConfig`,
+`MicrocompactConfig`, `CollapseConfig`, `RestorationConfig`), so switching is a change
+of import. fastcompact's own passes have their own sub-configs (`ClearingConfig`,
+`DedupeConfig`). Every field is validated at construction; a `ValueError` names it.
+
+Defaults follow DeepAgents: with a model profile (``max_input_tokens`` known) the
+summary triggers at 85% of the window and keeps 10%; without one, at 170,000 tokens
+keeping 6 messages. Leaving a field out never turns a feature off.
+
+Example:
+    >>> from fastcompact.config import CompactionConfig, ClearingConfig
+    >>> cfg = CompactionConfig(trigger=("fraction", 0.8), clearing=ClearingConfig(keep_recent=3))
+    >>> cfg.clearing.keep_recent, cfg.resolved(max_input_tokens=200_000)["clearing"]["clear_at_least"]
+    (3, 30000)
+    >>> CompactionConfig(keep=("messages", 0))
+    Traceback (most recent call last):
+    ...
+    ValueError: CompactionConfig.keep: messages must be a whole number greater than 0, got 0
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Final, TypeAlias
+
+ContextSize: TypeAlias = tuple[str, int | float]
+
+
+class _Default:
+    """Marks a field left to the model-aware default (distinct from an explicit None)."""
+
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+DEFAULT: Final[Any] = _Default()
+
+
+def _check_size(owner: str, name: str, value: Any, *, optional: bool = False) -> None:
+    where = f"{owner}.{name}"
+    if value is DEFAULT or (optional and value is None):
+        return
+    if (
+        not isinstance(value, tuple | list)
+        or len(value) != 2
+        or not isinstance(value[0], str)
+        or isinstance(value[1], bool)
+        or not isinstance(value[1], int | float)
+    ):
+        raise ValueError(
+            f"{where}: expected ('messages', n), ('tokens', n) or ('fraction', f), got {value!r}"
+        )
+    kind, v = value
+    if not math.isfinite(v):
+        raise ValueError(f"{where}: value must be finite, got {v}")
+    if kind == "fraction":
+        if not 0 < v <= 1:
+            raise ValueError(f"{where}: fraction must be in (0, 1], got {v}")
+    elif kind in ("messages", "tokens"):
+        if v < 1 or v != int(v):
+            raise ValueError(f"{where}: {kind} must be a whole number greater than 0, got {v}")
+    else:
+        raise ValueError(f"{where}: unknown kind {kind!r}; expected 'messages', 'tokens' or 'fraction'")
+
+
+def _check_int(owner: str, name: str, value: Any, minimum: int = 0) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{owner}.{name}: expected an int >= {minimum}, got {value!r}")
+
+
+def _check_batch(owner: str, name: str, value: Any) -> None:
+    if value is not DEFAULT:
+        _check_int(owner, name, value)
+
+
+def _check_bool(owner: str, name: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise ValueError(f"{owner}.{name}: expected True or False, got {value!r}")
+
+
+def _check_str(owner: str, name: str, value: Any, *, optional: bool = False) -> None:
+    if optional and value is None:
+        return
+    if not isinstance(value, str):
+        raise ValueError(f"{owner}.{name}: expected a string, got {value!r}")
+
+
+def _tool_set(owner: str, name: str, value: Any) -> set[str]:
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ValueError(f"{owner}.{name}: expected a set of tool names, got {value!r}")
+    out = set(value)
+    if not all(isinstance(t, str) for t in out):
+        raise ValueError(f"{owner}.{name}: tool names must be strings, got {value!r}")
+    return out
+
+
+@dataclass
+class TokenBudgetConfig:
+    """Pass 1: a tool result over ``per_tool_chars`` keeps a head and a tail
+    (``file_preview_chars`` in all) with a marker; the results of one AI turn are held
+    to ``per_message_chars`` together. The three thresholds are for telemetry."""
+
+    per_tool_chars: int = 50_000
+    per_message_chars: int = 200_000
+    file_preview_chars: int = 5_000
+    warning_token_threshold: int = 20_000
+    error_token_threshold: int = 20_000
+    blocking_token_threshold: int = 3_000
+    enabled: bool = True
+
+    def __post_init__(self) -> None:
+        o = "TokenBudgetConfig"
+        for name in ("per_tool_chars", "per_message_chars", "file_preview_chars"):
+            _check_int(o, name, getattr(self, name), 1)
+        for name in ("warning_token_threshold", "error_token_threshold", "blocking_token_threshold"):
+            _check_int(o, name, getattr(self, name))
+        _check_bool(o, "enabled", self.enabled)
+        if self.file_preview_chars >= self.per_tool_chars:
+            raise ValueError(
+                f"{o}.file_preview_chars: must be smaller than per_tool_chars ({self.per_tool_chars})"
+            )
+
+
+@dataclass
+class TruncateArgsConfig:
+    """Pass 2: string arguments longer than ``max_length`` in tool calls older than
+    ``keep`` are shortened once ``trigger`` is reached. ``trigger=None`` turns the
+    pass off; left out, it follows DeepAgents (85% of the window, else 20 messages).
+    ``truncation_text`` is appended; ``{length}`` in it becomes the original length."""
+
+    trigger: ContextSize | None = DEFAULT
+    keep: ContextSize = DEFAULT
+    max_length: int = 2_000
+    truncation_text: str = "… [argument shortened from {length} characters]"
+    truncate_all_tools: bool = True
+    min_batch_tokens: int = DEFAULT
+
+    def __post_init__(self) -> None:
+        o = "TruncateArgsConfig"
+        _check_size(o, "trigger", self.trigger, optional=True)
+        _check_size(o, "keep", self.keep)
+        _check_int(o, "max_length", self.max_length, 1)
+        _check_str(o, "truncation_text", self.truncation_text)
+        _check_bool(o, "truncate_all_tools", self.truncate_all_tools)
+        _check_batch(o, "min_batch_tokens", self.min_batch_tokens)
+
+
+@dataclass
+class ClearingConfig:
+    """Pass 3: once the view reaches ``trigger``, results of ``tools`` (minus
+    ``exclude_tools``) older than the newest ``keep_recent`` become a one-line
+    placeholder naming the call, in batches that save ``clear_at_least`` tokens.
+    Left out, the trigger is half the window (else 100,000 tokens) and a batch 15% of
+    the window (else 30,000 tokens): large batches keep the provider's prompt cache
+    valid between them."""
+
+    enabled: bool = True
+    trigger: ContextSize = DEFAULT
+    keep_recent: int = 5
+    tools: set[str] = field(
+        default_factory=lambda: {"read_file", "grep", "glob", "ls", "execute", "web_search", "web_fetch"}
+    )
+    exclude_tools: set[str] = field(default_factory=set)
+    clear_at_least: int = DEFAULT
+
+    def __post_init__(self) -> None:
+        o = "ClearingConfig"
+        _check_bool(o, "enabled", self.enabled)
+        _check_size(o, "trigger", self.trigger)
+        _check_int(o, "keep_recent", self.keep_recent)
+        self.tools = _tool_set(o, "tools", self.tools)
+        self.exclude_tools = _tool_set(o, "exclude_tools", self.exclude_tools)
+        _check_batch(o, "clear_at_least", self.clear_at_least)
+
+
+@dataclass
+class DedupeConfig:
+    """Pass 4a: a read repeated with the same arguments replaces the earlier result
+    with a pointer to the newer one, in batches saving ``min_batch_tokens``."""
+
+    enabled: bool = True
+    tools: set[str] = field(default_factory=lambda: {"read_file"})
+    min_batch_tokens: int = DEFAULT
+
+    def __post_init__(self) -> None:
+        o = "DedupeConfig"
+        _check_bool(o, "enabled", self.enabled)
+        self.tools = _tool_set(o, "tools", self.tools)
+        _check_batch(o, "min_batch_tokens", self.min_batch_tokens)
+
+
+@dataclass
+class CollapseConfig:
+    """Pass 4b: once the view reaches ``trigger``, runs of at least
+    ``min_group_size`` consecutive read/search results (``collapse_tools``) older than
+    the newest ``keep_recent_messages`` fold into a one-line note. Left out, the
+    trigger is 60% of the window (else 120,000 tokens)."""
+
+    enabled: bool = True
+    min_group_size: int = 2
+    collapse_tools: set[str] = field(default_factory=lambda: {"read_file", "grep", "glob", "web_search"})
+    trigger: ContextSize = DEFAULT
+    keep_recent_messages: int = 20
+    min_batch_tokens: int = DEFAULT
+
+    def __post_init__(self) -> None:
+        o = "CollapseConfig"
+        _check_bool(o, "enabled", self.enabled)
+        _check_int(o, "min_group_size", self.min_group_size, 1)
+        self.collapse_tools = _tool_set(o, "collapse_tools", self.collapse_tools)
+        _check_size(o, "trigger", self.trigger)
+        _check_int(o, "keep_recent_messages", self.keep_recent_messages)
+        _check_batch(o, "min_batch_tokens", self.min_batch_tokens)
+
+
+@dataclass
+class MicrocompactConfig:
+    """Pass 5: after an idle gap of ``gap_threshold_minutes`` (the prompt cache has
+    expired), results of ``compactable_tools`` from before the gap are cleared, except
+    the newest ``keep_recent``. ``{tool}`` and ``{arg}`` in ``cleared_message`` name
+    the call."""
+
+    enabled: bool = True
+    gap_threshold_minutes: float = 60.0
+    keep_recent: int = 5
+    compactable_tools: set[str] = field(
+        default_factory=lambda: {
+            "read_file",
+            "execute",
+            "grep",
+            "glob",
+            "web_search",
+            "web_fetch",
+            "edit_file",
+            "write_file",
+        }
+    )
+    cleared_message: str = (
+        "[Result cleared after an idle gap: {tool}({arg}). Run it again if it is still needed.]"
+    )
+
+    def __post_init__(self) -> None:
+        o = "MicrocompactConfig"
+        _check_bool(o, "enabled", self.enabled)
+        g = self.gap_threshold_minutes
+        if isinstance(g, bool) or not isinstance(g, int | float) or not math.isfinite(g) or g <= 0:
+            raise ValueError(f"{o}.gap_threshold_minutes: expected a positive number, got {g!r}")
+        _check_int(o, "keep_recent", self.keep_recent)
+        self.compactable_tools = _tool_set(o, "compactable_tools", self.compactable_tools)
+        _check_str(o, "cleared_message", self.cleared_message)
+
+
+@dataclass
+class RestorationConfig:
+    """After a summary: re-read up to ``max_files`` recently read files (each within
+    ``per_file_chars``, all within ``file_budget_chars``) and the current plan."""
+
+    enabled: bool = True
+    max_files: int = 5
+    file_budget_chars: int = 50_000
+    per_file_chars: int = 5_000
+    skill_budget_chars: int = 25_000
+    per_skill_chars: int = 5_000
+    restore_plans: bool = True
+
+    def __post_init__(self) -> None:
+        o = "RestorationConfig"
+        _check_bool(o, "enabled", self.enabled)
+        _check_bool(o, "restore_plans", self.restore_plans)
+        for name in (
+            "max_files",
+            "file_budget_chars",
+            "per_file_chars",
+            "skill_budget_chars",
+            "per_skill_chars",
+        ):
+            _check_int(o, name, getattr(self, name))
+
+
+@dataclass
+class CompactionConfig:
+    """All of compaction's settings. ``trigger`` (one size or a list, any fires) and
+    ``keep`` left out follow DeepAgents' model-aware defaults.
+
+    Example:
+        >>> CompactionConfig().resolved(max_input_tokens=200_000)["trigger"]
+        [('fraction', 0.85)]
+    """
+
+    trigger: ContextSize | list[ContextSize] | None = None
+    keep: ContextSize | None = None
+    autocompact_buffer_tokens: int = 13_000
+    max_output_tokens_for_summary: int = 20_000
+    max_consecutive_failures: int = 3
+    ptl_max_retries: int = 3
+    token_budget: TokenBudgetConfig = field(default_factory=TokenBudgetConfig)
+    microcompact: MicrocompactConfig = field(default_factory=MicrocompactConfig)
+    collapse: CollapseConfig = field(default_factory=CollapseConfig)
+    restoration: RestorationConfig = field(default_factory=RestorationConfig)
+    truncate_args: TruncateArgsConfig = field(default_factory=TruncateArgsConfig)
+    clearing: ClearingConfig = field(default_factory=ClearingConfig)
+    dedupe: DedupeConfig = field(default_factory=DedupeConfig)
+    prefer_partial: bool = True
+    custom_instructions: str | None = None
+    suppress_follow_up_questions: bool = True
+    history_path_prefix: str = "/conversation_history"
+
+    def __post_init__(self) -> None:
+        o = "CompactionConfig"
+        if self.trigger is not None:
+            if isinstance(self.trigger, list):
+                if not self.trigger:
+                    raise ValueError(f"{o}.trigger: an empty list never fires; leave it out for the default")
+                for t in self.trigger:
+                    _check_size(o, "trigger", t)
+            else:
+                _check_size(o, "trigger", self.trigger)
+        _check_size(o, "keep", self.keep, optional=True)
+        for name in ("autocompact_buffer_tokens", "max_output_tokens_for_summary", "ptl_max_retries"):
+            _check_int(o, name, getattr(self, name))
+        _check_int(o, "max_consecutive_failures", self.max_consecutive_failures, 1)
+        for name, cls in (
+            ("token_budget", TokenBudgetConfig),
+            ("microcompact", MicrocompactConfig),
+            ("collapse", CollapseConfig),
+            ("restoration", RestorationConfig),
+            ("truncate_args", TruncateArgsConfig),
+            ("clearing", ClearingConfig),
+            ("dedupe", DedupeConfig),
+        ):
+            value = getattr(self, name)
+            if isinstance(value, dict):
+                # A partial dict merges over the sub-config's defaults.
+                try:
+                    value = cls(**value)
+                except TypeError as e:
+                    raise ValueError(f"{o}.{name}: {e}") from e
+                setattr(self, name, value)
+            elif not isinstance(value, cls):
+                raise ValueError(f"{o}.{name}: expected a {cls.__name__}, got {type(value).__name__}")
+        for name in ("prefer_partial", "suppress_follow_up_questions"):
+            _check_bool(o, name, getattr(self, name))
+        _check_str(o, "custom_instructions", self.custom_instructions, optional=True)
+        _check_str(o, "history_path_prefix", self.history_path_prefix)
+
+    def resolved(self, max_input_tokens: int | None = None) -> dict[str, Any]:
+        """The settings the core runs with, model-aware defaults filled in.
+
+        ``max_input_tokens`` is the model's window (from its profile); fractions need it.
+        """
+        profile = max_input_tokens is not None
+
+        def pick(value: Any, with_profile: ContextSize, without: ContextSize) -> Any:
+            return (with_profile if profile else without) if value is DEFAULT or value is None else value
+
+        trigger = self.trigger
+        if trigger is None:
+            triggers = [("fraction", 0.85) if profile else ("tokens", 170_000)]
+        elif isinstance(trigger, list):
+            triggers = [tuple(t) for t in trigger]
+        else:
+            triggers = [tuple(trigger)]
+
+        def batch(value: Any) -> int:
+            # A batch worth breaking the prompt cache for.
+            if value is not DEFAULT:
+                return value
+            return int(max_input_tokens * 0.15) if profile else 30_000
+
+        ta = self.truncate_args
+        ta_trigger = None if ta.trigger is None else pick(ta.trigger, ("fraction", 0.85), ("messages", 20))
+        budget = asdict(self.token_budget)
+        return {
+            "trigger": triggers,
+            "keep": tuple(pick(self.keep, ("fraction", 0.10), ("messages", 6))),
+            "budget": {
+                k: budget[k] for k in ("enabled", "per_tool_chars", "per_message_chars", "file_preview_chars")
+            },
+            "truncate_args": {
+                "trigger": None if ta_trigger is None else tuple(ta_trigger),
+                "keep": tuple(pick(ta.keep, ("fraction", 0.10), ("messages", 20))),
+                "max_length": ta.max_length,
+                "truncation_text": ta.truncation_text,
+                "truncate_all_tools": ta.truncate_all_tools,
+                "min_batch_tokens": batch(ta.min_batch_tokens),
+            },
+            "clearing": {
+                **_plain(self.clearing),
+                "trigger": tuple(pick(self.clearing.trigger, ("fraction", 0.5), ("tokens", 100_000))),
+                "clear_at_least": batch(self.clearing.clear_at_least),
+            },
+            "dedupe": {**_plain(self.dedupe), "min_batch_tokens": batch(self.dedupe.min_batch_tokens)},
+            "collapse": {
+                **_plain(self.collapse),
+                "trigger": tuple(pick(self.collapse.trigger, ("fraction", 0.6), ("tokens", 120_000))),
+                "min_batch_tokens": batch(self.collapse.min_batch_tokens),
+            },
+            "microcompact": _plain(self.microcompact),
+        }
+
+
+def _plain(cfg: Any) -> dict[str, Any]:
+    """A sub-config as plain data (sets as sorted lists) for the core."""
+    out: dict[str, Any] = {}
+    for f in fields(cfg):
+        value = getattr(cfg, f.name)
+        out[f.name] = sorted(value) if isinstance(value, set) else value
+    return out
+
+
+__all__ = [
+    "DEFAULT",
+    "ClearingConfig",
+    "CollapseConfig",
+    "CompactionConfig",
+    "ContextSize",
+    "DedupeConfig",
+    "MicrocompactConfig",
+    "RestorationConfig",
+    "TokenBudgetConfig",
+    "TruncateArgsConfig",
+]

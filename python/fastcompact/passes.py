@@ -1,0 +1,409 @@
+"""The cheap passes: plan a turn, apply its edits, or run one pass from a notebook.
+
+A plan never removes a message or breaks a tool-call pair: it rewrites tool-result
+contents and tool-call arguments only, and returns those rewrites as edits.
+``apply_edits`` makes new message objects for the edited messages and keeps the same
+objects for the rest.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from fastcompact import _core
+from fastcompact.config import (
+    ClearingConfig,
+    CollapseConfig,
+    CompactionConfig,
+    ContextSize,
+    DedupeConfig,
+    MicrocompactConfig,
+    TokenBudgetConfig,
+    TruncateArgsConfig,
+)
+from fastcompact.helpers import _as_list, _input_error, _opts, token_breakdown
+
+__all__ = [
+    "Edit",
+    "PassStats",
+    "Plan",
+    "apply_edits",
+    "budget_tool_results",
+    "clear_after_gap",
+    "clear_observations",
+    "collapse_reads",
+    "dedupe_reads",
+    "plan",
+    "truncate_args",
+]
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One rewrite: message ``index``'s ``field`` (``"content"``, or ``"tool_args"`` of
+    tool call ``call``) becomes ``value``; ``pass_name`` says which pass made it."""
+
+    index: int
+    pass_name: str
+    field: str
+    value: Any
+    call: int | None = None
+
+
+@dataclass(frozen=True)
+class PassStats:
+    """Tokens before and after one pass, and how many edits it made."""
+
+    name: str
+    tokens_before: int
+    tokens_after: int
+    edits: int
+
+    @property
+    def saved(self) -> int:
+        return self.tokens_before - self.tokens_after
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One turn's plan: the edits, tokens before and after each pass, and whether a
+    summary is still needed (with its pair-safe cutoff in the edited view)."""
+
+    edits: list[Edit]
+    tokens_before: int
+    tokens_after: int
+    passes: list[PassStats]
+    summary_needed: bool
+    summary_cutoff: int | None
+    per_role: dict[str, int]
+    per_tool: dict[str, int]
+
+    def __repr__(self) -> str:
+        lines = [
+            f"Plan: {self.tokens_before:,} -> {self.tokens_after:,} tokens, "
+            f"{len(self.edits)} edit{'s' if len(self.edits) != 1 else ''}, "
+            + (
+                f"summary needed (cut at message {self.summary_cutoff})"
+                if self.summary_needed and self.summary_cutoff is not None
+                else "summary needed (no safe cut)"
+                if self.summary_needed
+                else "no summary needed"
+            )
+        ]
+        for p in self.passes:
+            if p.edits:
+                lines.append(f"  {p.name:<14} -{p.saved:>10,} tokens  ({p.edits} edits)")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        total = max(self.tokens_before, 1)
+
+        def bar(label: str, value: int, color: str) -> str:
+            width = 100 * value / total
+            return (
+                f"<div style='display:flex;align-items:center;gap:8px;font:12px monospace'>"
+                f"<span style='width:130px'>{html.escape(label)}</span>"
+                f"<span style='background:{color};height:12px;width:{width:.2f}%;min-width:1px'></span>"
+                f"<span>{value:,}</span></div>"
+            )
+
+        parts = [f"<div><b>{html.escape(repr(self).splitlines()[0])}</b>", "<p>where the tokens go</p>"]
+        parts += [bar(role, n, "#4c78a8") for role, n in sorted(self.per_role.items(), key=lambda kv: -kv[1])]
+        if self.per_tool:
+            parts.append("<p>tool results by tool</p>")
+            parts += [
+                bar(tool, n, "#72b7b2") for tool, n in sorted(self.per_tool.items(), key=lambda kv: -kv[1])
+            ]
+        parts.append("<p>what each pass saves</p>")
+        parts += [bar(p.name, p.saved, "#e45756") for p in self.passes]
+        parts.append(bar("after passes", self.tokens_after, "#54a24b"))
+        parts.append("</div>")
+        return "".join(parts)
+
+
+def plan(
+    messages: Iterable[Any],
+    config: CompactionConfig | None = None,
+    *,
+    max_input_tokens: int | None = None,
+    now: float | None = None,
+    system: Any = None,
+    tools: Sequence[Any] | None = None,
+    timestamps: Sequence[float | None] | None = None,
+    archive_paths: Sequence[str | None] | None = None,
+    model: Any = None,
+) -> Plan:
+    """Run the cheap passes in order and decide whether a summary is still needed.
+
+    ``config`` defaults to ``CompactionConfig()``; its model-aware defaults use
+    ``max_input_tokens``. ``now`` (seconds since the epoch) and ``timestamps`` (one per
+    message; by default read from each message's ``additional_kwargs`` /
+    ``response_metadata``) drive the time-gap pass. ``archive_paths`` (one per
+    message) names where a result's full text is kept, for the budget pass's marker.
+
+    Example:
+        >>> from fastcompact.samples import coding_session
+        >>> p = plan(coding_session(600, seed=1), max_input_tokens=200_000)
+        >>> p.tokens_after < p.tokens_before
+        True
+        >>> [s.name for s in p.passes]
+        ['budget', 'truncate_args', 'clearing', 'dedupe', 'collapse', 'time_gap']
+    """
+    cfg = config if config is not None else CompactionConfig()
+    if not isinstance(cfg, CompactionConfig):
+        raise _input_error("config", f"expected a CompactionConfig, got {type(cfg).__name__}")
+    msgs = _as_list(messages)
+    opts = _opts(
+        encoding="heuristic",
+        tools=tools,
+        system=system,
+        use_usage=False,
+        chars_per_token=None,
+        model=model,
+        cache_key=None,
+    )
+    raw = _core.plan(
+        msgs,
+        cfg.resolved(max_input_tokens),
+        max_input_tokens,
+        now,
+        None if timestamps is None else list(timestamps),
+        None if archive_paths is None else list(archive_paths),
+        opts,
+    )
+    breakdown = token_breakdown(msgs, system=system, tools=tools, model=model)
+    return Plan(
+        edits=[
+            Edit(
+                index=e["index"], pass_name=e["pass"], field=e["field"], value=e["value"], call=e.get("call")
+            )
+            for e in raw["edits"]
+        ],
+        tokens_before=raw["tokens_before"],
+        tokens_after=raw["tokens_after"],
+        passes=[
+            PassStats(p["name"], p["tokens_before"], p["tokens_after"], p["edits"]) for p in raw["passes"]
+        ],
+        summary_needed=raw["summary_needed"],
+        summary_cutoff=raw["summary_cutoff"],
+        per_role=breakdown.per_role,
+        per_tool=breakdown.per_tool,
+    )
+
+
+def _new_tool_calls(calls: list[Any], edits: list[Edit], openai: bool) -> list[Any]:
+    out = list(calls)
+    for e in edits:
+        if e.call is None or not 0 <= e.call < len(out):
+            continue
+        call = dict(out[e.call])
+        if openai and isinstance(call.get("function"), dict):
+            call["function"] = {**call["function"], "arguments": json.dumps(e.value, ensure_ascii=False)}
+        else:
+            call["args"] = e.value
+        out[e.call] = call
+    return out
+
+
+def _new_blocks(content: Any, calls: list[Any], edits: list[Edit]) -> Any:
+    """Anthropic-style content carries the same arguments as ``tool_use`` blocks."""
+    if not isinstance(content, list):
+        return content
+    by_id = {}
+    for e in edits:
+        if e.call is not None and 0 <= e.call < len(calls) and isinstance(calls[e.call], dict):
+            by_id[calls[e.call].get("id")] = e.value
+    return [
+        {**b, "input": by_id[b.get("id")]}
+        if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id") in by_id
+        else b
+        for b in content
+    ]
+
+
+def _edit_message(m: Any, edits: list[Edit]) -> Any:
+    content_edits = [e for e in edits if e.field == "content"]
+    arg_edits = [e for e in edits if e.field == "tool_args"]
+    new_content = content_edits[-1].value if content_edits else None
+    if isinstance(m, str):
+        return new_content if new_content is not None else m
+    if isinstance(m, tuple):
+        return (m[0], new_content) if new_content is not None else m
+    if isinstance(m, dict):
+        # Serialized LangChain shapes keep their fields one level down.
+        for inner in ("kwargs", "data"):
+            if isinstance(m.get(inner), dict) and "content" not in m:
+                return {**m, inner: _edit_message(m[inner], edits)}
+        out = dict(m)
+        if new_content is not None:
+            out["content"] = new_content
+        if arg_edits and isinstance(m.get("tool_calls"), list):
+            calls = m["tool_calls"]
+            out["tool_calls"] = _new_tool_calls(calls, arg_edits, openai=True)
+            out["content"] = _new_blocks(out.get("content"), calls, arg_edits)
+        return out
+    update: dict[str, Any] = {}
+    if new_content is not None:
+        update["content"] = new_content
+    if arg_edits:
+        calls = list(getattr(m, "tool_calls", []) or [])
+        update["tool_calls"] = _new_tool_calls(calls, arg_edits, openai=False)
+        update["content"] = _new_blocks(update.get("content", m.content), calls, arg_edits)
+    return m.model_copy(update=update)
+
+
+def apply_edits(messages: Iterable[Any], edits: Iterable[Edit]) -> list[Any]:
+    """A new list with the edits applied: edited messages are new objects
+    (``model_copy`` for LangChain messages, copies for dicts), the others are the same
+    objects. The input is not modified.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage, ToolMessage
+        >>> msgs = [HumanMessage("hi"), ToolMessage("long output", tool_call_id="c1")]
+        >>> out = apply_edits(msgs, [Edit(1, "clearing", "content", "[cleared]")])
+        >>> out[0] is msgs[0], out[1].content, msgs[1].content
+        (True, '[cleared]', 'long output')
+    """
+    msgs = list(messages)
+    by_index: dict[int, list[Edit]] = {}
+    for e in edits:
+        if not isinstance(e, Edit):
+            raise _input_error("edits", f"expected Edit objects, got {type(e).__name__}")
+        if not 0 <= e.index < len(msgs):
+            raise _input_error("index", f"edit for message {e.index} of {len(msgs)}", e.index)
+        by_index.setdefault(e.index, []).append(e)
+    for i, group in by_index.items():
+        msgs[i] = _edit_message(msgs[i], group)
+    return msgs
+
+
+# Every pass off: each helper turns on just its own.
+_OFF = CompactionConfig(
+    token_budget=TokenBudgetConfig(enabled=False),
+    truncate_args=TruncateArgsConfig(trigger=None),
+    clearing=ClearingConfig(enabled=False),
+    dedupe=DedupeConfig(enabled=False),
+    collapse=CollapseConfig(enabled=False),
+    microcompact=MicrocompactConfig(enabled=False),
+)
+_ALWAYS: ContextSize = ("messages", 1)
+
+
+def _run_one(messages: Iterable[Any], cfg: CompactionConfig, **kwargs: Any) -> list[Any]:
+    msgs = _as_list(messages)
+    if not msgs:
+        return []
+    return apply_edits(msgs, plan(msgs, cfg, **kwargs).edits)
+
+
+def budget_tool_results(
+    messages: Iterable[Any],
+    *,
+    per_tool_chars: int = 50_000,
+    per_message_chars: int = 200_000,
+    file_preview_chars: int = 5_000,
+    archive_paths: Sequence[str | None] | None = None,
+) -> list[Any]:
+    """Cut tool results over ``per_tool_chars`` (and turns over ``per_message_chars``)
+    to a head and a tail of ``file_preview_chars`` with a marker.
+
+    Example:
+        >>> from langchain_core.messages import ToolMessage
+        >>> out = budget_tool_results([ToolMessage("x" * 100, tool_call_id="c")], per_tool_chars=50,
+        ...                           file_preview_chars=9)
+        >>> out[0].content
+        'xxxxxx\\n\\n[… 91 characters cut from this result …]\\n\\nxxx'
+    """
+    budget = TokenBudgetConfig(
+        per_tool_chars=per_tool_chars,
+        per_message_chars=per_message_chars,
+        file_preview_chars=file_preview_chars,
+    )
+    return _run_one(messages, replace(_OFF, token_budget=budget), archive_paths=archive_paths)
+
+
+def truncate_args(
+    messages: Iterable[Any],
+    *,
+    max_length: int = 2_000,
+    keep: ContextSize = ("messages", 20),
+    truncate_all_tools: bool = True,
+    min_batch_tokens: int = 0,
+) -> list[Any]:
+    """Shorten string arguments longer than ``max_length`` in tool calls older than
+    ``keep`` (only in batches saving ``min_batch_tokens``)."""
+    cfg = TruncateArgsConfig(
+        trigger=_ALWAYS,
+        keep=keep,
+        max_length=max_length,
+        truncate_all_tools=truncate_all_tools,
+        min_batch_tokens=min_batch_tokens,
+    )
+    return _run_one(messages, replace(_OFF, truncate_args=cfg))
+
+
+def clear_observations(
+    messages: Iterable[Any],
+    *,
+    keep_recent: int = 5,
+    tools: Iterable[str] | None = None,
+    exclude_tools: Iterable[str] = (),
+    clear_at_least: int = 0,
+) -> list[Any]:
+    """Replace results of ``tools`` older than the newest ``keep_recent`` with a
+    one-line placeholder that names the call, so the agent can run it again."""
+    base = ClearingConfig()
+    cfg = ClearingConfig(
+        trigger=_ALWAYS,
+        keep_recent=keep_recent,
+        tools=set(tools) if tools is not None else base.tools,
+        exclude_tools=set(exclude_tools),
+        clear_at_least=clear_at_least,
+    )
+    return _run_one(messages, replace(_OFF, clearing=cfg))
+
+
+def dedupe_reads(
+    messages: Iterable[Any], *, tools: Iterable[str] = ("read_file",), min_batch_tokens: int = 0
+) -> list[Any]:
+    """Replace each repeated read's earlier result with a pointer to the newer one."""
+    cfg = DedupeConfig(tools=set(tools), min_batch_tokens=min_batch_tokens)
+    return _run_one(messages, replace(_OFF, dedupe=cfg))
+
+
+def collapse_reads(
+    messages: Iterable[Any],
+    *,
+    min_group_size: int = 2,
+    keep_recent_messages: int = 20,
+    collapse_tools: Iterable[str] | None = None,
+) -> list[Any]:
+    """Fold runs of consecutive read/search results into a one-line note."""
+    base = CollapseConfig()
+    cfg = CollapseConfig(
+        trigger=_ALWAYS,
+        min_group_size=min_group_size,
+        keep_recent_messages=keep_recent_messages,
+        collapse_tools=set(collapse_tools) if collapse_tools is not None else base.collapse_tools,
+        min_batch_tokens=0,
+    )
+    return _run_one(messages, replace(_OFF, collapse=cfg))
+
+
+def clear_after_gap(
+    messages: Iterable[Any],
+    *,
+    gap_threshold_minutes: float = 60.0,
+    keep_recent: int = 5,
+    now: float | None = None,
+    timestamps: Sequence[float | None] | None = None,
+) -> list[Any]:
+    """Clear results from before the newest idle gap longer than
+    ``gap_threshold_minutes`` (between two messages, or between the last one and
+    ``now``), except the newest ``keep_recent``."""
+    cfg = MicrocompactConfig(gap_threshold_minutes=gap_threshold_minutes, keep_recent=keep_recent)
+    return _run_one(messages, replace(_OFF, microcompact=cfg), now=now, timestamps=timestamps)

@@ -1,0 +1,252 @@
+//! The cheap passes' configuration, as the Python layer hands it over (already
+//! validated and merged over the defaults there; see `python/fastcompact/config.py`).
+
+use std::collections::BTreeSet;
+
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde::Deserialize;
+
+use crate::cutoff::Size;
+
+/// A `(kind, value)` pair: `("messages", n)`, `("tokens", n)` or `("fraction", f)`.
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct PairVisitor;
+        impl<'de> Visitor<'de> for PairVisitor {
+            type Value = Size;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a (kind, value) pair")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Size, A::Error> {
+                let kind: String = seq
+                    .next_element()?
+                    .ok_or_else(|| de::Error::invalid_length(0, &self))?;
+                let value: f64 = seq
+                    .next_element()?
+                    .ok_or_else(|| de::Error::invalid_length(1, &self))?;
+                Size::parse(&kind, value, "size").map_err(|e| de::Error::custom(e.reason))
+            }
+        }
+        d.deserialize_seq(PairVisitor)
+    }
+}
+
+/// Pass 1: over-long tool results keep a head and a tail.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct BudgetConfig {
+    pub enabled: bool,
+    pub per_tool_chars: usize,
+    /// Over all results answering one AI message.
+    pub per_message_chars: usize,
+    /// Characters kept of a cut result (head and tail together).
+    pub file_preview_chars: usize,
+}
+
+impl Default for BudgetConfig {
+    fn default() -> Self {
+        BudgetConfig {
+            enabled: true,
+            per_tool_chars: 50_000,
+            per_message_chars: 200_000,
+            file_preview_chars: 5_000,
+        }
+    }
+}
+
+/// Pass 2: long string arguments of older tool calls are shortened.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct TruncateArgsConfig {
+    /// `None`: never.
+    pub trigger: Option<Size>,
+    pub keep: Size,
+    pub max_length: usize,
+    /// Appended to a shortened argument; `{length}` is replaced by the original length.
+    pub truncation_text: String,
+    /// `false`: only `write_file` / `edit_file` arguments.
+    pub truncate_all_tools: bool,
+    /// Shorten only in batches that save at least this many tokens.
+    pub min_batch_tokens: u64,
+}
+
+impl Default for TruncateArgsConfig {
+    fn default() -> Self {
+        TruncateArgsConfig {
+            trigger: Some(Size::Messages(20)),
+            keep: Size::Messages(20),
+            max_length: 2_000,
+            truncation_text: "… [argument shortened from {length} characters]".into(),
+            truncate_all_tools: true,
+            min_batch_tokens: 30_000,
+        }
+    }
+}
+
+/// Pass 3: old results of listed tools become a one-line placeholder.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct ClearingConfig {
+    pub enabled: bool,
+    pub trigger: Size,
+    pub keep_recent: usize,
+    pub tools: BTreeSet<String>,
+    pub exclude_tools: BTreeSet<String>,
+    /// Clear only in batches that save at least this many tokens.
+    pub clear_at_least: u64,
+}
+
+impl Default for ClearingConfig {
+    fn default() -> Self {
+        ClearingConfig {
+            enabled: true,
+            trigger: Size::Tokens(100_000),
+            keep_recent: 5,
+            tools: [
+                "read_file",
+                "grep",
+                "glob",
+                "ls",
+                "execute",
+                "web_search",
+                "web_fetch",
+            ]
+            .into_iter()
+            .map(String::from)
+            .collect(),
+            exclude_tools: BTreeSet::new(),
+            clear_at_least: 30_000,
+        }
+    }
+}
+
+/// Pass 4a: a file read again makes its earlier reads point to the newer one.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct DedupeConfig {
+    pub enabled: bool,
+    pub tools: BTreeSet<String>,
+    pub min_batch_tokens: u64,
+}
+
+impl Default for DedupeConfig {
+    fn default() -> Self {
+        DedupeConfig {
+            enabled: true,
+            tools: ["read_file"].into_iter().map(String::from).collect(),
+            min_batch_tokens: 30_000,
+        }
+    }
+}
+
+/// Pass 4b: runs of consecutive read/search calls collapse to a one-line badge.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct CollapseConfig {
+    pub enabled: bool,
+    pub trigger: Size,
+    pub min_group_size: usize,
+    pub collapse_tools: BTreeSet<String>,
+    /// Only runs older than the newest this many messages collapse.
+    pub keep_recent_messages: usize,
+    pub min_batch_tokens: u64,
+}
+
+impl Default for CollapseConfig {
+    fn default() -> Self {
+        CollapseConfig {
+            enabled: true,
+            trigger: Size::Tokens(120_000),
+            min_group_size: 2,
+            collapse_tools: ["read_file", "grep", "glob", "web_search"]
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            keep_recent_messages: 20,
+            min_batch_tokens: 30_000,
+        }
+    }
+}
+
+/// Pass 5: after an idle gap longer than the provider's cache lifetime, old results
+/// are cleared (the cache is cold anyway).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct MicrocompactConfig {
+    pub enabled: bool,
+    pub gap_threshold_minutes: f64,
+    pub keep_recent: usize,
+    pub compactable_tools: BTreeSet<String>,
+    pub cleared_message: String,
+}
+
+impl Default for MicrocompactConfig {
+    fn default() -> Self {
+        MicrocompactConfig {
+            enabled: true,
+            gap_threshold_minutes: 60.0,
+            keep_recent: 5,
+            compactable_tools: [
+                "read_file",
+                "execute",
+                "grep",
+                "glob",
+                "web_search",
+                "web_fetch",
+                "edit_file",
+                "write_file",
+            ]
+            .into_iter()
+            .map(String::from)
+            .collect(),
+            cleared_message: "[Result cleared after an idle gap: {tool}({arg}). Run it again if it is still needed.]"
+                .into(),
+        }
+    }
+}
+
+/// Everything `plan` needs.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct PlanConfig {
+    /// When a summary is needed (any fires).
+    pub trigger: Vec<Size>,
+    /// What a summary keeps.
+    pub keep: Option<Size>,
+    pub budget: BudgetConfig,
+    pub truncate_args: TruncateArgsConfig,
+    pub clearing: ClearingConfig,
+    pub dedupe: DedupeConfig,
+    pub collapse: CollapseConfig,
+    pub microcompact: MicrocompactConfig,
+    pub chars_per_token: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn partial_config_fills_defaults() {
+        let c: PlanConfig = serde_json::from_value(json!({
+            "trigger": [["tokens", 1000]],
+            "clearing": {"keep_recent": 2},
+            "truncate_args": {"trigger": null},
+        }))
+        .unwrap_or_default();
+        assert_eq!(c.trigger, vec![Size::Tokens(1000)]);
+        assert_eq!(c.clearing.keep_recent, 2);
+        assert_eq!(c.clearing.clear_at_least, 30_000);
+        assert_eq!(c.truncate_args.trigger, None);
+        assert_eq!(c.truncate_args.max_length, 2_000);
+    }
+
+    #[test]
+    fn bad_sizes_are_rejected() {
+        let bad = serde_json::from_value::<PlanConfig>(json!({"trigger": [["bytes", 1]]}));
+        assert!(bad.is_err());
+        let bad = serde_json::from_value::<PlanConfig>(json!({"keep": ["fraction", 2.0]}));
+        assert!(bad.is_err());
+    }
+}

@@ -1,0 +1,114 @@
+//! Pass 1, the tool-result budget: a result over `per_tool_chars` keeps a head and a
+//! tail with a marker saying how much was cut and where the full text is; the results
+//! answering one AI message are held to `per_message_chars` together.
+
+use std::collections::BTreeMap;
+
+use super::{is_placeholder, plain_text, Change, Edit, Pass, View};
+use crate::config::BudgetConfig;
+
+/// In every marker, so that a cut result is recognised.
+const CUT_MARK: &str = " characters cut from this result";
+
+/// The marker between the head and the tail of a cut result.
+fn marker(cut: usize, archive: Option<&str>) -> String {
+    match archive {
+        Some(path) => format!("\n\n[… {cut}{CUT_MARK}; the full output is saved at {path} …]\n\n"),
+        None => format!("\n\n[… {cut}{CUT_MARK} …]\n\n"),
+    }
+}
+
+/// `text` cut to `keep` characters: two thirds from the start, one third from the end.
+pub fn head_and_tail(text: &str, keep: usize, archive: Option<&str>) -> String {
+    let total = text.chars().count();
+    if total <= keep {
+        return text.to_owned();
+    }
+    let head = keep * 2 / 3;
+    let tail = keep - head;
+    let head_end = text.char_indices().nth(head).map_or(text.len(), |(b, _)| b);
+    let tail_start = text
+        .char_indices()
+        .nth(total - tail)
+        .map_or(text.len(), |(b, _)| b);
+    format!(
+        "{}{}{}",
+        &text[..head_end],
+        marker(total - keep, archive),
+        &text[tail_start..]
+    )
+}
+
+pub fn run(view: &View<'_>, cfg: &BudgetConfig, gap_template: &str) -> Vec<Edit> {
+    if !cfg.enabled {
+        return Vec::new();
+    }
+    // (index, text, chars after this pass), grouped by the AI message they answer.
+    let mut groups: BTreeMap<usize, Vec<(usize, String, usize)>> = BTreeMap::new();
+    let mut cut: BTreeMap<usize, usize> = BTreeMap::new();
+    for r in view.tool_results() {
+        let Some(text) = plain_text(&view.msgs[r.index]) else {
+            continue;
+        };
+        // Never cut a placeholder, or a result this pass already cut.
+        if is_placeholder(&text, gap_template) || text.contains(CUT_MARK) {
+            continue;
+        }
+        let chars = view.msgs[r.index].content_chars();
+        let kept = if chars > cfg.per_tool_chars {
+            cut.insert(r.index, cfg.file_preview_chars);
+            cfg.file_preview_chars
+        } else {
+            chars
+        };
+        groups
+            .entry(r.caller.unwrap_or(usize::MAX - r.index))
+            .or_default()
+            .push((r.index, text, kept));
+    }
+    for results in groups.values_mut() {
+        // Cut the largest results of the turn until it fits.
+        let mut total: usize = results.iter().map(|r| r.2).sum();
+        results.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+        for r in results.iter_mut() {
+            if total <= cfg.per_message_chars || r.2 <= cfg.file_preview_chars {
+                break;
+            }
+            total -= r.2 - cfg.file_preview_chars;
+            r.2 = cfg.file_preview_chars;
+            cut.insert(r.0, cfg.file_preview_chars);
+        }
+    }
+    let texts: BTreeMap<usize, &String> = groups
+        .values()
+        .flatten()
+        .map(|(i, text, _)| (*i, text))
+        .collect();
+    cut.into_iter()
+        .filter_map(|(index, keep)| {
+            let text = texts.get(&index)?;
+            let archive = view.archive.get(index).and_then(Option::as_deref);
+            Some(Edit {
+                index,
+                pass: Pass::Budget,
+                change: Change::Content(head_and_tail(text, keep, archive)),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn head_and_tail_keeps_both_ends() {
+        let text: String = ('a'..='z').collect();
+        assert_eq!(
+            head_and_tail(&text, 9, None),
+            "abcdef\n\n[… 17 characters cut from this result …]\n\nxyz"
+        );
+        assert_eq!(head_and_tail("short", 9, None), "short");
+        assert!(head_and_tail(&text, 9, Some("/h/1.md")).contains("saved at /h/1.md"));
+    }
+}

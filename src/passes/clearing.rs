@@ -1,0 +1,45 @@
+//! Pass 3, observation clearing: once the view is over the pass's trigger, results
+//! of the listed tools older than the newest `keep_recent` become a one-line
+//! placeholder naming the call, in batches worth `clear_at_least` tokens.
+
+use super::{
+    committed_prefix, is_placeholder, main_arg, plain_text, Change, Edit, Pass, View, CLEARED,
+};
+use crate::config::ClearingConfig;
+
+/// The placeholder for a cleared result of `tool` called with `arg`.
+pub fn placeholder(tool: &str, arg: &str) -> String {
+    format!("{CLEARED}{tool}({arg}). Call the tool again if you need this output.]")
+}
+
+pub fn run(view: &View<'_>, cfg: &ClearingConfig, gap_template: &str) -> Vec<Edit> {
+    if !cfg.enabled || !view.reached(cfg.trigger) {
+        return Vec::new();
+    }
+    let eligible: Vec<_> = view
+        .tool_results()
+        .into_iter()
+        .filter(|r| cfg.tools.contains(r.tool) && !cfg.exclude_tools.contains(r.tool))
+        .collect();
+    let old = eligible.len().saturating_sub(cfg.keep_recent);
+    let candidates: Vec<(Edit, f64)> = eligible[..old]
+        .iter()
+        .filter(|r| {
+            plain_text(&view.msgs[r.index]).is_none_or(|t| !is_placeholder(&t, gap_template))
+        })
+        .map(|r| {
+            let text = placeholder(r.tool, &main_arg(r.call));
+            let saved = view.tokens[r.index] - view.tokens_with_text(r.index, &text);
+            let edit = Edit {
+                index: r.index,
+                pass: Pass::Clearing,
+                change: Change::Content(text),
+            };
+            (edit, saved)
+        })
+        // A placeholder longer than the result saves nothing.
+        .filter(|c| c.1 > 0.0)
+        .collect();
+    let n = committed_prefix(candidates.iter().map(|c| c.1), cfg.clear_at_least as f64);
+    candidates.into_iter().take(n).map(|c| c.0).collect()
+}

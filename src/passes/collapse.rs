@@ -1,0 +1,130 @@
+//! Pass 4b, collapse: under token pressure, a run of consecutive read/search steps
+//! (an AI message calling only such tools, then exactly its results) older than the
+//! recent window has its results folded into a one-line note on the first result.
+
+use std::collections::HashSet;
+
+use super::{
+    committed_prefix, is_placeholder, main_arg, plain_text, Change, Edit, Pass, View, COLLAPSED,
+    COLLAPSED_MEMBER,
+};
+use crate::config::CollapseConfig;
+use crate::message::Role;
+
+/// Calls listed in a note before the rest is counted.
+const LISTED: usize = 8;
+
+/// The note that replaces the first result of a collapsed run.
+pub fn note(calls: &[String]) -> String {
+    let mut list = calls
+        .iter()
+        .take(LISTED)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if calls.len() > LISTED {
+        list.push_str(&format!(" and {} more", calls.len() - LISTED));
+    }
+    format!(
+        "{COLLAPSED}{} read/search results: {list}. Call the tools again if you need their output.]",
+        calls.len()
+    )
+}
+
+/// The text that replaces the other results of a collapsed run.
+pub fn member() -> String {
+    format!("{COLLAPSED_MEMBER}an earlier result above.]")
+}
+
+/// A read/search step starting at `i`: the AI message and its results. Returns the
+/// index after the step.
+fn step_end(view: &View<'_>, i: usize, tools: &HashSet<&str>) -> Option<usize> {
+    let m = view.msgs.get(i)?;
+    if m.role != Role::Ai || m.tool_calls.is_empty() {
+        return None;
+    }
+    if !m.tool_calls.iter().all(|c| tools.contains(c.name.as_str())) {
+        return None;
+    }
+    let ids: HashSet<&str> = m
+        .tool_calls
+        .iter()
+        .filter_map(|c| c.id.as_deref())
+        .collect();
+    if ids.len() != m.tool_calls.len() {
+        return None;
+    }
+    let end = i + 1 + ids.len();
+    let results = view.msgs.get(i + 1..end)?;
+    let answered: HashSet<&str> = results
+        .iter()
+        .filter(|r| r.role == Role::Tool)
+        .filter_map(|r| r.tool_call_id.as_deref())
+        .collect();
+    (answered == ids).then_some(end)
+}
+
+pub fn run(view: &View<'_>, cfg: &CollapseConfig, gap_template: &str) -> Vec<Edit> {
+    if !cfg.enabled || !view.reached(cfg.trigger) {
+        return Vec::new();
+    }
+    let tools: HashSet<&str> = cfg.collapse_tools.iter().map(String::as_str).collect();
+    let limit = view.msgs.len().saturating_sub(cfg.keep_recent_messages);
+    let results = view.tool_results();
+    let calls_by_index: std::collections::HashMap<usize, String> = results
+        .iter()
+        .map(|r| (r.index, format!("{}({})", r.tool, main_arg(r.call))))
+        .collect();
+
+    let mut candidates: Vec<(Vec<Edit>, f64)> = Vec::new();
+    let mut i = 0;
+    while i < view.msgs.len() {
+        let mut members: Vec<usize> = Vec::new();
+        while let Some(end) = step_end(view, i, &tools) {
+            members.extend(i + 1..end);
+            i = end;
+        }
+        if members.is_empty() {
+            i += 1;
+            continue;
+        }
+        // Only closed runs (a message follows) entirely before the recent window.
+        let closed = i < view.msgs.len() && i <= limit;
+        if members.len() < cfg.min_group_size || !closed {
+            continue;
+        }
+        let open: Vec<usize> = members
+            .iter()
+            .copied()
+            .filter(|&r| {
+                plain_text(&view.msgs[r]).is_none_or(|t| !is_placeholder(&t, gap_template))
+            })
+            .collect();
+        let Some((&first, rest)) = open.split_first() else {
+            continue;
+        };
+        let listed: Vec<String> = members
+            .iter()
+            .filter_map(|r| calls_by_index.get(r).cloned())
+            .collect();
+        let mut edits = vec![(first, note(&listed))];
+        edits.extend(rest.iter().map(|&r| (r, member())));
+        let saved: f64 = edits
+            .iter()
+            .map(|(r, text)| view.tokens[*r] - view.tokens_with_text(*r, text))
+            .sum();
+        let edits = edits
+            .into_iter()
+            .map(|(index, text)| Edit {
+                index,
+                pass: Pass::Collapse,
+                change: Change::Content(text),
+            })
+            .collect();
+        if saved > 0.0 {
+            candidates.push((edits, saved));
+        }
+    }
+    let n = committed_prefix(candidates.iter().map(|c| c.1), cfg.min_batch_tokens as f64);
+    candidates.into_iter().take(n).flat_map(|c| c.0).collect()
+}

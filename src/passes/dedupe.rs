@@ -1,0 +1,56 @@
+//! Pass 4a, read dedupe: when the same read (same tool, same arguments) happens
+//! again, the earlier result is replaced by a pointer to the newer one. The newest
+//! read of each file always stays.
+
+use std::collections::HashMap;
+
+use super::{
+    committed_prefix, is_placeholder, main_arg, plain_text, Change, Edit, Pass, View, SUPERSEDED,
+};
+use crate::config::DedupeConfig;
+
+/// The placeholder for a read that was repeated later.
+pub fn placeholder(tool: &str, arg: &str) -> String {
+    format!("{SUPERSEDED}{tool}({arg}) was read again later in this conversation; that newer result is current.]")
+}
+
+pub fn run(view: &View<'_>, cfg: &DedupeConfig, gap_template: &str) -> Vec<Edit> {
+    if !cfg.enabled {
+        return Vec::new();
+    }
+    // Candidates in the order they became candidates: when the repeat arrived. That
+    // order only ever grows at its end, which keeps the batches stable.
+    let mut last: HashMap<(String, String), usize> = HashMap::new();
+    let mut candidates: Vec<(Edit, f64)> = Vec::new();
+    for r in view.tool_results() {
+        if !cfg.tools.contains(r.tool) {
+            continue;
+        }
+        let Some(call) = r.call else { continue };
+        let text = plain_text(&view.msgs[r.index]);
+        if text
+            .as_deref()
+            .is_some_and(|t| is_placeholder(t, gap_template))
+        {
+            continue;
+        }
+        let key = (r.tool.to_owned(), call.args.to_string());
+        if let Some(earlier) = last.insert(key, r.index) {
+            let text = placeholder(r.tool, &main_arg(Some(call)));
+            let saved = view.tokens[earlier] - view.tokens_with_text(earlier, &text);
+            if saved <= 0.0 {
+                continue;
+            }
+            candidates.push((
+                Edit {
+                    index: earlier,
+                    pass: Pass::Dedupe,
+                    change: Change::Content(text),
+                },
+                saved,
+            ));
+        }
+    }
+    let n = committed_prefix(candidates.iter().map(|c| c.1), cfg.min_batch_tokens as f64);
+    candidates.into_iter().take(n).map(|c| c.0).collect()
+}

@@ -1,0 +1,287 @@
+//! The cheap passes: each reads the current view and returns edits, never new or
+//! fewer messages. `plan.rs` runs them in order.
+//!
+//! Cache-aware batching without hidden state: a pass that acts on "older" material
+//! commits only whole batches, and a batch boundary depends on nothing but the messages
+//! before it. Appending messages can add boundaries after the last one, never move an
+//! earlier one, so between batch points the model view of one turn starts with the
+//! model view of the turn before.
+
+pub mod budget;
+pub mod clearing;
+pub mod collapse;
+pub mod dedupe;
+pub mod time_gap;
+pub mod truncate_args;
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::cutoff::Size;
+use crate::message::{Content, Message, Role, ToolCall};
+use crate::tokens::{measure, HeuristicParams};
+
+/// Which pass made an edit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pass {
+    Budget,
+    TruncateArgs,
+    Clearing,
+    Dedupe,
+    Collapse,
+    TimeGap,
+}
+
+impl Pass {
+    pub const ALL: [Pass; 6] = [
+        Pass::Budget,
+        Pass::TruncateArgs,
+        Pass::Clearing,
+        Pass::Dedupe,
+        Pass::Collapse,
+        Pass::TimeGap,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Pass::Budget => "budget",
+            Pass::TruncateArgs => "truncate_args",
+            Pass::Clearing => "clearing",
+            Pass::Dedupe => "dedupe",
+            Pass::Collapse => "collapse",
+            Pass::TimeGap => "time_gap",
+        }
+    }
+}
+
+/// What an edit changes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Change {
+    /// The whole content becomes this text.
+    Content(String),
+    /// `tool_calls[call].args` becomes this value.
+    ToolArgs { call: usize, args: Value },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Edit {
+    pub index: usize,
+    pub pass: Pass,
+    pub change: Change,
+}
+
+impl Edit {
+    /// Apply to a message (the core's copy, to count what follows).
+    pub fn apply(&self, m: &mut Message) {
+        match &self.change {
+            Change::Content(text) => m.content = Content::Text(text.clone().into()),
+            Change::ToolArgs { call, args } => {
+                if let Some(c) = m.tool_calls.get_mut(*call) {
+                    c.args = args.clone();
+                }
+            }
+        }
+    }
+}
+
+/// The view a pass works on.
+pub struct View<'a> {
+    pub msgs: &'a [Cow<'a, Message>],
+    pub tokens: &'a [f64],
+    /// Tokens of the whole view, system prompt and tools included.
+    pub total: f64,
+    pub max_input_tokens: Option<u64>,
+    pub params: &'a HeuristicParams,
+    /// Per message: when it was sent, in seconds since the epoch.
+    pub timestamps: &'a [Option<f64>],
+    /// The time of this call, in seconds since the epoch.
+    pub now: Option<f64>,
+    /// Per message: where its full text is archived, if it is.
+    pub archive: &'a [Option<String>],
+}
+
+/// A tool result message with what is known of the call it answers.
+pub struct ToolResult<'a> {
+    pub index: usize,
+    pub tool: &'a str,
+    pub call: Option<&'a ToolCall>,
+    /// Index of the AI message that made the call.
+    pub caller: Option<usize>,
+}
+
+impl View<'_> {
+    /// Every `ToolMessage` in order, with its call when the call is in the view.
+    pub fn tool_results(&self) -> Vec<ToolResult<'_>> {
+        let mut calls: HashMap<&str, (usize, &ToolCall)> = HashMap::new();
+        let mut out = Vec::new();
+        for (i, m) in self.msgs.iter().enumerate() {
+            if m.role == Role::Ai {
+                for c in &m.tool_calls {
+                    if let Some(id) = c.id.as_deref() {
+                        calls.insert(id, (i, c));
+                    }
+                }
+            }
+            if m.role != Role::Tool {
+                continue;
+            }
+            let found = m.tool_call_id.as_deref().and_then(|id| calls.get(id));
+            let tool = m
+                .name
+                .as_deref()
+                .filter(|n| !n.is_empty())
+                .or(found.map(|(_, c)| c.name.as_str()))
+                .unwrap_or("");
+            out.push(ToolResult {
+                index: i,
+                tool,
+                call: found.map(|(_, c)| *c),
+                caller: found.map(|(i, _)| *i),
+            });
+        }
+        out
+    }
+
+    /// Whether the view has reached a pass's trigger. Measured on the view before the
+    /// pass, which only grows between summaries, so a fired pass stays fired.
+    pub fn reached(&self, trigger: Size) -> bool {
+        match trigger {
+            Size::Messages(n) => self.msgs.len() as u64 >= n,
+            _ => trigger
+                .tokens(self.max_input_tokens)
+                .ok()
+                .flatten()
+                .is_some_and(|t| self.total >= t as f64),
+        }
+    }
+
+    /// Tokens a message would have with `text` as its whole content.
+    pub fn tokens_with_text(&self, i: usize, text: &str) -> f64 {
+        let mut m = self.msgs[i].clone().into_owned();
+        m.content = Content::Text(text.into());
+        measure(&m).heuristic_tokens(self.params)
+    }
+}
+
+/// The text of a message whose content is plain text (or text blocks only).
+pub fn plain_text(m: &Message) -> Option<String> {
+    match &m.content {
+        Content::Text(t) => Some(t.as_str().to_owned()),
+        Content::Blocks(_) => None,
+    }
+}
+
+/// The argument that best names what a call did, shortened: the path, pattern,
+/// command, query or URL, else the first string argument.
+pub fn main_arg(call: Option<&ToolCall>) -> String {
+    const KEYS: [&str; 8] = [
+        "file_path",
+        "path",
+        "pattern",
+        "command",
+        "query",
+        "url",
+        "glob",
+        "file",
+    ];
+    let Some(Value::Object(args)) = call.map(|c| &c.args) else {
+        return String::new();
+    };
+    let found = KEYS
+        .iter()
+        .find_map(|k| args.get(*k).and_then(Value::as_str))
+        .or_else(|| args.values().find_map(Value::as_str))
+        .unwrap_or("");
+    shorten(found, 80)
+}
+
+/// At most `max` characters, with an ellipsis when cut.
+pub fn shorten(s: &str, max: usize) -> String {
+    let line = s.lines().next().unwrap_or("");
+    match line.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None if line.len() < s.len() => format!("{line}…"),
+        None => line.to_owned(),
+    }
+}
+
+/// Placeholders the passes write, recognised so that no pass edits them again.
+pub const CLEARED: &str = "[Old result cleared to save context: ";
+pub const SUPERSEDED: &str = "[Superseded: ";
+pub const COLLAPSED: &str = "[Collapsed ";
+pub const COLLAPSED_MEMBER: &str = "[Collapsed into the note on ";
+
+/// Whether a text is one of the passes' placeholders. `gap_template` is the
+/// configurable time-gap placeholder.
+pub fn is_placeholder(text: &str, gap_template: &str) -> bool {
+    let gap_prefix = gap_template.split('{').next().unwrap_or(gap_template);
+    [CLEARED, SUPERSEDED, COLLAPSED, COLLAPSED_MEMBER]
+        .iter()
+        .any(|p| text.starts_with(p))
+        || (!gap_prefix.is_empty() && text.starts_with(gap_prefix))
+}
+
+/// How many leading items are covered by complete batches: a batch closes once the
+/// savings accumulated since the previous close reach `min`. Depends only on the items
+/// themselves, so a longer sequence never uncommits what a shorter one committed.
+pub fn committed_prefix(savings: impl IntoIterator<Item = f64>, min: f64) -> usize {
+    let mut acc = 0.0;
+    let mut committed = 0;
+    for (i, s) in savings.into_iter().enumerate() {
+        acc += s.max(0.0);
+        if acc >= min {
+            committed = i + 1;
+            acc = 0.0;
+        }
+    }
+    committed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn committed_prefix_is_stable_under_appends() {
+        let s = [3.0, 3.0, 3.0, 3.0, 1.0];
+        assert_eq!(committed_prefix(s, 5.0), 4);
+        for n in 0..s.len() {
+            let shorter = committed_prefix(s[..n].iter().copied(), 5.0);
+            assert!(shorter <= committed_prefix(s, 5.0));
+        }
+        assert_eq!(committed_prefix([10.0], 5.0), 1);
+        assert_eq!(committed_prefix([1.0, 1.0], 5.0), 0);
+    }
+
+    #[test]
+    fn main_arg_prefers_paths_and_shortens() {
+        let call = ToolCall {
+            id: None,
+            name: "read_file".into(),
+            args: json!({"limit": 10, "file_path": "src/a.py"}),
+        };
+        assert_eq!(main_arg(Some(&call)), "src/a.py");
+        let long = ToolCall {
+            id: None,
+            name: "execute".into(),
+            args: json!({"command": "x".repeat(100)}),
+        };
+        assert_eq!(main_arg(Some(&long)).chars().count(), 81);
+        assert_eq!(shorten("a\nb", 10), "a…");
+        assert_eq!(main_arg(None), "");
+    }
+
+    #[test]
+    fn placeholders_are_recognised() {
+        let gap = "[Idle: {tool}]";
+        assert!(is_placeholder(
+            "[Old result cleared to save context: ls(/)]",
+            gap
+        ));
+        assert!(is_placeholder("[Idle: grep]", gap));
+        assert!(!is_placeholder("def f(): pass", gap));
+    }
+}

@@ -1,0 +1,155 @@
+//! Pass 2, argument truncation: long string arguments of tool calls in AI messages
+//! older than the keep window are shortened, nested strings too, with a note of the
+//! original length.
+
+use serde_json::Value;
+
+use super::{committed_prefix, Change, Edit, Pass, View};
+use crate::config::TruncateArgsConfig;
+use crate::cutoff::Size;
+use crate::message::Role;
+
+/// Tools whose arguments are shortened when `truncate_all_tools` is off.
+const FILE_WRITING_TOOLS: [&str; 2] = ["write_file", "edit_file"];
+
+fn suffix(template: &str, length: usize) -> String {
+    template.replace("{length}", &length.to_string())
+}
+
+/// Whether `s` was already shortened by this pass (so it is never shortened twice).
+fn already_shortened(s: &str, template: &str) -> bool {
+    let marker = template.split("{length}").next().unwrap_or(template);
+    !marker.is_empty() && s.contains(marker)
+}
+
+/// `v` with every string longer than `max` characters shortened; `None` when
+/// nothing needed it.
+fn shorten_value(v: &Value, max: usize, template: &str) -> Option<Value> {
+    match v {
+        Value::String(s) => {
+            let n = s.chars().count();
+            if n <= max || already_shortened(s, template) {
+                return None;
+            }
+            let end = s.char_indices().nth(max).map_or(s.len(), |(b, _)| b);
+            Some(Value::String(format!(
+                "{}{}",
+                &s[..end],
+                suffix(template, n)
+            )))
+        }
+        Value::Array(items) => {
+            let new: Vec<Option<Value>> = items
+                .iter()
+                .map(|i| shorten_value(i, max, template))
+                .collect();
+            if new.iter().all(Option::is_none) {
+                return None;
+            }
+            Some(Value::Array(
+                items
+                    .iter()
+                    .zip(new)
+                    .map(|(old, new)| new.unwrap_or_else(|| old.clone()))
+                    .collect(),
+            ))
+        }
+        Value::Object(map) => {
+            let mut changed = false;
+            let out = map
+                .iter()
+                .map(|(k, old)| {
+                    let new = shorten_value(old, max, template);
+                    changed |= new.is_some();
+                    (k.clone(), new.unwrap_or_else(|| old.clone()))
+                })
+                .collect();
+            changed.then_some(Value::Object(out))
+        }
+        _ => None,
+    }
+}
+
+/// The first message of the keep window: everything before it is old enough.
+fn window_start(view: &View<'_>, keep: Size) -> usize {
+    let n = view.msgs.len();
+    match keep {
+        Size::Messages(k) => n.saturating_sub(k as usize),
+        _ => {
+            let budget = keep
+                .tokens(view.max_input_tokens)
+                .ok()
+                .flatten()
+                .unwrap_or(0) as f64;
+            let mut suffix = 0.0;
+            let mut start = n;
+            for (i, t) in view.tokens.iter().enumerate().rev() {
+                if suffix + t > budget {
+                    break;
+                }
+                suffix += t;
+                start = i;
+            }
+            start
+        }
+    }
+}
+
+pub fn run(view: &View<'_>, cfg: &TruncateArgsConfig) -> Vec<Edit> {
+    let Some(trigger) = cfg.trigger else {
+        return Vec::new();
+    };
+    if !view.reached(trigger) {
+        return Vec::new();
+    }
+    let start = window_start(view, cfg.keep);
+    // Candidate messages in order, with their edits and what they save.
+    let mut candidates: Vec<(Vec<Edit>, f64)> = Vec::new();
+    for (i, m) in view.msgs.iter().enumerate().take(start) {
+        if m.role != Role::Ai {
+            continue;
+        }
+        let mut edited = m.clone().into_owned();
+        let mut edits = Vec::new();
+        for (ci, call) in m.tool_calls.iter().enumerate() {
+            if !cfg.truncate_all_tools && !FILE_WRITING_TOOLS.contains(&call.name.as_str()) {
+                continue;
+            }
+            if let Some(args) = shorten_value(&call.args, cfg.max_length, &cfg.truncation_text) {
+                let edit = Edit {
+                    index: i,
+                    pass: Pass::TruncateArgs,
+                    change: Change::ToolArgs { call: ci, args },
+                };
+                edit.apply(&mut edited);
+                edits.push(edit);
+            }
+        }
+        if !edits.is_empty() {
+            let saved =
+                view.tokens[i] - crate::tokens::measure(&edited).heuristic_tokens(view.params);
+            candidates.push((edits, saved));
+        }
+    }
+    let n = committed_prefix(candidates.iter().map(|c| c.1), cfg.min_batch_tokens as f64);
+    candidates.into_iter().take(n).flat_map(|c| c.0).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn shortens_nested_strings_once() {
+        let t = "…[{length} chars]";
+        let v = json!({"content": "abcdef", "nested": ["xy", {"deep": "0123456789"}], "n": 5});
+        let out = shorten_value(&v, 3, t).unwrap_or(Value::Null);
+        assert_eq!(
+            out,
+            json!({"content": "abc…[6 chars]", "nested": ["xy", {"deep": "012…[10 chars]"}], "n": 5})
+        );
+        assert_eq!(shorten_value(&out, 3, t), None, "idempotent");
+        assert_eq!(shorten_value(&json!({"a": "abc"}), 3, t), None);
+    }
+}

@@ -1,0 +1,119 @@
+//! The per-turn cascade: the cheap passes in order over the effective view, then
+//! whether a summary is still needed and where it would cut.
+
+use std::borrow::Cow;
+
+use crate::config::PlanConfig;
+use crate::cutoff::{find_cutoff, should_trigger, PairShape};
+use crate::message::Message;
+use crate::passes::{self, Edit, Pass, View};
+use crate::tokens::{measure, HeuristicParams};
+
+/// What one pass did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PassStats {
+    pub pass: Pass,
+    pub tokens_before: f64,
+    pub tokens_after: f64,
+    pub edits: usize,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub edits: Vec<Edit>,
+    pub tokens_before: f64,
+    pub tokens_after: f64,
+    pub passes: Vec<PassStats>,
+    /// The summary trigger fires on the view after the passes.
+    pub summary_needed: bool,
+    /// Where a summary would cut (pair-safe), when one is needed and possible.
+    pub summary_cutoff: Option<usize>,
+}
+
+/// The inputs of one turn's plan.
+pub struct PlanInput<'a> {
+    pub msgs: &'a [Message],
+    /// Heuristic tokens of each message.
+    pub tokens: Vec<f64>,
+    /// Tokens of the system prompt and tools.
+    pub fixed: f64,
+    pub max_input_tokens: Option<u64>,
+    pub params: HeuristicParams,
+    pub timestamps: Vec<Option<f64>>,
+    pub now: Option<f64>,
+    pub archive: Vec<Option<String>>,
+}
+
+pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
+    let n = input.msgs.len();
+    let mut view: Vec<Cow<'_, Message>> = input.msgs.iter().map(Cow::Borrowed).collect();
+    let mut tokens = input.tokens;
+    tokens.resize(n, 0.0);
+    let mut timestamps = input.timestamps;
+    timestamps.resize(n, None);
+    let mut archive = input.archive;
+    archive.resize(n, None);
+    let total = |tokens: &[f64]| input.fixed + tokens.iter().sum::<f64>();
+    let tokens_before = total(&tokens);
+    let gap_template = cfg.microcompact.cleared_message.as_str();
+
+    let mut edits = Vec::new();
+    let mut stats = Vec::new();
+    for pass in Pass::ALL {
+        let before = total(&tokens);
+        let new = {
+            let v = View {
+                msgs: &view,
+                tokens: &tokens,
+                total: before,
+                max_input_tokens: input.max_input_tokens,
+                params: &input.params,
+                timestamps: &timestamps,
+                now: input.now,
+                archive: &archive,
+            };
+            match pass {
+                Pass::Budget => passes::budget::run(&v, &cfg.budget, gap_template),
+                Pass::TruncateArgs => passes::truncate_args::run(&v, &cfg.truncate_args),
+                Pass::Clearing => passes::clearing::run(&v, &cfg.clearing, gap_template),
+                Pass::Dedupe => passes::dedupe::run(&v, &cfg.dedupe, gap_template),
+                Pass::Collapse => passes::collapse::run(&v, &cfg.collapse, gap_template),
+                Pass::TimeGap => passes::time_gap::run(&v, &cfg.microcompact),
+            }
+        };
+        for e in &new {
+            if let Some(m) = view.get_mut(e.index) {
+                e.apply(m.to_mut());
+                tokens[e.index] = measure(m).heuristic_tokens(&input.params);
+            }
+        }
+        stats.push(PassStats {
+            pass,
+            tokens_before: before,
+            tokens_after: total(&tokens),
+            edits: new.len(),
+        });
+        edits.extend(new);
+    }
+
+    let tokens_after = total(&tokens);
+    let summary_needed = !cfg.trigger.is_empty()
+        && should_trigger(&cfg.trigger, n, tokens_after, input.max_input_tokens).unwrap_or(false);
+    let summary_cutoff = match (summary_needed, cfg.keep) {
+        (true, Some(keep)) => {
+            let shapes: Vec<PairShape> = view.iter().map(|m| PairShape::from(m.as_ref())).collect();
+            find_cutoff(&shapes, &tokens, keep, input.max_input_tokens)
+                .ok()
+                .filter(|&c| c > 0)
+        }
+        _ => None,
+    };
+    Plan {
+        edits,
+        tokens_before,
+        tokens_after,
+        passes: stats,
+        summary_needed,
+        summary_cutoff,
+    }
+}

@@ -1,0 +1,184 @@
+//! The cheap passes without Python: exact edits, and plans that are idempotent and
+//! never touch roles, ids or pairs.
+
+use fastcompact::config::PlanConfig;
+use fastcompact::cutoff::Size;
+use fastcompact::message::{Message, Role, ToolCall};
+use fastcompact::passes::{Change, Pass};
+use fastcompact::plan::{plan, Plan, PlanInput};
+use fastcompact::tokens::{measure, HeuristicParams};
+use proptest::prelude::*;
+use serde_json::json;
+
+fn call(name: &str, id: &str, args: serde_json::Value) -> Message {
+    let mut m = Message::text(Role::Ai, "");
+    m.tool_calls.push(ToolCall {
+        id: Some(id.into()),
+        name: name.into(),
+        args,
+    });
+    m
+}
+
+fn result(id: &str, name: &str, text: &str) -> Message {
+    let mut m = Message::text(Role::Tool, text);
+    m.tool_call_id = Some(id.into());
+    m.name = Some(name.into());
+    m
+}
+
+fn run(msgs: &[Message], cfg: &PlanConfig) -> Plan {
+    let p = HeuristicParams::default();
+    plan(
+        PlanInput {
+            msgs,
+            tokens: msgs
+                .iter()
+                .map(|m| measure(m).heuristic_tokens(&p))
+                .collect(),
+            fixed: 0.0,
+            max_input_tokens: None,
+            params: p,
+            timestamps: Vec::new(),
+            now: None,
+            archive: Vec::new(),
+        },
+        cfg,
+    )
+}
+
+fn apply(msgs: &[Message], plan: &Plan) -> Vec<Message> {
+    let mut out = msgs.to_vec();
+    for e in &plan.edits {
+        e.apply(&mut out[e.index]);
+    }
+    out
+}
+
+/// Every pass on, every trigger reached, no batching.
+fn eager() -> PlanConfig {
+    let mut c = PlanConfig::default();
+    c.budget.per_tool_chars = 40;
+    c.budget.file_preview_chars = 10;
+    c.truncate_args.trigger = Some(Size::Messages(1));
+    c.truncate_args.keep = Size::Messages(2);
+    c.truncate_args.max_length = 4;
+    c.truncate_args.min_batch_tokens = 0;
+    c.clearing.trigger = Size::Messages(1);
+    c.clearing.keep_recent = 1;
+    c.clearing.clear_at_least = 0;
+    c.dedupe.min_batch_tokens = 0;
+    c.collapse.trigger = Size::Messages(1);
+    c.collapse.keep_recent_messages = 1;
+    c.collapse.min_batch_tokens = 0;
+    c
+}
+
+#[test]
+fn clearing_names_the_call() {
+    let msgs = vec![
+        Message::text(Role::Human, "go"),
+        call("grep", "a", json!({"pattern": "TODO"})),
+        result("a", "grep", &"hit\n".repeat(100)),
+        call("grep", "b", json!({"pattern": "FIXME"})),
+        result("b", "grep", &"hit\n".repeat(50)),
+    ];
+    let mut cfg = PlanConfig::default();
+    cfg.clearing.trigger = Size::Messages(1);
+    cfg.clearing.keep_recent = 1;
+    cfg.clearing.clear_at_least = 0;
+    let p = run(&msgs, &cfg);
+    assert_eq!(p.edits.len(), 1);
+    assert_eq!(p.edits[0].index, 2);
+    assert_eq!(p.edits[0].pass, Pass::Clearing);
+    assert_eq!(
+        p.edits[0].change,
+        Change::Content(
+            "[Old result cleared to save context: grep(TODO). Call the tool again if you need this output.]"
+                .into()
+        )
+    );
+    assert!(p.tokens_after < p.tokens_before);
+}
+
+#[test]
+fn nothing_fires_on_a_small_conversation_by_default() {
+    let msgs = vec![
+        Message::text(Role::Human, "go"),
+        call("read_file", "a", json!({"file_path": "a.py"})),
+        result("a", "read_file", "print(1)"),
+    ];
+    let p = run(&msgs, &PlanConfig::default());
+    assert!(p.edits.is_empty());
+    assert_eq!(p.tokens_before, p.tokens_after);
+    assert!(!p.summary_needed);
+}
+
+#[derive(Clone, Debug)]
+enum Step {
+    Human,
+    Read(u8),
+    Write(u8),
+}
+
+fn session(steps: &[Step]) -> Vec<Message> {
+    let mut out = vec![Message::text(Role::Human, "start")];
+    for (i, s) in steps.iter().enumerate() {
+        let id = format!("c{i}");
+        match s {
+            Step::Human => out.push(Message::text(Role::Human, "next")),
+            Step::Read(f) => {
+                out.push(call(
+                    "read_file",
+                    &id,
+                    json!({"file_path": format!("f{f}.py")}),
+                ));
+                out.push(result(
+                    &id,
+                    "read_file",
+                    &"line\n".repeat(usize::from(*f) * 3 + 1),
+                ));
+            }
+            Step::Write(f) => {
+                out.push(call(
+                    "write_file",
+                    &id,
+                    json!({"file_path": format!("f{f}.py"), "content": "x".repeat(50)}),
+                ));
+                out.push(result(&id, "write_file", "ok"));
+            }
+        }
+    }
+    out
+}
+
+fn steps() -> impl Strategy<Value = Vec<Step>> {
+    prop::collection::vec(
+        prop_oneof![
+            Just(Step::Human),
+            (0u8..4).prop_map(Step::Read),
+            (0u8..4).prop_map(Step::Write)
+        ],
+        0..40,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    #[test]
+    fn plans_are_idempotent_and_keep_structure(steps in steps()) {
+        let msgs = session(&steps);
+        let cfg = eager();
+        let p = run(&msgs, &cfg);
+        let edited = apply(&msgs, &p);
+        prop_assert_eq!(edited.len(), msgs.len());
+        for (a, b) in msgs.iter().zip(&edited) {
+            prop_assert_eq!(a.role, b.role);
+            prop_assert_eq!(&a.tool_call_id, &b.tool_call_id);
+            prop_assert_eq!(a.call_ids(), b.call_ids());
+        }
+        let again = run(&edited, &cfg);
+        prop_assert!(again.edits.is_empty(), "second plan edited {:?}", again.edits);
+    }
+}

@@ -1,0 +1,353 @@
+"""The cheap passes: exact outputs, and the invariants every plan keeps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import fastcompact
+import pytest
+from fastcompact import (
+    ClearingConfig,
+    CollapseConfig,
+    CompactionConfig,
+    DedupeConfig,
+    TokenBudgetConfig,
+    TruncateArgsConfig,
+    apply_edits,
+    plan,
+)
+from fastcompact.samples import coding_session
+from hypothesis import given, settings
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from tests.conftest import conversations, pair_violations
+
+
+def _call(name: str, cid: str, **args: Any) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": name, "args": args, "id": cid}])
+
+
+def _result(text: str, cid: str, name: str) -> ToolMessage:
+    return ToolMessage(text, tool_call_id=cid, name=name)
+
+
+def test_budget_cuts_long_results_exactly():
+    msgs = [
+        HumanMessage("go"),
+        _call("execute", "c1", command="make"),
+        _result("a" * 60 + "b" * 40, "c1", "execute"),
+    ]
+    out = fastcompact.budget_tool_results(msgs, per_tool_chars=50, file_preview_chars=30)
+    assert out[2].content == "a" * 20 + "\n\n[… 70 characters cut from this result …]\n\n" + "b" * 10
+    assert out[0] is msgs[0] and out[1] is msgs[1]
+    archived = fastcompact.budget_tool_results(
+        msgs, per_tool_chars=50, file_preview_chars=30, archive_paths=[None, None, "/large_results/c1.txt"]
+    )
+    assert "the full output is saved at /large_results/c1.txt" in archived[2].content
+
+
+def test_budget_holds_a_turn_to_its_total():
+    msgs = [
+        AIMessage("", tool_calls=[{"name": "grep", "args": {}, "id": f"c{i}"} for i in range(3)]),
+        *[_result(str(i) * 40, f"c{i}", "grep") for i in range(3)],
+    ]
+    out = fastcompact.budget_tool_results(
+        msgs, per_tool_chars=50, per_message_chars=100, file_preview_chars=10
+    )
+    # 120 characters in the turn: the first (largest, earliest) result is cut to 10.
+    assert [len(m.content) for m in out[1:]] != [40, 40, 40]
+    assert out[1].content.startswith("000000") and "30 characters cut" in out[1].content
+    assert out[2].content == "1" * 40 and out[3].content == "2" * 40
+
+
+def test_truncate_args_exact():
+    big = "x" * 30
+    msgs = [
+        _call("write_file", "c1", file_path="a.py", content=big),
+        _result("ok", "c1", "write_file"),
+        HumanMessage("next"),
+    ]
+    out = fastcompact.truncate_args(msgs, max_length=10, keep=("messages", 1), min_batch_tokens=1_000)
+    # A batch must save 1,000 tokens: 30 characters are not worth a cache break.
+    assert out[0] is msgs[0]
+    huge = "y" * 10_000
+    msgs[0] = _call("write_file", "c1", file_path="a.py", content=huge)
+    out = fastcompact.truncate_args(msgs, max_length=10, keep=("messages", 1))
+    assert out[0].tool_calls[0]["args"] == {
+        "file_path": "a.py",
+        "content": "yyyyyyyyyy… [argument shortened from 10000 characters]",
+    }
+    assert out[0].tool_calls[0]["id"] == "c1"
+    only_writes = fastcompact.truncate_args(
+        [_call("execute", "c1", command=huge), _result("ok", "c1", "execute"), HumanMessage("x")],
+        max_length=10,
+        keep=("messages", 1),
+        truncate_all_tools=False,
+    )
+    assert only_writes[0].tool_calls[0]["args"]["command"] == huge
+
+
+def test_placeholders_never_grow_a_result():
+    msgs = [_call("grep", "c1", pattern="x"), _result("3 hits", "c1", "grep"), HumanMessage("ok")]
+    assert fastcompact.clear_observations(msgs, keep_recent=0) == msgs
+
+
+def test_clear_observations_exact():
+    msgs = [HumanMessage("go")]
+    for i in range(4):
+        msgs += [
+            _call("read_file", f"c{i}", file_path=f"f{i}.py"),
+            _result(f"body {i}\n" * 50, f"c{i}", "read_file"),
+        ]
+    out = fastcompact.clear_observations(msgs, keep_recent=2)
+    cleared = (
+        "[Old result cleared to save context: read_file(f0.py). Call the tool again if you need this output.]"
+    )
+    assert out[2].content == cleared
+    assert out[4].content.startswith("[Old result cleared to save context: read_file(f1.py)")
+    assert out[6].content == "body 2\n" * 50 and out[8].content == "body 3\n" * 50
+    assert fastcompact.clear_observations(msgs, keep_recent=2, exclude_tools=["read_file"]) == msgs
+
+
+def test_dedupe_reads_exact():
+    msgs = [
+        _call("read_file", "c1", file_path="a.py"),
+        _result("v1\n" * 100, "c1", "read_file"),
+        _call("read_file", "c2", file_path="b.py"),
+        _result("other\n" * 100, "c2", "read_file"),
+        _call("read_file", "c3", file_path="a.py"),
+        _result("v2\n" * 100, "c3", "read_file"),
+    ]
+    out = fastcompact.dedupe_reads(msgs)
+    assert out[1].content == (
+        "[Superseded: read_file(a.py) was read again later in this conversation; "
+        "that newer result is current.]"
+    )
+    assert out[3].content == "other\n" * 100 and out[5].content == "v2\n" * 100
+
+
+def test_collapse_reads_exact():
+    msgs = [HumanMessage("look around")]
+    for i, tool in enumerate(["read_file", "grep", "glob"]):
+        msgs += [_call(tool, f"c{i}", pattern=f"p{i}"), _result("x" * 200, f"c{i}", tool)]
+    msgs += [AIMessage("Found it."), HumanMessage("thanks")]
+    out = fastcompact.collapse_reads(msgs, keep_recent_messages=2)
+    assert out[2].content == (
+        "[Collapsed 3 read/search results: read_file(p0), grep(p1), glob(p2). "
+        "Call the tools again if you need their output.]"
+    )
+    assert out[4].content == out[6].content == "[Collapsed into the note on an earlier result above.]"
+    # The run is still open (nothing after it) or inside the recent window: untouched.
+    assert fastcompact.collapse_reads(msgs[:7], keep_recent_messages=0) == msgs[:7]
+    assert fastcompact.collapse_reads(msgs, keep_recent_messages=4) == msgs
+
+
+def test_clear_after_gap_exact():
+    msgs = [HumanMessage("start")]
+    for i in range(3):
+        msgs += [_call("grep", f"c{i}", pattern=f"p{i}"), _result("hit\n" * 60, f"c{i}", "grep")]
+    msgs.append(HumanMessage("back after lunch"))
+    times = [0, 1, 2, 3, 4, 5, 6, 5_000]
+    out = fastcompact.clear_after_gap(msgs, keep_recent=1, timestamps=times)
+    assert (
+        out[2].content == "[Result cleared after an idle gap: grep(p0). Run it again if it is still needed.]"
+    )
+    assert out[4].content.startswith("[Result cleared after an idle gap: grep(p1)")
+    assert out[6].content == "hit\n" * 60
+    assert fastcompact.clear_after_gap(msgs, keep_recent=1, timestamps=[0, 1, 2, 3, 4, 5, 6, 7]) == msgs
+    # A gap between the last message and now counts too.
+    assert fastcompact.clear_after_gap(msgs, keep_recent=1, timestamps=[0] * 8, now=7_200)[
+        2
+    ].content.startswith("[Result cleared")
+
+
+def test_timestamps_are_read_from_messages():
+    msgs = [HumanMessage("a", additional_kwargs={"timestamp": 1_000})]
+    msgs += [_call("grep", "c", pattern="x"), _result("hit\n" * 60, "c", "grep")]
+    msgs += [HumanMessage("b", additional_kwargs={"timestamp": 1_000_000_000})]  # ms would be 1e12
+    msgs[1].response_metadata["created"] = 1_001
+    out = fastcompact.clear_after_gap(msgs, keep_recent=0)
+    assert out[2].content.startswith("[Result cleared after an idle gap")
+
+
+def test_plan_reports_passes_and_summary():
+    msgs = coding_session(1_500, seed=3)
+    p = plan(msgs, max_input_tokens=200_000)
+    assert [s.name for s in p.passes] == [
+        "budget",
+        "truncate_args",
+        "clearing",
+        "dedupe",
+        "collapse",
+        "time_gap",
+    ]
+    assert p.tokens_before == fastcompact.count_tokens(msgs)
+    assert p.tokens_after == fastcompact.count_tokens(apply_edits(msgs, p.edits))
+    assert p.tokens_after < p.tokens_before
+    assert p.passes[0].tokens_before == p.tokens_before and p.passes[-1].tokens_after == p.tokens_after
+    if p.summary_needed:
+        assert p.summary_cutoff is not None
+    assert "Plan:" in repr(p) and "<div>" in p._repr_html_()
+    small = plan(msgs[:20])
+    assert not small.summary_needed and small.edits == [] and small.summary_cutoff is None
+
+
+def test_summary_cutoff_is_pair_safe_in_the_edited_view():
+    msgs = coding_session(400, seed=5)
+    cfg = CompactionConfig(trigger=("tokens", 1_000), keep=("messages", 7))
+    p = plan(msgs, cfg)
+    assert p.summary_needed and p.summary_cutoff is not None
+    view = apply_edits(msgs, p.edits)
+    assert pair_violations(view[p.summary_cutoff :]) == []
+
+
+def test_apply_edits_on_dicts_keeps_their_shape():
+    msgs = [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "write_file", "arguments": '{"content": "' + "z" * 5000 + '"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        {"role": "user", "content": "next"},
+    ]
+    out = fastcompact.truncate_args(msgs, max_length=5, keep=("messages", 1))
+    assert out[0]["tool_calls"][0]["function"]["arguments"].startswith('{"content": "zzzzz…')
+    assert msgs[0]["tool_calls"][0]["function"]["arguments"].startswith('{"content": "zzzzzz')
+    assert out[1] is msgs[1]
+
+
+# --- invariants --------------------------------------------------------------------
+
+_AGGRESSIVE = CompactionConfig(
+    trigger=("tokens", 50),
+    keep=("messages", 3),
+    token_budget=TokenBudgetConfig(per_tool_chars=30, per_message_chars=50, file_preview_chars=10),
+    truncate_args=TruncateArgsConfig(
+        trigger=("messages", 1), keep=("messages", 2), max_length=5, min_batch_tokens=0
+    ),
+    clearing=ClearingConfig(trigger=("messages", 1), keep_recent=1, clear_at_least=0),
+    dedupe=DedupeConfig(min_batch_tokens=0),
+    collapse=CollapseConfig(trigger=("messages", 1), keep_recent_messages=1, min_batch_tokens=0),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(conversations())
+def test_plans_keep_pairs_messages_and_are_idempotent(msgs):
+    p = plan(msgs, _AGGRESSIVE, timestamps=list(range(len(msgs))))
+    view = apply_edits(msgs, p.edits)
+    assert len(view) == len(msgs)
+    for before, after in zip(msgs, view, strict=True):
+        assert before.type == after.type and before.id == after.id
+        assert [c["id"] for c in getattr(before, "tool_calls", [])] == [
+            c["id"] for c in getattr(after, "tool_calls", [])
+        ]
+        assert getattr(before, "tool_call_id", None) == getattr(after, "tool_call_id", None)
+    assert pair_violations(view) == pair_violations(msgs)
+    again = plan(view, _AGGRESSIVE, timestamps=list(range(len(msgs))))
+    assert again.edits == []
+
+
+def prefix_ratio(
+    session: list[Any], cfg: CompactionConfig, step: int = 3, **kwargs: Any
+) -> tuple[float, int, int]:
+    """Replay a session turn by turn (``step`` messages a turn) and measure the share
+    of each turn's model-input tokens that repeat the previous turn's input as a
+    prefix (what a provider's prompt cache can reuse). Returns (ratio, breaks, turns)."""
+    previous: list[Any] | None = None
+    reused = total = 0
+    breaks = turns = 0
+    for end in range(step, len(session) + 1, step):
+        msgs = session[:end]
+        view = apply_edits(msgs, plan(msgs, cfg, **kwargs).edits)
+        tokens = [m.tokens for m in fastcompact.token_breakdown(view).messages]
+        if previous is not None:
+            turns += 1
+            same = 0
+            for a, b in zip(previous, view, strict=False):
+                if not _same(a, b):
+                    break
+                same += 1
+            breaks += same < len(previous)
+            reused += sum(tokens[:same])
+            total += sum(tokens)
+        previous = view
+    return reused / max(total, 1), breaks, turns
+
+
+def test_model_view_is_prefix_stable_between_batches():
+    """Over a simulated 300-turn session, the model view of each turn starts with the
+    model view of the turn before, except at the few turns where a batch fires."""
+    session = coding_session(900, seed=11)
+    cfg = CompactionConfig(trigger=("tokens", 10**9))  # no summary here: passes only
+    ratio, breaks, turns = prefix_ratio(session, cfg, max_input_tokens=200_000)
+    assert turns >= 299
+    assert breaks <= turns * 0.1, f"{breaks} prefix breaks in {turns} turns"
+    assert ratio >= 0.9, ratio
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a.content == b.content and getattr(a, "tool_calls", None) == getattr(b, "tool_calls", None)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [ToolMessage("x" * 200_000, tool_call_id="orphan")],
+        [AIMessage("", tool_calls=[{"name": "t", "args": {"a": "not json-ish " * 1000}, "id": "1"}])],
+        [{"role": "tool", "tool_call_id": "1", "content": None}],
+        [
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"id": "1", "type": "function", "function": {"name": "t", "arguments": "{broken"}}
+                ],
+            }
+        ],
+    ],
+)
+def test_odd_inputs_do_not_crash(bad):
+    p = plan(bad, _AGGRESSIVE)
+    assert len(apply_edits(bad, p.edits)) == len(bad)
+
+
+def test_config_validation_names_the_field():
+    with pytest.raises(ValueError, match=r"ClearingConfig.keep_recent"):
+        ClearingConfig(keep_recent=-1)
+    with pytest.raises(ValueError, match=r"TokenBudgetConfig.file_preview_chars"):
+        TokenBudgetConfig(per_tool_chars=100, file_preview_chars=200)
+    with pytest.raises(ValueError, match=r"CompactionConfig.trigger"):
+        CompactionConfig(trigger=("fraction", 1.5))
+    with pytest.raises(ValueError, match=r"CompactionConfig.clearing"):
+        CompactionConfig(clearing={"no_such_field": 1})
+    with pytest.raises(ValueError, match=r"MicrocompactConfig.gap_threshold_minutes"):
+        fastcompact.MicrocompactConfig(gap_threshold_minutes=0)
+    # A partial dict merges over the defaults.
+    merged = CompactionConfig(clearing={"keep_recent": 1})
+    assert merged.clearing.keep_recent == 1 and merged.clearing.tools == ClearingConfig().tools
+    assert merged.resolved()["clearing"]["clear_at_least"] == 30_000
+    with pytest.raises(fastcompact.InputError):
+        plan(["x"], config="nope")  # type: ignore[arg-type]
+
+
+def test_defaults_follow_deepagents():
+    r = CompactionConfig().resolved()
+    assert r["trigger"] == [("tokens", 170_000)] and r["keep"] == ("messages", 6)
+    assert r["truncate_args"]["trigger"] == ("messages", 20)
+    r = CompactionConfig().resolved(max_input_tokens=200_000)
+    assert r["trigger"] == [("fraction", 0.85)] and r["keep"] == ("fraction", 0.1)
+    assert r["truncate_args"]["trigger"] == ("fraction", 0.85)
+    assert (
+        CompactionConfig(truncate_args=TruncateArgsConfig(trigger=None)).resolved()["truncate_args"][
+            "trigger"
+        ]
+        is None
+    )
