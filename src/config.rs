@@ -76,7 +76,7 @@ impl Default for TruncateArgsConfig {
             trigger: Some(Size::Messages(20)),
             keep: Size::Messages(20),
             max_length: 2_000,
-            truncation_text: "… [argument shortened from {length} characters]".into(),
+            truncation_text: "... [argument shortened from {length} characters]".into(),
             truncate_all_tools: true,
             min_batch_tokens: 30_000,
         }

@@ -880,6 +880,8 @@ pub struct Entry {
     /// Boxed: most calls only count, and a small entry keeps a long conversation's
     /// cache compact.
     pub shape: Option<Box<PairShape>>,
+    /// The converted message, when a caller (the passes) needed it.
+    pub message: Option<Arc<Message>>,
 }
 
 impl Entry {
@@ -895,6 +897,7 @@ impl Entry {
             fields: origin.fields.map(Bound::unbind),
             counts,
             shape: shape.map(Box::new),
+            message: None,
         }
     }
 
@@ -977,9 +980,8 @@ pub fn conversation_key(key: Option<&str>, list: &Bound<'_, PyList>) -> u64 {
 /// before, fresh ones elsewhere.
 pub struct ReadSet {
     pub entries: Vec<Entry>,
-    /// `(index, message)` of each entry converted by this call, when the caller asked
-    /// to keep them (counters that need the text).
-    pub fresh: Vec<(usize, Message)>,
+    /// `(index, message)` of each entry fully converted by this call.
+    pub fresh: Vec<(usize, Arc<Message>)>,
 }
 
 /// What a caller needs from each message.
@@ -989,11 +991,15 @@ pub struct Want {
     pub bpe: Option<Encoding>,
     /// The pair shape (tool call and result ids).
     pub shape: bool,
+    /// The whole message (text, arguments), kept for the passes.
+    pub message: bool,
 }
 
 impl Want {
     fn satisfied_by(&self, e: &Entry) -> bool {
-        self.bpe.is_none_or(|enc| e.counts.bpe(enc).is_some()) && (!self.shape || e.shape.is_some())
+        self.bpe.is_none_or(|enc| e.counts.bpe(enc).is_some())
+            && (!self.shape || e.shape.is_some())
+            && (!self.message || e.message.is_some())
     }
 }
 
@@ -1017,14 +1023,18 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Vec<Entry>, want: Want)
             continue;
         }
         let Ok(item) = list.get_item(i) else { break };
-        let entry = if want.bpe.is_some() {
+        let entry = if want.bpe.is_some() || want.message {
             let (m, origin) = read_message(&item).map_err(|e| e.at(i))?;
-            let entry = Entry::new(
+            let m = Arc::new(m);
+            let mut entry = Entry::new(
                 &item,
                 origin,
                 CachedCounts::of(&m),
-                Some(PairShape::from(&m)),
+                Some(PairShape::from(&*m)),
             );
+            if want.message {
+                entry.message = Some(Arc::clone(&m));
+            }
             fresh.push((i, m));
             entry
         } else {

@@ -30,6 +30,7 @@ mod _core {
     use crate::convert::{self, Cache, ReadSet};
     use crate::cutoff::{self, Size};
     use crate::message::InputError as CoreInputError;
+    use crate::message::Message;
     use crate::passes::Change;
     use crate::plan::{Plan, PlanInput};
     use crate::tokens::{self, Encoding, HeuristicParams};
@@ -139,6 +140,7 @@ mod _core {
         let want = convert::Want {
             bpe: (enc != Encoding::Heuristic).then_some(enc),
             shape: shapes,
+            message: false,
         };
         let mut read = convert::read_with_cache(&list, cached, want)?;
         if enc != Encoding::Heuristic && !read.fresh.is_empty() {
@@ -306,7 +308,20 @@ mod _core {
         let cfg: PlanConfig = pythonize::depythonize(config)
             .map_err(|e| input_error(py, CoreInputError::new(None, "config", e.to_string())))?;
         let p = opts.params().map_err(|e| input_error(py, e))?;
-        let msgs = convert::read_all(messages).map_err(|e| input_error(py, e))?;
+        let list = convert::as_list(messages).map_err(|e| input_error(py, e))?;
+        let key = convert::conversation_key(opts.cache_key.as_deref(), &list);
+        let cached = cache().take(key);
+        let want = convert::Want {
+            bpe: None,
+            shape: false,
+            message: true,
+        };
+        let read = convert::read_with_cache(&list, cached, want).map_err(|e| input_error(py, e))?;
+        let msgs: Vec<&Message> = read
+            .entries
+            .iter()
+            .filter_map(|e| e.message.as_deref())
+            .collect();
         let mut fixed = tokens::tools_heuristic_tokens(&opts.tools, &p);
         if let Some(system) = &opts.system {
             let (m, _) = convert::read_message(system.bind(py)).map_err(|e| input_error(py, e))?;
@@ -314,11 +329,12 @@ mod _core {
         }
         let timestamps = timestamps.unwrap_or_else(|| msgs.iter().map(|m| m.timestamp).collect());
         let input = PlanInput {
-            msgs: &msgs,
-            tokens: msgs
+            tokens: read
+                .entries
                 .iter()
-                .map(|m| tokens::measure(m).heuristic_tokens(&p))
+                .map(|e| e.counts.tokens(Encoding::Heuristic, &p))
                 .collect(),
+            msgs,
             fixed,
             max_input_tokens,
             params: p,
@@ -339,7 +355,25 @@ mod _core {
                     "fastcompact: internal error while planning",
                 )
             })?;
-        plan_to_dict(py, &result)
+        let out = plan_to_dict(py, &result)?;
+        // Where the tokens go, from the counts already at hand.
+        let shapes: Vec<_> = read
+            .entries
+            .iter()
+            .filter_map(|e| e.shape.as_deref())
+            .collect();
+        let per_message: Vec<f64> = read
+            .entries
+            .iter()
+            .map(|e| e.counts.tokens(Encoding::Heuristic, &p))
+            .collect();
+        if shapes.len() == per_message.len() {
+            let b = tokens::breakdown(&shapes, &per_message);
+            out.set_item("per_role", to_int_map(&b.per_role))?;
+            out.set_item("per_tool", to_int_map(&b.per_tool))?;
+        }
+        cache().put(key, read.entries);
+        Ok(out)
     }
 
     fn plan_to_dict<'py>(

@@ -32,7 +32,7 @@ pub struct Plan {
 
 /// The inputs of one turn's plan.
 pub struct PlanInput<'a> {
-    pub msgs: &'a [Message],
+    pub msgs: Vec<&'a Message>,
     /// Heuristic tokens of each message.
     pub tokens: Vec<f64>,
     /// Tokens of the system prompt and tools.
@@ -46,7 +46,7 @@ pub struct PlanInput<'a> {
 
 pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
     let n = input.msgs.len();
-    let mut view: Vec<Cow<'_, Message>> = input.msgs.iter().map(Cow::Borrowed).collect();
+    let mut view: Vec<Cow<'_, Message>> = input.msgs.iter().map(|m| Cow::Borrowed(*m)).collect();
     let mut tokens = input.tokens;
     tokens.resize(n, 0.0);
     let mut timestamps = input.timestamps;
@@ -56,6 +56,7 @@ pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
     let total = |tokens: &[f64]| input.fixed + tokens.iter().sum::<f64>();
     let tokens_before = total(&tokens);
     let gap_template = cfg.microcompact.cleared_message.as_str();
+    let results = passes::tool_results(&input.msgs);
 
     let mut edits = Vec::new();
     let mut stats = Vec::new();
@@ -71,6 +72,7 @@ pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
                 timestamps: &timestamps,
                 now: input.now,
                 archive: &archive,
+                results: &results,
             };
             match pass {
                 Pass::Budget => passes::budget::run(&v, &cfg.budget, gap_template),

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 use serde_json::Value;
@@ -223,10 +224,10 @@ const PARALLEL_THRESHOLD: usize = 16;
 /// BPE tokens of each `(index, message)`, on all cores for large batches.
 pub fn bpe_counts(
     enc: Encoding,
-    msgs: &[(usize, Message)],
+    msgs: &[(usize, Arc<Message>)],
     p: &HeuristicParams,
 ) -> Vec<(usize, u64)> {
-    let count = |(i, m): &(usize, Message)| (*i, bpe_message_tokens(enc, m, p));
+    let count = |(i, m): &(usize, Arc<Message>)| (*i, bpe_message_tokens(enc, m, p));
     if msgs.len() >= PARALLEL_THRESHOLD {
         msgs.par_iter().map(count).collect()
     } else {

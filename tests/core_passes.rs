@@ -31,7 +31,7 @@ fn run(msgs: &[Message], cfg: &PlanConfig) -> Plan {
     let p = HeuristicParams::default();
     plan(
         PlanInput {
-            msgs,
+            msgs: msgs.iter().collect(),
             tokens: msgs
                 .iter()
                 .map(|m| measure(m).heuristic_tokens(&p))

@@ -75,7 +75,7 @@ def test_truncate_args_exact():
     out = fastcompact.truncate_args(msgs, max_length=10, keep=("messages", 1))
     assert out[0].tool_calls[0]["args"] == {
         "file_path": "a.py",
-        "content": "yyyyyyyyyy… [argument shortened from 10000 characters]",
+        "content": "yyyyyyyyyy... [argument shortened from 10000 characters]",
     }
     assert out[0].tool_calls[0]["id"] == "c1"
     only_writes = fastcompact.truncate_args(
@@ -218,7 +218,7 @@ def test_apply_edits_on_dicts_keeps_their_shape():
         {"role": "user", "content": "next"},
     ]
     out = fastcompact.truncate_args(msgs, max_length=5, keep=("messages", 1))
-    assert out[0]["tool_calls"][0]["function"]["arguments"].startswith('{"content": "zzzzz…')
+    assert out[0]["tool_calls"][0]["function"]["arguments"].startswith('{"content": "zzzzz... [argument')
     assert msgs[0]["tool_calls"][0]["function"]["arguments"].startswith('{"content": "zzzzzz')
     assert out[1] is msgs[1]
 

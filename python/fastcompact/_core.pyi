@@ -58,6 +58,8 @@ class _Plan(TypedDict):
     passes: list[_PassStats]
     summary_needed: bool
     summary_cutoff: int | None
+    per_role: dict[str, int]
+    per_tool: dict[str, int]
 
 def plan(
     messages: Any,

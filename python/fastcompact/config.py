@@ -136,7 +136,7 @@ class TruncateArgsConfig:
     trigger: ContextSize | None = DEFAULT
     keep: ContextSize = DEFAULT
     max_length: int = 2_000
-    truncation_text: str = "… [argument shortened from {length} characters]"
+    truncation_text: str = "... [argument shortened from {length} characters]"
     truncate_all_tools: bool = True
     min_batch_tokens: int = DEFAULT
 

@@ -25,7 +25,7 @@ from fastcompact.config import (
     TokenBudgetConfig,
     TruncateArgsConfig,
 )
-from fastcompact.helpers import _as_list, _input_error, _opts, token_breakdown
+from fastcompact.helpers import _as_list, _input_error, _opts
 
 __all__ = [
     "Edit",
@@ -175,7 +175,6 @@ def plan(
         None if archive_paths is None else list(archive_paths),
         opts,
     )
-    breakdown = token_breakdown(msgs, system=system, tools=tools, model=model)
     return Plan(
         edits=[
             Edit(
@@ -190,8 +189,8 @@ def plan(
         ],
         summary_needed=raw["summary_needed"],
         summary_cutoff=raw["summary_cutoff"],
-        per_role=breakdown.per_role,
-        per_tool=breakdown.per_tool,
+        per_role=dict(raw.get("per_role", {})),
+        per_tool=dict(raw.get("per_tool", {})),
     )
 
 

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use super::{is_placeholder, plain_text, Change, Edit, Pass, View};
 use crate::config::BudgetConfig;
+use crate::message::Content;
 
 /// In every marker, so that a cut result is recognised.
 const CUT_MARK: &str = " characters cut from this result";
@@ -43,55 +44,50 @@ pub fn run(view: &View<'_>, cfg: &BudgetConfig, gap_template: &str) -> Vec<Edit>
     if !cfg.enabled {
         return Vec::new();
     }
-    // (index, text, chars after this pass), grouped by the AI message they answer.
-    let mut groups: BTreeMap<usize, Vec<(usize, String, usize)>> = BTreeMap::new();
+    // (index, characters kept so far), grouped by the AI message they answer. Only
+    // lengths here: texts are read for the few results that get cut.
+    let mut groups: BTreeMap<usize, Vec<(usize, usize)>> = BTreeMap::new();
     let mut cut: BTreeMap<usize, usize> = BTreeMap::new();
-    for r in view.tool_results() {
-        let Some(text) = plain_text(&view.msgs[r.index]) else {
+    for r in view.results {
+        let Content::Text(text) = &view.msgs[r.index].content else {
             continue;
         };
-        // Never cut a placeholder, or a result this pass already cut.
-        if is_placeholder(&text, gap_template) || text.contains(CUT_MARK) {
-            continue;
-        }
-        let chars = view.msgs[r.index].content_chars();
-        let kept = if chars > cfg.per_tool_chars {
+        let kept = if text.chars() > cfg.per_tool_chars {
             cut.insert(r.index, cfg.file_preview_chars);
             cfg.file_preview_chars
         } else {
-            chars
+            text.chars()
         };
         groups
             .entry(r.caller.unwrap_or(usize::MAX - r.index))
             .or_default()
-            .push((r.index, text, kept));
+            .push((r.index, kept));
     }
     for results in groups.values_mut() {
         // Cut the largest results of the turn until it fits.
-        let mut total: usize = results.iter().map(|r| r.2).sum();
-        results.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+        let mut total: usize = results.iter().map(|r| r.1).sum();
+        results.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         for r in results.iter_mut() {
-            if total <= cfg.per_message_chars || r.2 <= cfg.file_preview_chars {
+            if total <= cfg.per_message_chars || r.1 <= cfg.file_preview_chars {
                 break;
             }
-            total -= r.2 - cfg.file_preview_chars;
-            r.2 = cfg.file_preview_chars;
+            total -= r.1 - cfg.file_preview_chars;
+            r.1 = cfg.file_preview_chars;
             cut.insert(r.0, cfg.file_preview_chars);
         }
     }
-    let texts: BTreeMap<usize, &String> = groups
-        .values()
-        .flatten()
-        .map(|(i, text, _)| (*i, text))
-        .collect();
     cut.into_iter()
         .filter_map(|(index, keep)| {
-            let text = texts.get(&index)?;
+            let text = plain_text(&view.msgs[index])?;
+            // Never cut a placeholder, or a result this pass already cut.
+            if is_placeholder(&text, gap_template) || text.contains(CUT_MARK) {
+                return None;
+            }
             let archive = view.archive.get(index).and_then(Option::as_deref);
             Some(Edit {
                 index,
                 pass: Pass::Budget,
-                change: Change::Content(head_and_tail(text, keep, archive)),
+                change: Change::Content(head_and_tail(&text, keep, archive)),
             })
         })
         .collect()

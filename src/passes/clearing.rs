@@ -17,8 +17,8 @@ pub fn run(view: &View<'_>, cfg: &ClearingConfig, gap_template: &str) -> Vec<Edi
         return Vec::new();
     }
     let eligible: Vec<_> = view
-        .tool_results()
-        .into_iter()
+        .results
+        .iter()
         .filter(|r| cfg.tools.contains(r.tool) && !cfg.exclude_tools.contains(r.tool))
         .collect();
     let old = eligible.len().saturating_sub(cfg.keep_recent);

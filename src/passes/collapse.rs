@@ -70,7 +70,7 @@ pub fn run(view: &View<'_>, cfg: &CollapseConfig, gap_template: &str) -> Vec<Edi
     }
     let tools: HashSet<&str> = cfg.collapse_tools.iter().map(String::as_str).collect();
     let limit = view.msgs.len().saturating_sub(cfg.keep_recent_messages);
-    let results = view.tool_results();
+    let results = view.results;
     let calls_by_index: std::collections::HashMap<usize, String> = results
         .iter()
         .map(|r| (r.index, format!("{}({})", r.tool, main_arg(r.call))))

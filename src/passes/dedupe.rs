@@ -22,7 +22,7 @@ pub fn run(view: &View<'_>, cfg: &DedupeConfig, gap_template: &str) -> Vec<Edit>
     // order only ever grows at its end, which keeps the batches stable.
     let mut last: HashMap<(String, String), usize> = HashMap::new();
     let mut candidates: Vec<(Edit, f64)> = Vec::new();
-    for r in view.tool_results() {
+    for r in view.results {
         if !cfg.tools.contains(r.tool) {
             continue;
         }

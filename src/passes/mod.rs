@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use crate::cutoff::Size;
 use crate::message::{Content, Message, Role, ToolCall};
-use crate::tokens::{measure, HeuristicParams};
+use crate::tokens::{measure, HeuristicParams, Measure};
 
 /// Which pass made an edit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -100,6 +100,8 @@ pub struct View<'a> {
     pub now: Option<f64>,
     /// Per message: where its full text is archived, if it is.
     pub archive: &'a [Option<String>],
+    /// The tool results, found once per plan (edits never change them).
+    pub results: &'a [ToolResult<'a>],
 }
 
 /// A tool result message with what is known of the call it answers.
@@ -111,39 +113,39 @@ pub struct ToolResult<'a> {
     pub caller: Option<usize>,
 }
 
-impl View<'_> {
-    /// Every `ToolMessage` in order, with its call when the call is in the view.
-    pub fn tool_results(&self) -> Vec<ToolResult<'_>> {
-        let mut calls: HashMap<&str, (usize, &ToolCall)> = HashMap::new();
-        let mut out = Vec::new();
-        for (i, m) in self.msgs.iter().enumerate() {
-            if m.role == Role::Ai {
-                for c in &m.tool_calls {
-                    if let Some(id) = c.id.as_deref() {
-                        calls.insert(id, (i, c));
-                    }
+/// Every `ToolMessage` in order, with its call when the call is in the conversation.
+pub fn tool_results<'a>(msgs: &[&'a Message]) -> Vec<ToolResult<'a>> {
+    let mut calls: HashMap<&str, (usize, &ToolCall)> = HashMap::new();
+    let mut out = Vec::new();
+    for (i, m) in msgs.iter().enumerate() {
+        if m.role == Role::Ai {
+            for c in &m.tool_calls {
+                if let Some(id) = c.id.as_deref() {
+                    calls.insert(id, (i, c));
                 }
             }
-            if m.role != Role::Tool {
-                continue;
-            }
-            let found = m.tool_call_id.as_deref().and_then(|id| calls.get(id));
-            let tool = m
-                .name
-                .as_deref()
-                .filter(|n| !n.is_empty())
-                .or(found.map(|(_, c)| c.name.as_str()))
-                .unwrap_or("");
-            out.push(ToolResult {
-                index: i,
-                tool,
-                call: found.map(|(_, c)| *c),
-                caller: found.map(|(i, _)| *i),
-            });
         }
-        out
+        if m.role != Role::Tool {
+            continue;
+        }
+        let found = m.tool_call_id.as_deref().and_then(|id| calls.get(id));
+        let tool = m
+            .name
+            .as_deref()
+            .filter(|n| !n.is_empty())
+            .or(found.map(|(_, c)| c.name.as_str()))
+            .unwrap_or("");
+        out.push(ToolResult {
+            index: i,
+            tool,
+            call: found.map(|(_, c)| *c),
+            caller: found.map(|(i, _)| *i),
+        });
     }
+    out
+}
 
+impl View<'_> {
     /// Whether the view has reached a pass's trigger. Measured on the view before the
     /// pass, which only grows between summaries, so a fired pass stays fired.
     pub fn reached(&self, trigger: Size) -> bool {
@@ -159,9 +161,21 @@ impl View<'_> {
 
     /// Tokens a message would have with `text` as its whole content.
     pub fn tokens_with_text(&self, i: usize, text: &str) -> f64 {
-        let mut m = self.msgs[i].clone().into_owned();
-        m.content = Content::Text(text.into());
-        measure(&m).heuristic_tokens(self.params)
+        let m = &self.msgs[i];
+        match &m.content {
+            // Text content: swap its length in the measure, no copy of the message.
+            Content::Text(old) => {
+                let base = measure(m);
+                let body = base.chars_without_name as usize - old.chars() + text.chars().count();
+                let name = (base.chars - base.chars_without_name) as usize;
+                Measure::new(body, name, base.images, base.documents).heuristic_tokens(self.params)
+            }
+            Content::Blocks(_) => {
+                let mut m = m.clone().into_owned();
+                m.content = Content::Text(text.into());
+                measure(&m).heuristic_tokens(self.params)
+            }
+        }
     }
 }
 

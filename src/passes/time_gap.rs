@@ -38,8 +38,8 @@ pub fn run(view: &View<'_>, cfg: &MicrocompactConfig) -> Vec<Edit> {
         return Vec::new();
     };
     let compactable: Vec<_> = view
-        .tool_results()
-        .into_iter()
+        .results
+        .iter()
         .filter(|r| cfg.compactable_tools.contains(r.tool))
         .collect();
     let kept_from = compactable.len().saturating_sub(cfg.keep_recent);

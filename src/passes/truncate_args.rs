@@ -26,6 +26,8 @@ fn already_shortened(s: &str, template: &str) -> bool {
 /// nothing needed it.
 fn shorten_value(v: &Value, max: usize, template: &str) -> Option<Value> {
     match v {
+        // Byte length bounds the character count: most strings stop here.
+        Value::String(s) if s.len() <= max => None,
         Value::String(s) => {
             let n = s.chars().count();
             if n <= max || already_shortened(s, template) {
@@ -109,27 +111,31 @@ pub fn run(view: &View<'_>, cfg: &TruncateArgsConfig) -> Vec<Edit> {
         if m.role != Role::Ai {
             continue;
         }
-        let mut edited = m.clone().into_owned();
-        let mut edits = Vec::new();
-        for (ci, call) in m.tool_calls.iter().enumerate() {
-            if !cfg.truncate_all_tools && !FILE_WRITING_TOOLS.contains(&call.name.as_str()) {
-                continue;
-            }
-            if let Some(args) = shorten_value(&call.args, cfg.max_length, &cfg.truncation_text) {
-                let edit = Edit {
+        let edits: Vec<Edit> = m
+            .tool_calls
+            .iter()
+            .enumerate()
+            .filter(|(_, call)| {
+                cfg.truncate_all_tools || FILE_WRITING_TOOLS.contains(&call.name.as_str())
+            })
+            .filter_map(|(ci, call)| {
+                let args = shorten_value(&call.args, cfg.max_length, &cfg.truncation_text)?;
+                Some(Edit {
                     index: i,
                     pass: Pass::TruncateArgs,
                     change: Change::ToolArgs { call: ci, args },
-                };
-                edit.apply(&mut edited);
-                edits.push(edit);
-            }
+                })
+            })
+            .collect();
+        if edits.is_empty() {
+            continue;
         }
-        if !edits.is_empty() {
-            let saved =
-                view.tokens[i] - crate::tokens::measure(&edited).heuristic_tokens(view.params);
-            candidates.push((edits, saved));
+        let mut edited = m.clone().into_owned();
+        for e in &edits {
+            e.apply(&mut edited);
         }
+        let saved = view.tokens[i] - crate::tokens::measure(&edited).heuristic_tokens(view.params);
+        candidates.push((edits, saved));
     }
     let n = committed_prefix(candidates.iter().map(|c| c.1), cfg.min_batch_tokens as f64);
     candidates.into_iter().take(n).flat_map(|c| c.0).collect()
