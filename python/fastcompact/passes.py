@@ -255,10 +255,24 @@ def _edit_message(m: Any, edits: list[Edit]) -> Any:
     return m.model_copy(update=update)
 
 
+# Edited copies from earlier turns, so that a turn re-creates only new edits: plans are
+# stable between batches, and so are the objects a model view is built from.
+_EDITED: dict[tuple[int, tuple[Any, ...]], tuple[Any, Any]] = {}
+_EDITED_LIMIT = 200_000
+
+
+def _edit_key(group: list[Edit]) -> tuple[Any, ...]:
+    return tuple(
+        (e.field, e.call, e.value if isinstance(e.value, str) else json.dumps(e.value, sort_keys=True))
+        for e in group
+    )
+
+
 def apply_edits(messages: Iterable[Any], edits: Iterable[Edit]) -> list[Any]:
     """A new list with the edits applied: edited messages are new objects
     (``model_copy`` for LangChain messages, copies for dicts), the others are the same
-    objects. The input is not modified.
+    objects. The input is not modified. The same edit of the same message returns the
+    same edited object on later calls.
 
     Example:
         >>> from langchain_core.messages import HumanMessage, ToolMessage
@@ -276,7 +290,16 @@ def apply_edits(messages: Iterable[Any], edits: Iterable[Edit]) -> list[Any]:
             raise _input_error("index", f"edit for message {e.index} of {len(msgs)}", e.index)
         by_index.setdefault(e.index, []).append(e)
     for i, group in by_index.items():
-        msgs[i] = _edit_message(msgs[i], group)
+        original = msgs[i]
+        key = (id(original), _edit_key(group))
+        hit = _EDITED.get(key)
+        if hit is not None and hit[0] is original:
+            msgs[i] = hit[1]
+            continue
+        msgs[i] = _edit_message(original, group)
+        if len(_EDITED) >= _EDITED_LIMIT:
+            _EDITED.clear()
+        _EDITED[key] = (original, msgs[i])
     return msgs
 
 
