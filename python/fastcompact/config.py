@@ -41,17 +41,22 @@ class _Default:
 DEFAULT: Final[Any] = _Default()
 
 
+def is_size_pair(value: Any) -> bool:
+    """Whether `value` has the shape of a size: a `(kind, number)` pair."""
+    return (
+        isinstance(value, tuple | list)
+        and len(value) == 2
+        and isinstance(value[0], str)
+        and not isinstance(value[1], bool)
+        and isinstance(value[1], int | float)
+    )
+
+
 def _check_size(owner: str, name: str, value: Any, *, optional: bool = False) -> None:
     where = f"{owner}.{name}"
     if value is DEFAULT or (optional and value is None):
         return
-    if (
-        not isinstance(value, tuple | list)
-        or len(value) != 2
-        or not isinstance(value[0], str)
-        or isinstance(value[1], bool)
-        or not isinstance(value[1], int | float)
-    ):
+    if not is_size_pair(value):
         raise ValueError(
             f"{where}: expected ('messages', n), ('tokens', n) or ('fraction', f), got {value!r}"
         )

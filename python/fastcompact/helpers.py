@@ -15,6 +15,7 @@ from typing import Any, Literal, TypeAlias
 
 from fastcompact import _core
 from fastcompact._core import InputError
+from fastcompact.config import is_size_pair
 
 __all__ = [
     "ContextSize",
@@ -288,13 +289,8 @@ def token_breakdown(
 
 
 def _size(value: Any, field: str) -> tuple[str, float]:
-    if (
-        not isinstance(value, tuple | list)
-        or len(value) != 2
-        or not isinstance(value[0], str)
-        or isinstance(value[1], bool)
-        or not isinstance(value[1], int | float)
-    ):
+    # The values themselves are checked by the core, which names the field too.
+    if not is_size_pair(value):
         raise _input_error(
             field,
             f"expected ('messages', n), ('tokens', n) or ('fraction', f), got {value!r}",
