@@ -1,6 +1,7 @@
 //! Where to cut a conversation: keep policies, trigger evaluation, tool-pair-safe
 //! boundaries, and the index math between the effective view and raw state.
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
 
 use crate::message::{InputError, Message, Role};
@@ -112,11 +113,12 @@ pub fn should_trigger(
 /// (parallel calls and interleavings included), when the kept part would start with a
 /// tool result, or when it separates two consecutive AI messages of which one carries
 /// thinking blocks (the reasoning belongs to its turn).
-pub fn safe_cut_points(msgs: &[PairShape]) -> Vec<bool> {
+pub fn safe_cut_points<S: Borrow<PairShape>>(msgs: &[S]) -> Vec<bool> {
     let n = msgs.len();
     let mut crossing = vec![0i64; n + 2];
     let mut last_call: HashMap<&str, usize> = HashMap::new();
     for (j, m) in msgs.iter().enumerate() {
+        let m = m.borrow();
         for id in &m.results {
             if let Some(&i) = last_call.get(id.as_str()) {
                 if i < j {
@@ -134,11 +136,13 @@ pub fn safe_cut_points(msgs: &[PairShape]) -> Vec<bool> {
     let mut open = 0i64;
     for (c, ok) in safe.iter_mut().enumerate().skip(1) {
         open += crossing[c];
-        let starts_with_result = c < n && msgs[c].is_result;
-        let splits_thinking = c < n
-            && msgs[c - 1].role == Some(Role::Ai)
-            && msgs[c].role == Some(Role::Ai)
-            && (msgs[c - 1].thinking || msgs[c].thinking);
+        let (before, at) = (msgs[c - 1].borrow(), msgs.get(c).map(Borrow::borrow));
+        let starts_with_result = at.is_some_and(|m| m.is_result);
+        let splits_thinking = at.is_some_and(|m| {
+            before.role == Some(Role::Ai)
+                && m.role == Some(Role::Ai)
+                && (before.thinking || m.thinking)
+        });
         *ok = open == 0 && !starts_with_result && !splits_thinking;
     }
     safe
@@ -158,8 +162,8 @@ pub fn nearest_safe_cut(safe: &[bool], target: usize) -> usize {
 
 /// The pair-safe cutoff for a keep policy: messages before it are summarized, the
 /// rest kept. 0 means there is nothing to summarize.
-pub fn find_cutoff(
-    msgs: &[PairShape],
+pub fn find_cutoff<S: Borrow<PairShape>>(
+    msgs: &[S],
     per_message_tokens: &[f64],
     keep: Size,
     max_input_tokens: Option<u64>,

@@ -341,6 +341,12 @@ mod _core {
             timestamps,
             now,
             archive: archive.unwrap_or_default(),
+            shapes: Some(
+                read.entries
+                    .iter()
+                    .filter_map(|e| e.shape.as_deref())
+                    .collect(),
+            ),
         };
         // A bug in a pass must not take the agent down: it becomes a Python error the
         // caller can handle (the middleware then sends the unedited view).

@@ -1,13 +1,11 @@
 //! The per-turn cascade: the cheap passes in order over the effective view, then
 //! whether a summary is still needed and where it would cut.
 
-use std::borrow::Cow;
-
 use crate::config::PlanConfig;
 use crate::cutoff::{find_cutoff, should_trigger, PairShape};
 use crate::message::Message;
-use crate::passes::{self, Edit, Pass, View};
-use crate::tokens::{measure, HeuristicParams};
+use crate::passes::{self, Change, Edit, Pass, View};
+use crate::tokens::HeuristicParams;
 
 /// What one pass did.
 #[derive(Clone, Debug, PartialEq)]
@@ -42,11 +40,14 @@ pub struct PlanInput<'a> {
     pub timestamps: Vec<Option<f64>>,
     pub now: Option<f64>,
     pub archive: Vec<Option<String>>,
+    /// The messages' pair shapes, when the caller has them at hand.
+    pub shapes: Option<Vec<&'a PairShape>>,
 }
 
 pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
     let n = input.msgs.len();
-    let mut view: Vec<Cow<'_, Message>> = input.msgs.iter().map(|m| Cow::Borrowed(*m)).collect();
+    // Contents rewritten so far; the messages themselves are never copied.
+    let mut overrides: Vec<Option<String>> = vec![None; n];
     let mut tokens = input.tokens;
     tokens.resize(n, 0.0);
     let mut timestamps = input.timestamps;
@@ -64,7 +65,8 @@ pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
         let before = total(&tokens);
         let new = {
             let v = View {
-                msgs: &view,
+                msgs: &input.msgs,
+                overrides: &overrides,
                 tokens: &tokens,
                 total: before,
                 max_input_tokens: input.max_input_tokens,
@@ -84,9 +86,11 @@ pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
             }
         };
         for e in &new {
-            if let Some(m) = view.get_mut(e.index) {
-                e.apply(m.to_mut());
-                tokens[e.index] = measure(m).heuristic_tokens(&input.params);
+            if e.index < n {
+                if let Change::Content(text) = &e.change {
+                    overrides[e.index] = Some(text.clone());
+                }
+                tokens[e.index] = e.tokens;
             }
         }
         stats.push(PassStats {
@@ -103,10 +107,18 @@ pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
         && should_trigger(&cfg.trigger, n, tokens_after, input.max_input_tokens).unwrap_or(false);
     let summary_cutoff = match (summary_needed, cfg.keep) {
         (true, Some(keep)) => {
-            let shapes: Vec<PairShape> = view.iter().map(|m| PairShape::from(m.as_ref())).collect();
-            find_cutoff(&shapes, &tokens, keep, input.max_input_tokens)
-                .ok()
-                .filter(|&c| c > 0)
+            // Edits never change who calls what, so the raw messages' shapes hold.
+            let cut = match &input.shapes {
+                Some(shapes) if shapes.len() == n => {
+                    find_cutoff(shapes, &tokens, keep, input.max_input_tokens)
+                }
+                _ => {
+                    let computed: Vec<PairShape> =
+                        input.msgs.iter().map(|m| PairShape::from(*m)).collect();
+                    find_cutoff(&computed, &tokens, keep, input.max_input_tokens)
+                }
+            };
+            cut.ok().filter(|&c| c > 0)
         }
         _ => None,
     };

@@ -42,6 +42,7 @@ fn run(msgs: &[Message], cfg: &PlanConfig) -> Plan {
             timestamps: Vec::new(),
             now: None,
             archive: Vec::new(),
+            shapes: None,
         },
         cfg,
     )

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{is_placeholder, plain_text, Change, Edit, Pass, View};
+use super::{is_placeholder, Change, Edit, Pass, View};
 use crate::config::BudgetConfig;
 use crate::message::Content;
 
@@ -49,14 +49,16 @@ pub fn run(view: &View<'_>, cfg: &BudgetConfig, gap_template: &str) -> Vec<Edit>
     let mut groups: BTreeMap<usize, Vec<(usize, usize)>> = BTreeMap::new();
     let mut cut: BTreeMap<usize, usize> = BTreeMap::new();
     for r in view.results {
-        let Content::Text(text) = &view.msgs[r.index].content else {
-            continue;
+        let chars = match (&view.overrides[r.index], &view.msgs[r.index].content) {
+            (Some(text), _) => text.chars().count(),
+            (None, Content::Text(text)) => text.chars(),
+            (None, Content::Blocks(_)) => continue,
         };
-        let kept = if text.chars() > cfg.per_tool_chars {
+        let kept = if chars > cfg.per_tool_chars {
             cut.insert(r.index, cfg.file_preview_chars);
             cfg.file_preview_chars
         } else {
-            text.chars()
+            chars
         };
         groups
             .entry(r.caller.unwrap_or(usize::MAX - r.index))
@@ -78,16 +80,18 @@ pub fn run(view: &View<'_>, cfg: &BudgetConfig, gap_template: &str) -> Vec<Edit>
     }
     cut.into_iter()
         .filter_map(|(index, keep)| {
-            let text = plain_text(&view.msgs[index])?;
+            let text = view.text(index)?;
             // Never cut a placeholder, or a result this pass already cut.
-            if is_placeholder(&text, gap_template) || text.contains(CUT_MARK) {
+            if is_placeholder(text, gap_template) || text.contains(CUT_MARK) {
                 return None;
             }
             let archive = view.archive.get(index).and_then(Option::as_deref);
+            let new = head_and_tail(text, keep, archive);
             Some(Edit {
                 index,
                 pass: Pass::Budget,
-                change: Change::Content(head_and_tail(&text, keep, archive)),
+                tokens: view.tokens_with_text(index, &new),
+                change: Change::Content(new),
             })
         })
         .collect()

@@ -2,9 +2,7 @@
 //! of the listed tools older than the newest `keep_recent` become a one-line
 //! placeholder naming the call, in batches worth `clear_at_least` tokens.
 
-use super::{
-    committed_prefix, is_placeholder, main_arg, plain_text, Change, Edit, Pass, View, CLEARED,
-};
+use super::{committed_prefix, main_arg, Change, Edit, Pass, View, CLEARED};
 use crate::config::ClearingConfig;
 
 /// The placeholder for a cleared result of `tool` called with `arg`.
@@ -24,18 +22,17 @@ pub fn run(view: &View<'_>, cfg: &ClearingConfig, gap_template: &str) -> Vec<Edi
     let old = eligible.len().saturating_sub(cfg.keep_recent);
     let candidates: Vec<(Edit, f64)> = eligible[..old]
         .iter()
-        .filter(|r| {
-            plain_text(&view.msgs[r.index]).is_none_or(|t| !is_placeholder(&t, gap_template))
-        })
+        .filter(|r| !view.is_placeholder(r.index, gap_template))
         .map(|r| {
             let text = placeholder(r.tool, &main_arg(r.call));
-            let saved = view.tokens[r.index] - view.tokens_with_text(r.index, &text);
+            let tokens = view.tokens_with_text(r.index, &text);
             let edit = Edit {
                 index: r.index,
                 pass: Pass::Clearing,
                 change: Change::Content(text),
+                tokens,
             };
-            (edit, saved)
+            (edit, view.tokens[r.index] - tokens)
         })
         // A placeholder longer than the result saves nothing.
         .filter(|c| c.1 > 0.0)

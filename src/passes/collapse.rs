@@ -4,10 +4,7 @@
 
 use std::collections::HashSet;
 
-use super::{
-    committed_prefix, is_placeholder, main_arg, plain_text, Change, Edit, Pass, View, COLLAPSED,
-    COLLAPSED_MEMBER,
-};
+use super::{committed_prefix, main_arg, Change, Edit, Pass, View, COLLAPSED, COLLAPSED_MEMBER};
 use crate::config::CollapseConfig;
 use crate::message::Role;
 
@@ -96,9 +93,7 @@ pub fn run(view: &View<'_>, cfg: &CollapseConfig, gap_template: &str) -> Vec<Edi
         let open: Vec<usize> = members
             .iter()
             .copied()
-            .filter(|&r| {
-                plain_text(&view.msgs[r]).is_none_or(|t| !is_placeholder(&t, gap_template))
-            })
+            .filter(|&r| !view.is_placeholder(r, gap_template))
             .collect();
         let Some((&first, rest)) = open.split_first() else {
             continue;
@@ -109,18 +104,16 @@ pub fn run(view: &View<'_>, cfg: &CollapseConfig, gap_template: &str) -> Vec<Edi
             .collect();
         let mut edits = vec![(first, note(&listed))];
         edits.extend(rest.iter().map(|&r| (r, member())));
-        let saved: f64 = edits
-            .iter()
-            .map(|(r, text)| view.tokens[*r] - view.tokens_with_text(*r, text))
-            .sum();
-        let edits = edits
+        let edits: Vec<Edit> = edits
             .into_iter()
             .map(|(index, text)| Edit {
                 index,
                 pass: Pass::Collapse,
+                tokens: view.tokens_with_text(index, &text),
                 change: Change::Content(text),
             })
             .collect();
+        let saved: f64 = edits.iter().map(|e| view.tokens[e.index] - e.tokens).sum();
         if saved > 0.0 {
             candidates.push((edits, saved));
         }

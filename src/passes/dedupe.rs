@@ -4,9 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::{
-    committed_prefix, is_placeholder, main_arg, plain_text, Change, Edit, Pass, View, SUPERSEDED,
-};
+use super::{committed_prefix, main_arg, Change, Edit, Pass, View, SUPERSEDED};
 use crate::config::DedupeConfig;
 
 /// The placeholder for a read that was repeated later.
@@ -27,17 +25,14 @@ pub fn run(view: &View<'_>, cfg: &DedupeConfig, gap_template: &str) -> Vec<Edit>
             continue;
         }
         let Some(call) = r.call else { continue };
-        let text = plain_text(&view.msgs[r.index]);
-        if text
-            .as_deref()
-            .is_some_and(|t| is_placeholder(t, gap_template))
-        {
+        if view.is_placeholder(r.index, gap_template) {
             continue;
         }
         let key = (r.tool.to_owned(), call.args.to_string());
         if let Some(earlier) = last.insert(key, r.index) {
             let text = placeholder(r.tool, &main_arg(Some(call)));
-            let saved = view.tokens[earlier] - view.tokens_with_text(earlier, &text);
+            let tokens = view.tokens_with_text(earlier, &text);
+            let saved = view.tokens[earlier] - tokens;
             if saved <= 0.0 {
                 continue;
             }
@@ -46,6 +41,7 @@ pub fn run(view: &View<'_>, cfg: &DedupeConfig, gap_template: &str) -> Vec<Edit>
                     index: earlier,
                     pass: Pass::Dedupe,
                     change: Change::Content(text),
+                    tokens,
                 },
                 saved,
             ));

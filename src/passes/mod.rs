@@ -14,7 +14,6 @@ pub mod dedupe;
 pub mod time_gap;
 pub mod truncate_args;
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 
 use serde_json::Value;
@@ -70,6 +69,8 @@ pub struct Edit {
     pub index: usize,
     pub pass: Pass,
     pub change: Change,
+    /// The message's tokens once this pass's edits to it are applied.
+    pub tokens: f64,
 }
 
 impl Edit {
@@ -88,7 +89,9 @@ impl Edit {
 
 /// The view a pass works on.
 pub struct View<'a> {
-    pub msgs: &'a [Cow<'a, Message>],
+    /// The messages as they came; `overrides` holds contents rewritten by earlier passes.
+    pub msgs: &'a [&'a Message],
+    pub overrides: &'a [Option<String>],
     pub tokens: &'a [f64],
     /// Tokens of the whole view, system prompt and tools included.
     pub total: f64,
@@ -146,6 +149,24 @@ pub fn tool_results<'a>(msgs: &[&'a Message]) -> Vec<ToolResult<'a>> {
 }
 
 impl View<'_> {
+    /// The text content of message `i` as the earlier passes left it; `None` for
+    /// list contents.
+    pub fn text(&self, i: usize) -> Option<&str> {
+        match self.overrides.get(i) {
+            Some(Some(text)) => Some(text),
+            _ => match &self.msgs.get(i)?.content {
+                Content::Text(t) => Some(t.as_str()),
+                Content::Blocks(_) => None,
+            },
+        }
+    }
+
+    /// Whether message `i` now holds one of the passes' placeholders.
+    pub fn is_placeholder(&self, i: usize, gap_template: &str) -> bool {
+        self.text(i)
+            .is_some_and(|t| is_placeholder(t, gap_template))
+    }
+
     /// Whether the view has reached a pass's trigger. Measured on the view before the
     /// pass, which only grows between summaries, so a fired pass stays fired.
     pub fn reached(&self, trigger: Size) -> bool {
@@ -161,7 +182,7 @@ impl View<'_> {
 
     /// Tokens a message would have with `text` as its whole content.
     pub fn tokens_with_text(&self, i: usize, text: &str) -> f64 {
-        let m = &self.msgs[i];
+        let m = self.msgs[i];
         match &m.content {
             // Text content: swap its length in the measure, no copy of the message.
             Content::Text(old) => {
@@ -171,19 +192,11 @@ impl View<'_> {
                 Measure::new(body, name, base.images, base.documents).heuristic_tokens(self.params)
             }
             Content::Blocks(_) => {
-                let mut m = m.clone().into_owned();
+                let mut m = m.clone();
                 m.content = Content::Text(text.into());
                 measure(&m).heuristic_tokens(self.params)
             }
         }
-    }
-}
-
-/// The text of a message whose content is plain text (or text blocks only).
-pub fn plain_text(m: &Message) -> Option<String> {
-    match &m.content {
-        Content::Text(t) => Some(t.as_str().to_owned()),
-        Content::Blocks(_) => None,
     }
 }
 

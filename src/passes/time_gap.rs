@@ -3,7 +3,7 @@
 //! except the newest `keep_recent`. The cache is cold after such a gap anyway, so
 //! rewriting older messages costs nothing.
 
-use super::{is_placeholder, main_arg, plain_text, Change, Edit, Pass, View};
+use super::{main_arg, Change, Edit, Pass, View};
 use crate::config::MicrocompactConfig;
 
 /// The configured placeholder with `{tool}` and `{arg}` filled in.
@@ -46,17 +46,16 @@ pub fn run(view: &View<'_>, cfg: &MicrocompactConfig) -> Vec<Edit> {
     compactable[..kept_from]
         .iter()
         .filter(|r| r.index < gap)
-        .filter(|r| {
-            plain_text(&view.msgs[r.index])
-                .is_none_or(|t| !is_placeholder(&t, &cfg.cleared_message))
-        })
+        .filter(|r| !view.is_placeholder(r.index, &cfg.cleared_message))
         .filter_map(|r| {
             let text = placeholder(&cfg.cleared_message, r.tool, &main_arg(r.call));
+            let tokens = view.tokens_with_text(r.index, &text);
             // A placeholder longer than the result saves nothing.
-            (view.tokens_with_text(r.index, &text) < view.tokens[r.index]).then(|| Edit {
+            (tokens < view.tokens[r.index]).then(|| Edit {
                 index: r.index,
                 pass: Pass::TimeGap,
                 change: Change::Content(text),
+                tokens,
             })
         })
         .collect()

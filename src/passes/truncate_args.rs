@@ -124,18 +124,20 @@ pub fn run(view: &View<'_>, cfg: &TruncateArgsConfig) -> Vec<Edit> {
                     index: i,
                     pass: Pass::TruncateArgs,
                     change: Change::ToolArgs { call: ci, args },
+                    tokens: 0.0,
                 })
             })
             .collect();
         if edits.is_empty() {
             continue;
         }
-        let mut edited = m.clone().into_owned();
+        let mut edited = (*m).clone();
         for e in &edits {
             e.apply(&mut edited);
         }
-        let saved = view.tokens[i] - crate::tokens::measure(&edited).heuristic_tokens(view.params);
-        candidates.push((edits, saved));
+        let tokens = crate::tokens::measure(&edited).heuristic_tokens(view.params);
+        let edits = edits.into_iter().map(|e| Edit { tokens, ..e }).collect();
+        candidates.push((edits, view.tokens[i] - tokens));
     }
     let n = committed_prefix(candidates.iter().map(|c| c.1), cfg.min_batch_tokens as f64);
     candidates.into_iter().take(n).flat_map(|c| c.0).collect()
