@@ -382,33 +382,51 @@ mod _core {
         Ok(out)
     }
 
+    /// A 63-bit hash of an edit's pass and change (never 0, which means "unknown").
+    fn edit_fingerprint(e: &crate::passes::Edit) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        e.pass.name().hash(&mut h);
+        match &e.change {
+            Change::Content(text) => text.hash(&mut h),
+            Change::ToolArgs { call, args } => {
+                call.hash(&mut h);
+                args.to_string().hash(&mut h);
+            }
+        }
+        (h.finish() >> 1).max(1)
+    }
+
     fn plan_to_dict<'py>(
         py: Python<'py>,
         plan: &Plan,
     ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
         use pyo3::types::PyDict;
         let out = PyDict::new(py);
+        // Each edit as a tuple: (index, pass, field, value, call, fingerprint).
         let edits = pyo3::types::PyList::empty(py);
         for e in &plan.edits {
-            let d = PyDict::new(py);
-            d.set_item("index", e.index)?;
-            d.set_item("pass", e.pass.name())?;
-            match &e.change {
-                Change::Content(text) => {
-                    d.set_item("field", "content")?;
-                    d.set_item("value", text)?;
-                }
-                Change::ToolArgs { call, args } => {
-                    d.set_item("field", "tool_args")?;
-                    d.set_item("call", call)?;
-                    d.set_item(
-                        "value",
-                        pythonize::pythonize(py, args)
-                            .map_err(|e| PyValueError::new_err(e.to_string()))?,
-                    )?;
-                }
-            }
-            edits.append(d)?;
+            let fingerprint = edit_fingerprint(e);
+            let item = match &e.change {
+                Change::Content(text) => (
+                    e.index,
+                    e.pass.name(),
+                    "content",
+                    text.into_pyobject(py)?.into_any(),
+                    None::<usize>,
+                    fingerprint,
+                ),
+                Change::ToolArgs { call, args } => (
+                    e.index,
+                    e.pass.name(),
+                    "tool_args",
+                    pythonize::pythonize(py, args)
+                        .map_err(|e| PyValueError::new_err(e.to_string()))?,
+                    Some(*call),
+                    fingerprint,
+                ),
+            };
+            edits.append(item)?;
         }
         out.set_item("edits", edits)?;
         out.set_item("tokens_before", plan.tokens_before.ceil() as u64)?;

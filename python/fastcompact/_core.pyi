@@ -39,12 +39,6 @@ def should_compact(
     opts: _Opts,
 ) -> bool: ...
 
-class _PlanEdit(TypedDict, total=False):
-    index: int
-    field: str
-    value: Any
-    call: int
-
 class _PassStats(TypedDict):
     name: str
     tokens_before: int
@@ -52,7 +46,8 @@ class _PassStats(TypedDict):
     edits: int
 
 class _Plan(TypedDict):
-    edits: list[dict[str, Any]]
+    # (index, pass, field, value, call, fingerprint)
+    edits: list[tuple[int, str, str, Any, int | None, int]]
     tokens_before: int
     tokens_after: int
     passes: list[_PassStats]

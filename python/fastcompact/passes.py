@@ -12,7 +12,7 @@ import html
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from fastcompact import _core
 from fastcompact.config import (
@@ -42,16 +42,18 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Edit:
+class Edit(NamedTuple):
     """One rewrite: message ``index``'s ``field`` (``"content"``, or ``"tool_args"`` of
-    tool call ``call``) becomes ``value``; ``pass_name`` says which pass made it."""
+    tool call ``call``) becomes ``value``; ``pass_name`` says which pass made it.
+    ``fingerprint`` identifies the rewrite (0 when unknown), so that the same edit of
+    the same message is recognised across turns without comparing values."""
 
     index: int
     pass_name: str
     field: str
     value: Any
     call: int | None = None
+    fingerprint: int = 0
 
 
 @dataclass(frozen=True)
@@ -176,12 +178,7 @@ def plan(
         opts,
     )
     return Plan(
-        edits=[
-            Edit(
-                index=e["index"], pass_name=e["pass"], field=e["field"], value=e["value"], call=e.get("call")
-            )
-            for e in raw["edits"]
-        ],
+        edits=[Edit(*e) for e in raw["edits"]],
         tokens_before=raw["tokens_before"],
         tokens_after=raw["tokens_after"],
         passes=[
@@ -263,7 +260,8 @@ _EDITED_LIMIT = 200_000
 
 def _edit_key(group: list[Edit]) -> tuple[Any, ...]:
     return tuple(
-        (e.field, e.call, e.value if isinstance(e.value, str) else json.dumps(e.value, sort_keys=True))
+        e.fingerprint
+        or (e.field, e.call, e.value if isinstance(e.value, str) else json.dumps(e.value, sort_keys=True))
         for e in group
     )
 
