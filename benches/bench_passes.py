@@ -8,7 +8,7 @@ Run from the repository root after `pip install ".[bench]"`:
 Per turn, each side gets the same conversation, system prompt and 23 tools, with the
 summary trigger set out of reach so that only the no-summary path runs:
 
-- fastcompact: `plan()` (all passes plus counting) and `apply_edits()`;
+- fastcompact: `model_view()` (all passes plus counting, edits applied);
 - compact-middleware: `decision.evaluate()`;
 - DeepAgents: `SummarizationMiddleware.wrap_model_call()` with a handler that returns
   at once.
@@ -67,8 +67,10 @@ class FastCompact(Side):
         self.config = fastcompact.CompactionConfig(trigger=NEVER)
 
     def view(self, msgs: list[Any]) -> list[Any]:
-        p = fastcompact.plan(msgs, self.config, max_input_tokens=WINDOW, system=SYSTEM, tools=TOOLS)
-        return fastcompact.apply_edits(msgs, p.edits)
+        view, _ = fastcompact.model_view(
+            msgs, self.config, max_input_tokens=WINDOW, system=SYSTEM, tools=TOOLS
+        )
+        return view
 
 
 class CompactMiddleware(Side):

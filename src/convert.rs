@@ -882,9 +882,17 @@ pub struct Entry {
     pub shape: Option<Box<PairShape>>,
     /// The converted message, when a caller (the passes) needed it.
     pub message: Option<Arc<Message>>,
+    /// The edited copy last built for this message, with the fingerprint of its
+    /// edits: a later turn with the same edits reuses the same object.
+    pub edited: Option<(u64, Py<PyAny>)>,
 }
 
 impl Entry {
+    /// The object this entry counted.
+    pub fn object<'py>(&self, py: Python<'py>) -> &Bound<'py, PyAny> {
+        self.obj.bind(py)
+    }
+
     fn new(
         item: &Bound<'_, PyAny>,
         origin: Origin<'_>,
@@ -898,6 +906,7 @@ impl Entry {
             counts,
             shape: shape.map(Box::new),
             message: None,
+            edited: None,
         }
     }
 

@@ -291,9 +291,12 @@ mod _core {
         run().map_err(|e| input_error(py, e))
     }
 
-    /// The cheap passes and the summary decision for one turn.
+    /// The cheap passes and the summary decision for one turn. With `make_edited`
+    /// (called as `make_edited(message, edits)` for each message whose edits changed
+    /// since the last turn), the result holds the model view itself under `"view"`
+    /// instead of the edits.
     #[pyfunction]
-    #[pyo3(signature = (messages, config, max_input_tokens, now, timestamps, archive, opts))]
+    #[pyo3(signature = (messages, config, max_input_tokens, now, timestamps, archive, opts, make_edited=None))]
     #[allow(clippy::too_many_arguments)]
     fn plan<'py>(
         py: Python<'py>,
@@ -304,6 +307,7 @@ mod _core {
         timestamps: Option<Vec<Option<f64>>>,
         archive: Option<Vec<Option<String>>>,
         opts: Opts,
+        make_edited: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
         let cfg: PlanConfig = pythonize::depythonize(config)
             .map_err(|e| input_error(py, CoreInputError::new(None, "config", e.to_string())))?;
@@ -316,7 +320,8 @@ mod _core {
             shape: false,
             message: true,
         };
-        let read = convert::read_with_cache(&list, cached, want).map_err(|e| input_error(py, e))?;
+        let mut read =
+            convert::read_with_cache(&list, cached, want).map_err(|e| input_error(py, e))?;
         let msgs: Vec<&Message> = read
             .entries
             .iter()
@@ -361,7 +366,11 @@ mod _core {
                     "fastcompact: internal error while planning",
                 )
             })?;
-        let out = plan_to_dict(py, &result)?;
+        let out = plan_to_dict(py, &result, make_edited.is_none())?;
+        if let Some(make) = make_edited {
+            let view = build_view(py, &mut read.entries, &result.edits, make)?;
+            out.set_item("view", view)?;
+        }
         // Where the tokens go, from the counts already at hand.
         let shapes: Vec<_> = read
             .entries
@@ -397,36 +406,77 @@ mod _core {
         (h.finish() >> 1).max(1)
     }
 
+    /// The model view: the messages, with each edited one replaced by its edited copy,
+    /// built by `make` only when its edits differ from last turn's.
+    fn build_view<'py>(
+        py: Python<'py>,
+        entries: &mut [convert::Entry],
+        edits: &[crate::passes::Edit],
+        make: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, pyo3::types::PyList>> {
+        use std::hash::{Hash, Hasher};
+        let mut by_index: BTreeMap<usize, Vec<&crate::passes::Edit>> = BTreeMap::new();
+        for e in edits {
+            by_index.entry(e.index).or_default().push(e);
+        }
+        let mut items: Vec<Bound<'py, PyAny>> = Vec::with_capacity(entries.len());
+        for (i, entry) in entries.iter_mut().enumerate() {
+            let Some(group) = by_index.get(&i) else {
+                entry.edited = None;
+                items.push(entry.object(py).clone());
+                continue;
+            };
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            for e in group {
+                edit_fingerprint(e).hash(&mut h);
+            }
+            let fingerprint = h.finish();
+            if let Some((fp, obj)) = &entry.edited {
+                if *fp == fingerprint {
+                    items.push(obj.bind(py).clone());
+                    continue;
+                }
+            }
+            let tuples = pyo3::types::PyList::empty(py);
+            for e in group {
+                tuples.append(edit_tuple(py, e)?)?;
+            }
+            let edited = make.call1((entry.object(py), tuples))?;
+            entry.edited = Some((fingerprint, edited.clone().unbind()));
+            items.push(edited);
+        }
+        pyo3::types::PyList::new(py, items)
+    }
+
+    /// An edit as the tuple Python sees: (index, pass, field, value, call, fingerprint).
+    fn edit_tuple<'py>(
+        py: Python<'py>,
+        e: &crate::passes::Edit,
+    ) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+        let fingerprint = edit_fingerprint(e);
+        let (field, value, call) = match &e.change {
+            Change::Content(text) => ("content", text.into_pyobject(py)?.into_any(), None::<usize>),
+            Change::ToolArgs { call, args } => (
+                "tool_args",
+                pythonize::pythonize(py, args).map_err(|e| PyValueError::new_err(e.to_string()))?,
+                Some(*call),
+            ),
+        };
+        (e.index, e.pass.name(), field, value, call, fingerprint).into_pyobject(py)
+    }
+
     fn plan_to_dict<'py>(
         py: Python<'py>,
         plan: &Plan,
+        with_edits: bool,
     ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
         use pyo3::types::PyDict;
         let out = PyDict::new(py);
-        // Each edit as a tuple: (index, pass, field, value, call, fingerprint).
         let edits = pyo3::types::PyList::empty(py);
-        for e in &plan.edits {
-            let fingerprint = edit_fingerprint(e);
-            let item = match &e.change {
-                Change::Content(text) => (
-                    e.index,
-                    e.pass.name(),
-                    "content",
-                    text.into_pyobject(py)?.into_any(),
-                    None::<usize>,
-                    fingerprint,
-                ),
-                Change::ToolArgs { call, args } => (
-                    e.index,
-                    e.pass.name(),
-                    "tool_args",
-                    pythonize::pythonize(py, args)
-                        .map_err(|e| PyValueError::new_err(e.to_string()))?,
-                    Some(*call),
-                    fingerprint,
-                ),
-            };
-            edits.append(item)?;
+        if with_edits {
+            for e in &plan.edits {
+                edits.append(edit_tuple(py, e)?)?;
+            }
         }
         out.set_item("edits", edits)?;
         out.set_item("tokens_before", plan.tokens_before.ceil() as u64)?;

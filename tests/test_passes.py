@@ -351,3 +351,24 @@ def test_defaults_follow_deepagents():
         ]
         is None
     )
+
+
+def test_model_view_equals_plan_plus_apply_and_reuses_objects():
+    msgs = coding_session(1_200, seed=4)
+    cfg = CompactionConfig(trigger=("tokens", 10**9))
+    view, p = fastcompact.model_view(msgs, cfg, max_input_tokens=200_000)
+    expected = apply_edits(msgs, plan(msgs, cfg, max_input_tokens=200_000).edits)
+    assert [_same(a, b) for a, b in zip(view, expected, strict=True)] == [True] * len(msgs)
+    assert p.edits == [] and p.tokens_after < p.tokens_before
+    # Next turn: one more message; unchanged edits give the very same objects.
+    msgs.append(HumanMessage("and then?"))
+    view2, _ = fastcompact.model_view(msgs, cfg, max_input_tokens=200_000)
+    edited = [i for i, (a, b) in enumerate(zip(msgs, view, strict=False)) if a is not b]
+    assert edited, "the passes edited something"
+    assert all(view2[i] is view[i] for i in edited)
+    assert view2[-1] is msgs[-1]
+    # A replaced message is edited afresh.
+    i = edited[0]
+    msgs[i] = msgs[i].model_copy()
+    view3, _ = fastcompact.model_view(msgs, cfg, max_input_tokens=200_000)
+    assert view3[i] is not view2[i] and _same(view3[i], view2[i])

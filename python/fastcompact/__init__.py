@@ -53,6 +53,7 @@ from fastcompact.passes import (
     clear_observations,
     collapse_reads,
     dedupe_reads,
+    model_view,
     plan,
     truncate_args,
 )
@@ -87,6 +88,7 @@ __all__ = [
     "count_text_tokens",
     "count_tokens",
     "dedupe_reads",
+    "model_view",
     "effective_messages",
     "find_cutoff",
     "normalize",

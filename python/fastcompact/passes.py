@@ -37,6 +37,7 @@ __all__ = [
     "clear_observations",
     "collapse_reads",
     "dedupe_reads",
+    "model_view",
     "plan",
     "truncate_args",
 ]
@@ -155,10 +156,61 @@ def plan(
         >>> [s.name for s in p.passes]
         ['budget', 'truncate_args', 'clearing', 'dedupe', 'collapse', 'time_gap']
     """
+    raw = _run(messages, config, max_input_tokens, now, system, tools, timestamps, archive_paths, model, None)
+    return _plan_of(raw, [Edit(*e) for e in raw["edits"]])
+
+
+def model_view(
+    messages: Iterable[Any],
+    config: CompactionConfig | None = None,
+    *,
+    max_input_tokens: int | None = None,
+    now: float | None = None,
+    system: Any = None,
+    tools: Sequence[Any] | None = None,
+    timestamps: Sequence[float | None] | None = None,
+    archive_paths: Sequence[str | None] | None = None,
+    model: Any = None,
+) -> tuple[list[Any], Plan]:
+    """The messages as the model should see them this turn, and the plan's figures.
+
+    The same as ``apply_edits(messages, plan(messages, ...).edits)``, built in one
+    step: an edited message is copied only when its edits differ from the last
+    turn's, so a turn costs little more than reading its new messages. The returned
+    plan's ``edits`` is empty (they are applied in the view).
+
+    Example:
+        >>> from fastcompact.samples import coding_session
+        >>> msgs = coding_session(600, seed=1)
+        >>> view, p = model_view(msgs, max_input_tokens=200_000)
+        >>> len(view) == len(msgs), p.tokens_after < p.tokens_before
+        (True, True)
+    """
+    raw = _run(
+        messages, config, max_input_tokens, now, system, tools, timestamps, archive_paths, model, _make_edited
+    )
+    return raw["view"], _plan_of(raw, [])
+
+
+def _make_edited(message: Any, edits: list[tuple[Any, ...]]) -> Any:
+    return _edit_message(message, [Edit(*e) for e in edits])
+
+
+def _run(
+    messages: Iterable[Any],
+    config: CompactionConfig | None,
+    max_input_tokens: int | None,
+    now: float | None,
+    system: Any,
+    tools: Sequence[Any] | None,
+    timestamps: Sequence[float | None] | None,
+    archive_paths: Sequence[str | None] | None,
+    model: Any,
+    make_edited: Any,
+) -> dict[str, Any]:
     cfg = config if config is not None else CompactionConfig()
     if not isinstance(cfg, CompactionConfig):
         raise _input_error("config", f"expected a CompactionConfig, got {type(cfg).__name__}")
-    msgs = _as_list(messages)
     opts = _opts(
         encoding="heuristic",
         tools=tools,
@@ -168,17 +220,21 @@ def plan(
         model=model,
         cache_key=None,
     )
-    raw = _core.plan(
-        msgs,
+    return _core.plan(
+        _as_list(messages),
         cfg.resolved(max_input_tokens),
         max_input_tokens,
         now,
         None if timestamps is None else list(timestamps),
         None if archive_paths is None else list(archive_paths),
         opts,
+        make_edited,
     )
+
+
+def _plan_of(raw: dict[str, Any], edits: list[Edit]) -> Plan:
     return Plan(
-        edits=[Edit(*e) for e in raw["edits"]],
+        edits=edits,
         tokens_before=raw["tokens_before"],
         tokens_after=raw["tokens_after"],
         passes=[
