@@ -885,6 +885,8 @@ pub struct Entry {
     /// The edited copy last built for this message, with the fingerprint of its
     /// edits: a later turn with the same edits reuses the same object.
     pub edited: Option<(u64, Py<PyAny>)>,
+    /// What the passes worked out about this message.
+    pub memo: crate::passes::Memo,
 }
 
 impl Entry {
@@ -907,6 +909,7 @@ impl Entry {
             shape: shape.map(Box::new),
             message: None,
             edited: None,
+            memo: crate::passes::Memo::default(),
         }
     }
 

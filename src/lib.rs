@@ -352,6 +352,7 @@ mod _core {
                     .filter_map(|e| e.shape.as_deref())
                     .collect(),
             ),
+            memos: Some(read.entries.iter().map(|e| &e.memo).collect()),
         };
         // A bug in a pass must not take the agent down: it becomes a Python error the
         // caller can handle (the middleware then sends the unedited view).
@@ -371,7 +372,8 @@ mod _core {
             let view = build_view(py, &mut read.entries, &result.edits, make)?;
             out.set_item("view", view)?;
         }
-        // Where the tokens go, from the counts already at hand.
+        // Where the tokens go, from the counts already at hand (for `plan()`'s
+        // picture; the model-view path does without).
         let shapes: Vec<_> = read
             .entries
             .iter()
@@ -382,7 +384,7 @@ mod _core {
             .iter()
             .map(|e| e.counts.tokens(Encoding::Heuristic, &p))
             .collect();
-        if shapes.len() == per_message.len() {
+        if make_edited.is_none() && shapes.len() == per_message.len() {
             let b = tokens::breakdown(&shapes, &per_message);
             out.set_item("per_role", to_int_map(&b.per_role))?;
             out.set_item("per_tool", to_int_map(&b.per_tool))?;
@@ -391,19 +393,11 @@ mod _core {
         Ok(out)
     }
 
-    /// A 63-bit hash of an edit's pass and change (never 0, which means "unknown").
+    /// A 63-bit fingerprint of an edit's pass and change (never 0, which means
+    /// "unknown" to Python).
     fn edit_fingerprint(e: &crate::passes::Edit) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        e.pass.name().hash(&mut h);
-        match &e.change {
-            Change::Content(text) => text.hash(&mut h),
-            Change::ToolArgs { call, args } => {
-                call.hash(&mut h);
-                args.to_string().hash(&mut h);
-            }
-        }
-        (h.finish() >> 1).max(1)
+        let pass = e.pass as u64;
+        ((e.key ^ pass.wrapping_mul(0x9e37_79b9_7f4a_7c15)) >> 1).max(1)
     }
 
     /// The model view: the messages, with each edited one replaced by its edited copy,
@@ -455,7 +449,11 @@ mod _core {
     ) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
         let fingerprint = edit_fingerprint(e);
         let (field, value, call) = match &e.change {
-            Change::Content(text) => ("content", text.into_pyobject(py)?.into_any(), None::<usize>),
+            Change::Content(text) => (
+                "content",
+                text.as_ref().into_pyobject(py)?.into_any(),
+                None::<usize>,
+            ),
             Change::ToolArgs { call, args } => (
                 "tool_args",
                 pythonize::pythonize(py, args).map_err(|e| PyValueError::new_err(e.to_string()))?,

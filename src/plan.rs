@@ -1,10 +1,12 @@
 //! The per-turn cascade: the cheap passes in order over the effective view, then
 //! whether a summary is still needed and where it would cut.
 
+use std::sync::Arc;
+
 use crate::config::PlanConfig;
 use crate::cutoff::{find_cutoff, should_trigger, PairShape};
 use crate::message::Message;
-use crate::passes::{self, Change, Edit, Pass, View};
+use crate::passes::{self, Change, Edit, Memo, Pass, View};
 use crate::tokens::HeuristicParams;
 
 /// What one pass did.
@@ -42,12 +44,14 @@ pub struct PlanInput<'a> {
     pub archive: Vec<Option<String>>,
     /// The messages' pair shapes, when the caller has them at hand.
     pub shapes: Option<Vec<&'a PairShape>>,
+    /// What earlier turns worked out per message, when the caller keeps it.
+    pub memos: Option<Vec<&'a Memo>>,
 }
 
 pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
     let n = input.msgs.len();
     // Contents rewritten so far; the messages themselves are never copied.
-    let mut overrides: Vec<Option<String>> = vec![None; n];
+    let mut overrides: Vec<Option<Arc<str>>> = vec![None; n];
     let mut tokens = input.tokens;
     tokens.resize(n, 0.0);
     let mut timestamps = input.timestamps;
@@ -58,6 +62,14 @@ pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
     let tokens_before = total(&tokens);
     let gap_template = cfg.microcompact.cleared_message.as_str();
     let results = passes::tool_results(&input.msgs);
+    let fresh: Vec<Memo>;
+    let memo: Vec<&Memo> = match &input.memos {
+        Some(m) if m.len() == n => m.clone(),
+        _ => {
+            fresh = (0..n).map(|_| Memo::default()).collect();
+            fresh.iter().collect()
+        }
+    };
 
     let mut edits = Vec::new();
     let mut stats = Vec::new();
@@ -75,6 +87,7 @@ pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
                 now: input.now,
                 archive: &archive,
                 results: &results,
+                memo: &memo,
             };
             match pass {
                 Pass::Budget => passes::budget::run(&v, &cfg.budget, gap_template),
@@ -88,7 +101,7 @@ pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
         for e in &new {
             if e.index < n {
                 if let Change::Content(text) = &e.change {
-                    overrides[e.index] = Some(text.clone());
+                    overrides[e.index] = Some(Arc::clone(text));
                 }
                 tokens[e.index] = e.tokens;
             }

@@ -43,6 +43,7 @@ fn run(msgs: &[Message], cfg: &PlanConfig) -> Plan {
             now: None,
             archive: Vec::new(),
             shapes: None,
+            memos: None,
         },
         cfg,
     )

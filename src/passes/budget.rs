@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{is_placeholder, Change, Edit, Pass, View};
+use super::{is_placeholder, keyed, Edit, Pass, View};
 use crate::config::BudgetConfig;
 use crate::message::Content;
 
@@ -86,13 +86,9 @@ pub fn run(view: &View<'_>, cfg: &BudgetConfig, gap_template: &str) -> Vec<Edit>
                 return None;
             }
             let archive = view.archive.get(index).and_then(Option::as_deref);
-            let new = head_and_tail(text, keep, archive);
-            Some(Edit {
-                index,
-                pass: Pass::Budget,
-                tokens: view.tokens_with_text(index, &new),
-                change: Change::Content(new),
-            })
+            let (new, key) = keyed(head_and_tail(text, keep, archive));
+            let tokens = view.tokens_with_text(index, &new);
+            Some(Edit::content(index, Pass::Budget, new, key, tokens))
         })
         .collect()
 }

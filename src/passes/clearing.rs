@@ -2,7 +2,7 @@
 //! of the listed tools older than the newest `keep_recent` become a one-line
 //! placeholder naming the call, in batches worth `clear_at_least` tokens.
 
-use super::{committed_prefix, main_arg, Change, Edit, Pass, View, CLEARED};
+use super::{committed_prefix, keyed, main_arg, Edit, Pass, View, CLEARED};
 use crate::config::ClearingConfig;
 
 /// The placeholder for a cleared result of `tool` called with `arg`.
@@ -24,14 +24,12 @@ pub fn run(view: &View<'_>, cfg: &ClearingConfig, gap_template: &str) -> Vec<Edi
         .iter()
         .filter(|r| !view.is_placeholder(r.index, gap_template))
         .map(|r| {
-            let text = placeholder(r.tool, &main_arg(r.call));
+            let (text, key) = view.memo[r.index]
+                .cleared
+                .get_or_init(|| keyed(placeholder(r.tool, &main_arg(r.call))))
+                .clone();
             let tokens = view.tokens_with_text(r.index, &text);
-            let edit = Edit {
-                index: r.index,
-                pass: Pass::Clearing,
-                change: Change::Content(text),
-                tokens,
-            };
+            let edit = Edit::content(r.index, Pass::Clearing, text, key, tokens);
             (edit, view.tokens[r.index] - tokens)
         })
         // A placeholder longer than the result saves nothing.

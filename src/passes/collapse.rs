@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use super::{committed_prefix, main_arg, Change, Edit, Pass, View, COLLAPSED, COLLAPSED_MEMBER};
+use super::{committed_prefix, keyed, main_arg, Edit, Pass, View, COLLAPSED, COLLAPSED_MEMBER};
 use crate::config::CollapseConfig;
 use crate::message::Role;
 
@@ -67,11 +67,16 @@ pub fn run(view: &View<'_>, cfg: &CollapseConfig, gap_template: &str) -> Vec<Edi
     }
     let tools: HashSet<&str> = cfg.collapse_tools.iter().map(String::as_str).collect();
     let limit = view.msgs.len().saturating_sub(cfg.keep_recent_messages);
-    let results = view.results;
-    let calls_by_index: std::collections::HashMap<usize, String> = results
-        .iter()
-        .map(|r| (r.index, format!("{}({})", r.tool, main_arg(r.call))))
-        .collect();
+    // The call a result answers, named only for the runs that collapse.
+    let name = |index: usize| {
+        let at = view
+            .results
+            .binary_search_by_key(&index, |r| r.index)
+            .ok()?;
+        let r = &view.results[at];
+        Some(format!("{}({})", r.tool, main_arg(r.call)))
+    };
+    let member_text = keyed(member());
 
     let mut candidates: Vec<(Vec<Edit>, f64)> = Vec::new();
     let mut i = 0;
@@ -98,19 +103,14 @@ pub fn run(view: &View<'_>, cfg: &CollapseConfig, gap_template: &str) -> Vec<Edi
         let Some((&first, rest)) = open.split_first() else {
             continue;
         };
-        let listed: Vec<String> = members
-            .iter()
-            .filter_map(|r| calls_by_index.get(r).cloned())
-            .collect();
-        let mut edits = vec![(first, note(&listed))];
-        edits.extend(rest.iter().map(|&r| (r, member())));
-        let edits: Vec<Edit> = edits
+        let listed: Vec<String> = members.iter().filter_map(|&r| name(r)).collect();
+        let mut texts = vec![(first, keyed(note(&listed)))];
+        texts.extend(rest.iter().map(|&r| (r, member_text.clone())));
+        let edits: Vec<Edit> = texts
             .into_iter()
-            .map(|(index, text)| Edit {
-                index,
-                pass: Pass::Collapse,
-                tokens: view.tokens_with_text(index, &text),
-                change: Change::Content(text),
+            .map(|(index, (text, key))| {
+                let tokens = view.tokens_with_text(index, &text);
+                Edit::content(index, Pass::Collapse, text, key, tokens)
             })
             .collect();
         let saved: f64 = edits.iter().map(|e| view.tokens[e.index] - e.tokens).sum();

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::{committed_prefix, main_arg, Change, Edit, Pass, View, SUPERSEDED};
+use super::{committed_prefix, keyed, main_arg, Edit, Pass, View, SUPERSEDED};
 use crate::config::DedupeConfig;
 
 /// The placeholder for a read that was repeated later.
@@ -18,7 +18,7 @@ pub fn run(view: &View<'_>, cfg: &DedupeConfig, gap_template: &str) -> Vec<Edit>
     }
     // Candidates in the order they became candidates: when the repeat arrived. That
     // order only ever grows at its end, which keeps the batches stable.
-    let mut last: HashMap<(String, String), usize> = HashMap::new();
+    let mut last: HashMap<(&str, &str), usize> = HashMap::new();
     let mut candidates: Vec<(Edit, f64)> = Vec::new();
     for r in view.results {
         if !cfg.tools.contains(r.tool) {
@@ -28,21 +28,21 @@ pub fn run(view: &View<'_>, cfg: &DedupeConfig, gap_template: &str) -> Vec<Edit>
         if view.is_placeholder(r.index, gap_template) {
             continue;
         }
-        let key = (r.tool.to_owned(), call.args.to_string());
-        if let Some(earlier) = last.insert(key, r.index) {
-            let text = placeholder(r.tool, &main_arg(Some(call)));
+        let args = view.memo[r.index]
+            .read_key
+            .get_or_init(|| call.args.to_string());
+        if let Some(earlier) = last.insert((r.tool, args.as_str()), r.index) {
+            let (text, key) = view.memo[earlier]
+                .superseded
+                .get_or_init(|| keyed(placeholder(r.tool, &main_arg(Some(call)))))
+                .clone();
             let tokens = view.tokens_with_text(earlier, &text);
             let saved = view.tokens[earlier] - tokens;
             if saved <= 0.0 {
                 continue;
             }
             candidates.push((
-                Edit {
-                    index: earlier,
-                    pass: Pass::Dedupe,
-                    change: Change::Content(text),
-                    tokens,
-                },
+                Edit::content(earlier, Pass::Dedupe, text, key, tokens),
                 saved,
             ));
         }

@@ -15,6 +15,7 @@ pub mod time_gap;
 pub mod truncate_args;
 
 use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
@@ -58,8 +59,9 @@ impl Pass {
 /// What an edit changes.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Change {
-    /// The whole content becomes this text.
-    Content(String),
+    /// The whole content becomes this text (shared: the same placeholder is handed
+    /// out every turn without copying).
+    Content(Arc<str>),
     /// `tool_calls[call].args` becomes this value.
     ToolArgs { call: usize, args: Value },
 }
@@ -71,13 +73,43 @@ pub struct Edit {
     pub change: Change,
     /// The message's tokens once this pass's edits to it are applied.
     pub tokens: f64,
+    /// Identifies the change (a hash of the text, or of the settings and call an
+    /// argument edit follows from), so that an edit seen before is recognised cheaply.
+    pub key: u64,
+}
+
+impl Edit {
+    /// A content edit, keyed by its text.
+    pub fn content(index: usize, pass: Pass, text: Arc<str>, key: u64, tokens: f64) -> Edit {
+        Edit {
+            index,
+            pass,
+            change: Change::Content(text),
+            tokens,
+            key,
+        }
+    }
+}
+
+/// A hash of a text, to key content edits.
+pub fn text_key(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
+}
+
+/// A placeholder with its key, made once and shared.
+pub fn keyed(text: String) -> (Arc<str>, u64) {
+    let key = text_key(&text);
+    (Arc::from(text), key)
 }
 
 impl Edit {
     /// Apply to a message (the core's copy, to count what follows).
     pub fn apply(&self, m: &mut Message) {
         match &self.change {
-            Change::Content(text) => m.content = Content::Text(text.clone().into()),
+            Change::Content(text) => m.content = Content::Text(text.as_ref().into()),
             Change::ToolArgs { call, args } => {
                 if let Some(c) = m.tool_calls.get_mut(*call) {
                     c.args = args.clone();
@@ -87,11 +119,28 @@ impl Edit {
     }
 }
 
+/// What the passes worked out about one message and can reuse on later turns (the
+/// message is immutable while cached; anything that depends on settings carries the
+/// fingerprint of the settings it was made with).
+#[derive(Debug, Default)]
+pub struct Memo {
+    /// Clearing's placeholder for this result.
+    pub cleared: OnceLock<(Arc<str>, u64)>,
+    /// Dedupe's placeholder for this result, and its read key.
+    pub superseded: OnceLock<(Arc<str>, u64)>,
+    pub read_key: OnceLock<String>,
+    /// Argument truncation of this AI message, under the settings fingerprinted.
+    pub truncated: OnceLock<(u64, Option<Shortened>)>,
+}
+
+/// The edits that shorten a message's arguments, and its tokens after them.
+pub type Shortened = (Vec<Edit>, f64);
+
 /// The view a pass works on.
 pub struct View<'a> {
     /// The messages as they came; `overrides` holds contents rewritten by earlier passes.
     pub msgs: &'a [&'a Message],
-    pub overrides: &'a [Option<String>],
+    pub overrides: &'a [Option<Arc<str>>],
     pub tokens: &'a [f64],
     /// Tokens of the whole view, system prompt and tools included.
     pub total: f64,
@@ -105,6 +154,8 @@ pub struct View<'a> {
     pub archive: &'a [Option<String>],
     /// The tool results, found once per plan (edits never change them).
     pub results: &'a [ToolResult<'a>],
+    /// Per message, what earlier turns worked out.
+    pub memo: &'a [&'a Memo],
 }
 
 /// A tool result message with what is known of the call it answers.

@@ -3,7 +3,7 @@
 //! except the newest `keep_recent`. The cache is cold after such a gap anyway, so
 //! rewriting older messages costs nothing.
 
-use super::{main_arg, Change, Edit, Pass, View};
+use super::{keyed, main_arg, Edit, Pass, View};
 use crate::config::MicrocompactConfig;
 
 /// The configured placeholder with `{tool}` and `{arg}` filled in.
@@ -48,15 +48,11 @@ pub fn run(view: &View<'_>, cfg: &MicrocompactConfig) -> Vec<Edit> {
         .filter(|r| r.index < gap)
         .filter(|r| !view.is_placeholder(r.index, &cfg.cleared_message))
         .filter_map(|r| {
-            let text = placeholder(&cfg.cleared_message, r.tool, &main_arg(r.call));
+            let (text, key) = keyed(placeholder(&cfg.cleared_message, r.tool, &main_arg(r.call)));
             let tokens = view.tokens_with_text(r.index, &text);
             // A placeholder longer than the result saves nothing.
-            (tokens < view.tokens[r.index]).then(|| Edit {
-                index: r.index,
-                pass: Pass::TimeGap,
-                change: Change::Content(text),
-                tokens,
-            })
+            (tokens < view.tokens[r.index])
+                .then(|| Edit::content(r.index, Pass::TimeGap, text, key, tokens))
         })
         .collect()
 }

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::{committed_prefix, Change, Edit, Pass, View};
+use super::{committed_prefix, Change, Edit, Pass, Shortened, View};
 use crate::config::TruncateArgsConfig;
 use crate::cutoff::Size;
 use crate::message::Role;
@@ -97,6 +97,62 @@ fn window_start(view: &View<'_>, keep: Size) -> usize {
     }
 }
 
+/// The settings a shortening depends on.
+fn fingerprint(cfg: &TruncateArgsConfig, view: &View<'_>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (cfg.max_length, &cfg.truncation_text, cfg.truncate_all_tools).hash(&mut h);
+    let p = view.params;
+    (
+        p.chars_per_token.to_bits(),
+        p.extra_tokens_per_message.to_bits(),
+        p.count_name,
+    )
+        .hash(&mut h);
+    h.finish()
+}
+
+/// The edits shortening message `i`'s arguments, with its tokens after them.
+fn shorten_message(
+    settings: u64,
+    i: usize,
+    m: &crate::message::Message,
+    cfg: &TruncateArgsConfig,
+    view: &View<'_>,
+) -> Option<Shortened> {
+    let edits: Vec<Edit> = m
+        .tool_calls
+        .iter()
+        .enumerate()
+        .filter(|(_, call)| {
+            cfg.truncate_all_tools || FILE_WRITING_TOOLS.contains(&call.name.as_str())
+        })
+        .filter_map(|(ci, call)| {
+            let args = shorten_value(&call.args, cfg.max_length, &cfg.truncation_text)?;
+            Some(Edit {
+                index: i,
+                pass: Pass::TruncateArgs,
+                change: Change::ToolArgs { call: ci, args },
+                tokens: 0.0,
+                // The shortened arguments follow from the message, the call and the settings.
+                key: settings.rotate_left(7) ^ ci as u64,
+            })
+        })
+        .collect();
+    if edits.is_empty() {
+        return None;
+    }
+    let mut edited = m.clone();
+    for e in &edits {
+        e.apply(&mut edited);
+    }
+    let tokens = crate::tokens::measure(&edited).heuristic_tokens(view.params);
+    Some((
+        edits.into_iter().map(|e| Edit { tokens, ..e }).collect(),
+        tokens,
+    ))
+}
+
 pub fn run(view: &View<'_>, cfg: &TruncateArgsConfig) -> Vec<Edit> {
     let Some(trigger) = cfg.trigger else {
         return Vec::new();
@@ -105,39 +161,28 @@ pub fn run(view: &View<'_>, cfg: &TruncateArgsConfig) -> Vec<Edit> {
         return Vec::new();
     }
     let start = window_start(view, cfg.keep);
+    let settings = fingerprint(cfg, view);
     // Candidate messages in order, with their edits and what they save.
     let mut candidates: Vec<(Vec<Edit>, f64)> = Vec::new();
     for (i, m) in view.msgs.iter().enumerate().take(start) {
-        if m.role != Role::Ai {
+        if m.role != Role::Ai || m.tool_calls.is_empty() {
             continue;
         }
-        let edits: Vec<Edit> = m
-            .tool_calls
-            .iter()
-            .enumerate()
-            .filter(|(_, call)| {
-                cfg.truncate_all_tools || FILE_WRITING_TOOLS.contains(&call.name.as_str())
-            })
-            .filter_map(|(ci, call)| {
-                let args = shorten_value(&call.args, cfg.max_length, &cfg.truncation_text)?;
-                Some(Edit {
-                    index: i,
-                    pass: Pass::TruncateArgs,
-                    change: Change::ToolArgs { call: ci, args },
-                    tokens: 0.0,
-                })
-            })
-            .collect();
-        if edits.is_empty() {
-            continue;
+        let memo = &view.memo[i].truncated;
+        let shortened = match memo.get() {
+            Some((fp, done)) if *fp == settings => done.clone(),
+            _ => {
+                let done = shorten_message(settings, i, m, cfg, view);
+                // Kept for later turns (unless made under other settings earlier).
+                let _ = memo.set((settings, done.clone()));
+                done
+            }
+        };
+        if let Some((edits, tokens)) = shortened {
+            // The message may sit elsewhere than when this was worked out.
+            let edits = edits.into_iter().map(|e| Edit { index: i, ..e }).collect();
+            candidates.push((edits, view.tokens[i] - tokens));
         }
-        let mut edited = (*m).clone();
-        for e in &edits {
-            e.apply(&mut edited);
-        }
-        let tokens = crate::tokens::measure(&edited).heuristic_tokens(view.params);
-        let edits = edits.into_iter().map(|e| Edit { tokens, ..e }).collect();
-        candidates.push((edits, view.tokens[i] - tokens));
     }
     let n = committed_prefix(candidates.iter().map(|c| c.1), cfg.min_batch_tokens as f64);
     candidates.into_iter().take(n).flat_map(|c| c.0).collect()
