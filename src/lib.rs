@@ -456,7 +456,8 @@ mod _core {
             ),
             Change::ToolArgs { call, args } => (
                 "tool_args",
-                pythonize::pythonize(py, args).map_err(|e| PyValueError::new_err(e.to_string()))?,
+                pythonize::pythonize(py, &**args)
+                    .map_err(|e| PyValueError::new_err(e.to_string()))?,
                 Some(*call),
             ),
         };

@@ -2,9 +2,7 @@
 //! again, the earlier result is replaced by a pointer to the newer one. The newest
 //! read of each file always stays.
 
-use std::collections::HashMap;
-
-use super::{committed_prefix, keyed, main_arg, Edit, Pass, View, SUPERSEDED};
+use super::{committed_prefix, keyed, main_arg, Edit, FastMap, Pass, View, SUPERSEDED};
 use crate::config::DedupeConfig;
 
 /// The placeholder for a read that was repeated later.
@@ -18,7 +16,7 @@ pub fn run(view: &View<'_>, cfg: &DedupeConfig, gap_template: &str) -> Vec<Edit>
     }
     // Candidates in the order they became candidates: when the repeat arrived. That
     // order only ever grows at its end, which keeps the batches stable.
-    let mut last: HashMap<(&str, &str), usize> = HashMap::new();
+    let mut last: FastMap<(&str, &str), usize> = FastMap::default();
     let mut candidates: Vec<(Edit, f64)> = Vec::new();
     for r in view.results {
         if !cfg.tools.contains(r.tool) {

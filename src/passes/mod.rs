@@ -15,6 +15,7 @@ pub mod time_gap;
 pub mod truncate_args;
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
@@ -63,7 +64,7 @@ pub enum Change {
     /// out every turn without copying).
     Content(Arc<str>),
     /// `tool_calls[call].args` becomes this value.
-    ToolArgs { call: usize, args: Value },
+    ToolArgs { call: usize, args: Arc<Value> },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -112,7 +113,7 @@ impl Edit {
             Change::Content(text) => m.content = Content::Text(text.as_ref().into()),
             Change::ToolArgs { call, args } => {
                 if let Some(c) = m.tool_calls.get_mut(*call) {
-                    c.args = args.clone();
+                    c.args = Value::clone(args);
                 }
             }
         }
@@ -167,9 +168,34 @@ pub struct ToolResult<'a> {
     pub caller: Option<usize>,
 }
 
+/// A small fast hash for short keys (call ids, argument texts) that come from the
+/// conversation, not from an adversary choosing collisions; the maps keyed by them
+/// are rebuilt every turn.
+#[derive(Default)]
+pub struct FastHasher(u64);
+
+impl Hasher for FastHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        let (chunks, rest) = bytes.as_chunks::<8>();
+        for c in chunks {
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(*c)).wrapping_mul(K);
+        }
+        for &b in rest {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
+
 /// Every `ToolMessage` in order, with its call when the call is in the conversation.
 pub fn tool_results<'a>(msgs: &[&'a Message]) -> Vec<ToolResult<'a>> {
-    let mut calls: HashMap<&str, (usize, &ToolCall)> = HashMap::new();
+    let mut calls: FastMap<&str, (usize, &ToolCall)> = FastMap::default();
     let mut out = Vec::new();
     for (i, m) in msgs.iter().enumerate() {
         if m.role == Role::Ai {

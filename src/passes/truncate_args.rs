@@ -132,7 +132,10 @@ fn shorten_message(
             Some(Edit {
                 index: i,
                 pass: Pass::TruncateArgs,
-                change: Change::ToolArgs { call: ci, args },
+                change: Change::ToolArgs {
+                    call: ci,
+                    args: std::sync::Arc::new(args),
+                },
                 tokens: 0.0,
                 // The shortened arguments follow from the message, the call and the settings.
                 key: settings.rotate_left(7) ^ ci as u64,
