@@ -25,7 +25,7 @@ import statistics
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import fastcompact
 from fastcompact.samples import coding_session
@@ -53,14 +53,15 @@ def _tools() -> list[Any]:
 TOOLS = _tools()
 
 
-class Side:
-    name = ""
+class Side(Protocol):
+    """One implementation under test: the model input it makes of a conversation."""
 
-    def view(self, msgs: list[Any]) -> list[Any]:
-        raise NotImplementedError
+    name: str
+
+    def view(self, msgs: list[Any]) -> list[Any]: ...
 
 
-class FastCompact(Side):
+class FastCompact:
     name = "fastcompact"
 
     def __init__(self) -> None:
@@ -73,7 +74,7 @@ class FastCompact(Side):
         return view
 
 
-class CompactMiddleware(Side):
+class CompactMiddleware:
     name = "compact-middleware"
 
     def __init__(self) -> None:
@@ -90,7 +91,7 @@ class CompactMiddleware(Side):
         return self.evaluate(msgs, SYSTEM, TOOLS, self.config, WINDOW).messages
 
 
-class DeepAgents(Side):
+class DeepAgents:
     name = "deepagents"
 
     def __init__(self) -> None:
