@@ -380,7 +380,8 @@ fn instance_dict<'py>(item: &Bound<'py, PyAny>) -> Option<Bound<'py, PyDict>> {
 }
 
 /// A send time from `additional_kwargs` or `response_metadata` (`timestamp`,
-/// `created_at`, `created`, `time`): seconds or milliseconds since the epoch.
+/// `created_at`, `created`, `time`): seconds or milliseconds since the epoch, or an
+/// ISO 8601 string.
 fn read_timestamp<'py>(fields: &Fields<'py>, py: Python<'py>) -> Option<f64> {
     for holder in [
         intern!(py, "additional_kwargs"),
@@ -395,6 +396,12 @@ fn read_timestamp<'py>(fields: &Fields<'py>, py: Python<'py>) -> Option<f64> {
                 continue;
             };
             if v.is_instance_of::<pyo3::types::PyBool>() {
+                continue;
+            }
+            if let Ok(s) = v.cast::<PyString>() {
+                if let Some(t) = s.to_str().ok().and_then(crate::message::parse_iso8601) {
+                    return Some(t);
+                }
                 continue;
             }
             if let Ok(t) = v.extract::<f64>() {

@@ -379,6 +379,58 @@ impl Message {
     }
 }
 
+/// Seconds since the epoch of an ISO 8601 date-time such as `2025-01-15T10:00:00Z`,
+/// `2025-01-15 10:00:00.250+02:00` or `2025-01-15T10:00:00` (taken as UTC).
+pub fn parse_iso8601(s: &str) -> Option<f64> {
+    let s = s.trim();
+    let num = |t: &str| -> Option<i64> {
+        (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| t.parse().ok())
+            .flatten()
+    };
+    let (date, rest) = s.split_at_checked(10)?;
+    let mut parts = date.split('-');
+    let (y, m, d) = (
+        num(parts.next()?)?,
+        num(parts.next()?)?,
+        num(parts.next()?)?,
+    );
+    if parts.next().is_some() || !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    let rest = rest.strip_prefix(['T', 't', ' '])?;
+    // Split off the zone: Z, or +HH:MM / -HH:MM after the time.
+    let (time, offset) = if let Some(t) = rest.strip_suffix(['Z', 'z']) {
+        (t, 0)
+    } else if let Some(at) = rest.rfind(['+', '-']) {
+        let (t, zone) = rest.split_at(at);
+        let sign = if zone.starts_with('-') { -1 } else { 1 };
+        let mut hm = zone[1..].split(':');
+        let (h, mi) = (num(hm.next()?)?, num(hm.next().unwrap_or("0"))?);
+        (t, sign * (h * 3600 + mi * 60))
+    } else {
+        (rest, 0)
+    };
+    let mut hms = time.split(':');
+    let (h, mi) = (num(hms.next()?)?, num(hms.next()?)?);
+    let sec: f64 = match hms.next() {
+        Some(sec) => sec.parse().ok().filter(|v: &f64| (0.0..61.0).contains(v))?,
+        None => 0.0,
+    };
+    if h > 23 || mi > 59 {
+        return None;
+    }
+    // Days since the epoch of a proleptic Gregorian date (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some((days * 86_400 + h * 3_600 + mi * 60 - offset) as f64 + sec)
+}
+
 /// Malformed input, located by message index and field.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InputError {
@@ -481,6 +533,24 @@ mod tests {
         assert_eq!(Usage::from_response_metadata(&json!({})), None);
         let zero = json!({"usage": {"input_tokens": 0, "output_tokens": 0}});
         assert_eq!(Usage::from_response_metadata(&zero), None);
+    }
+
+    #[test]
+    fn iso_dates_parse_to_epoch_seconds() {
+        assert_eq!(parse_iso8601("1970-01-01T00:00:00Z"), Some(0.0));
+        assert_eq!(parse_iso8601("2025-01-15T10:00:00Z"), Some(1_736_935_200.0));
+        assert_eq!(
+            parse_iso8601("2025-01-15 12:00:00+02:00"),
+            Some(1_736_935_200.0)
+        );
+        assert_eq!(
+            parse_iso8601("2025-01-15T10:00:00.5"),
+            Some(1_736_935_200.5)
+        );
+        assert_eq!(parse_iso8601("2024-02-29T00:00:00Z"), Some(1_709_164_800.0));
+        assert_eq!(parse_iso8601("yesterday"), None);
+        assert_eq!(parse_iso8601("2025-13-01T00:00:00Z"), None);
+        assert_eq!(parse_iso8601("2025-01-15"), None);
     }
 
     #[test]

@@ -168,6 +168,13 @@ def test_timestamps_are_read_from_messages():
     msgs[1].response_metadata["created"] = 1_001
     out = fastcompact.clear_after_gap(msgs, keep_recent=0)
     assert out[2].content.startswith("[Result cleared after an idle gap")
+    # ISO 8601 strings work too.
+    iso = [HumanMessage("a", additional_kwargs={"created_at": "2025-01-15T09:00:00Z"}), *msgs[1:3]]
+    iso.append(HumanMessage("b", additional_kwargs={"created_at": "2025-01-15T12:30:00+01:00"}))
+    iso[1] = iso[1].model_copy(update={"response_metadata": {"created": "2025-01-15T09:00:05Z"}})
+    assert fastcompact.clear_after_gap(iso, keep_recent=0)[2].content.startswith("[Result cleared")
+    iso[-1] = HumanMessage("b", additional_kwargs={"created_at": "2025-01-15T09:30:00Z"})
+    assert fastcompact.clear_after_gap(iso, keep_recent=0)[2] is iso[2]
 
 
 def test_plan_reports_passes_and_summary():
