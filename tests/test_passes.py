@@ -379,3 +379,23 @@ def test_model_view_equals_plan_plus_apply_and_reuses_objects():
     msgs[i] = msgs[i].model_copy()
     view3, _ = fastcompact.model_view(msgs, cfg, max_input_tokens=200_000)
     assert view3[i] is not view2[i] and _same(view3[i], view2[i])
+
+
+def test_remembered_work_never_changes_a_plan():
+    """A plan made with the cache of earlier turns equals one made from scratch, also
+    after a summary moved the same message objects to other indices."""
+    msgs = coding_session(300, seed=9)
+    cfg = CompactionConfig(
+        trigger=("tokens", 10**9),
+        truncate_args=TruncateArgsConfig(
+            trigger=("messages", 1), keep=("messages", 5), max_length=50, min_batch_tokens=0
+        ),
+        clearing=ClearingConfig(trigger=("messages", 1), keep_recent=2, clear_at_least=0),
+    )
+    plan(msgs, cfg, cache_key="thread-1")  # remembers per-message work
+    shifted = [HumanMessage("summary of the start"), *msgs[40:]]
+    warm = plan(shifted, cfg, cache_key="thread-1").edits
+    again = plan(shifted, cfg, cache_key="thread-1").edits  # same objects, same places
+    fastcompact.clear_cache()
+    cold = plan(shifted, cfg, cache_key="thread-1").edits
+    assert warm == again == cold and warm

@@ -139,6 +139,7 @@ def plan(
     timestamps: Sequence[float | None] | None = None,
     archive_paths: Sequence[str | None] | None = None,
     model: Any = None,
+    cache_key: str | None = None,
 ) -> Plan:
     """Run the cheap passes in order and decide whether a summary is still needed.
 
@@ -147,6 +148,8 @@ def plan(
     message; by default read from each message's ``additional_kwargs`` /
     ``response_metadata``) drive the time-gap pass. ``archive_paths`` (one per
     message) names where a result's full text is kept, for the budget pass's marker.
+    ``cache_key`` names the conversation (a thread id) for the cache of per-message
+    work; by default the first message's id stands for it.
 
     Example:
         >>> from fastcompact.samples import coding_session
@@ -156,7 +159,19 @@ def plan(
         >>> [s.name for s in p.passes]
         ['budget', 'truncate_args', 'clearing', 'dedupe', 'collapse', 'time_gap']
     """
-    raw = _run(messages, config, max_input_tokens, now, system, tools, timestamps, archive_paths, model, None)
+    raw = _run(
+        messages,
+        config,
+        max_input_tokens,
+        now,
+        system,
+        tools,
+        timestamps,
+        archive_paths,
+        model,
+        cache_key,
+        None,
+    )
     return _plan_of(raw, [Edit(*e) for e in raw["edits"]])
 
 
@@ -171,6 +186,7 @@ def model_view(
     timestamps: Sequence[float | None] | None = None,
     archive_paths: Sequence[str | None] | None = None,
     model: Any = None,
+    cache_key: str | None = None,
 ) -> tuple[list[Any], Plan]:
     """The messages as the model should see them this turn, and the plan's figures.
 
@@ -206,6 +222,7 @@ def _run(
     timestamps: Sequence[float | None] | None,
     archive_paths: Sequence[str | None] | None,
     model: Any,
+    cache_key: str | None,
     make_edited: Any,
 ) -> dict[str, Any]:
     cfg = config if config is not None else CompactionConfig()
@@ -218,7 +235,7 @@ def _run(
         use_usage=False,
         chars_per_token=None,
         model=model,
-        cache_key=None,
+        cache_key=cache_key,
     )
     return _core.plan(
         _as_list(messages),
