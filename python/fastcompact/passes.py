@@ -203,7 +203,17 @@ def model_view(
         (True, True)
     """
     raw = _run(
-        messages, config, max_input_tokens, now, system, tools, timestamps, archive_paths, model, _make_edited
+        messages,
+        config,
+        max_input_tokens,
+        now,
+        system,
+        tools,
+        timestamps,
+        archive_paths,
+        model,
+        cache_key,
+        _make_edited,
     )
     return raw["view"], _plan_of(raw, [])
 
