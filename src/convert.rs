@@ -999,7 +999,8 @@ pub fn conversation_key(key: Option<&str>, list: &Bound<'_, PyList>) -> u64 {
 /// before, fresh ones elsewhere.
 pub struct ReadSet {
     pub entries: Vec<Entry>,
-    /// `(index, message)` of each entry fully converted by this call.
+    /// `(index, message)` of each entry converted by this call that still needs its
+    /// BPE count.
     pub fresh: Vec<(usize, Arc<Message>)>,
 }
 
@@ -1054,7 +1055,9 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Vec<Entry>, want: Want)
             if want.message {
                 entry.message = Some(Arc::clone(&m));
             }
-            fresh.push((i, m));
+            if want.bpe.is_some() {
+                fresh.push((i, m));
+            }
             entry
         } else {
             let scanned = scan_message(&item, want.shape).map_err(|e| e.at(i))?;

@@ -131,6 +131,7 @@ mod _core {
         messages: &Bound<'_, PyAny>,
         opts: &Opts,
         shapes: bool,
+        messages_too: bool,
     ) -> Result<(u64, Counted), CoreInputError> {
         let enc = opts.encoding()?;
         let p = opts.params()?;
@@ -140,7 +141,7 @@ mod _core {
         let want = convert::Want {
             bpe: (enc != Encoding::Heuristic).then_some(enc),
             shape: shapes,
-            message: false,
+            message: messages_too,
         };
         let mut read = convert::read_with_cache(&list, cached, want)?;
         if enc != Encoding::Heuristic && !read.fresh.is_empty() {
@@ -190,14 +191,11 @@ mod _core {
         cache().put(key, counted.read.entries);
     }
 
-    fn parse_size(kind: &str, value: f64, field: &str) -> Result<Size, CoreInputError> {
-        Size::parse(kind, value, field)
-    }
-
     /// Total tokens of `messages` (plus system prompt and tools in `opts`).
     #[pyfunction]
     fn count_tokens(py: Python<'_>, messages: &Bound<'_, PyAny>, opts: Opts) -> PyResult<u64> {
-        let (key, counted) = count(py, messages, &opts, false).map_err(|e| input_error(py, e))?;
+        let (key, counted) =
+            count(py, messages, &opts, false, false).map_err(|e| input_error(py, e))?;
         let total = counted.total as u64;
         store(key, counted);
         Ok(total)
@@ -210,7 +208,8 @@ mod _core {
         messages: &Bound<'py, PyAny>,
         opts: Opts,
     ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
-        let (key, counted) = count(py, messages, &opts, true).map_err(|e| input_error(py, e))?;
+        let (key, counted) =
+            count(py, messages, &opts, true, false).map_err(|e| input_error(py, e))?;
         let shapes: Vec<_> = counted
             .read
             .entries
@@ -252,8 +251,8 @@ mod _core {
         opts: Opts,
     ) -> PyResult<usize> {
         let run = || -> Result<usize, CoreInputError> {
-            let keep = parse_size(&keep.0, keep.1, "keep")?;
-            let (key, counted) = count(py, messages, &opts, true)?;
+            let keep = Size::parse(&keep.0, keep.1, "keep")?;
+            let (key, counted) = count(py, messages, &opts, true, false)?;
             let shapes: Vec<_> = counted
                 .read
                 .entries
@@ -280,9 +279,9 @@ mod _core {
         let run = || -> Result<bool, CoreInputError> {
             let triggers = triggers
                 .iter()
-                .map(|(k, v)| parse_size(k, *v, "trigger"))
+                .map(|(k, v)| Size::parse(k, *v, "trigger"))
                 .collect::<Result<Vec<_>, _>>()?;
-            let (key, counted) = count(py, messages, &opts, false)?;
+            let (key, counted) = count(py, messages, &opts, false, false)?;
             let n = counted.per_message.len();
             let fired = cutoff::should_trigger(&triggers, n, counted.total, max_input_tokens);
             store(key, counted);
@@ -312,47 +311,34 @@ mod _core {
         let cfg: PlanConfig = pythonize::depythonize(config)
             .map_err(|e| input_error(py, CoreInputError::new(None, "config", e.to_string())))?;
         let p = opts.params().map_err(|e| input_error(py, e))?;
-        let list = convert::as_list(messages).map_err(|e| input_error(py, e))?;
-        let key = convert::conversation_key(opts.cache_key.as_deref(), &list);
-        let cached = cache().take(key);
-        let want = convert::Want {
-            bpe: None,
-            shape: false,
-            message: true,
-        };
-        let mut read =
-            convert::read_with_cache(&list, cached, want).map_err(|e| input_error(py, e))?;
-        let msgs: Vec<&Message> = read
+        // The heuristic counts (cached) and the converted messages (cached too).
+        let (key, mut counted) =
+            count(py, messages, &opts, false, true).map_err(|e| input_error(py, e))?;
+        let msgs: Vec<&Message> = counted
+            .read
             .entries
             .iter()
             .filter_map(|e| e.message.as_deref())
             .collect();
-        let mut fixed = tokens::tools_heuristic_tokens(&opts.tools, &p);
-        if let Some(system) = &opts.system {
-            let (m, _) = convert::read_message(system.bind(py)).map_err(|e| input_error(py, e))?;
-            fixed += tokens::measure(&m).heuristic_tokens(&p);
-        }
         let timestamps = timestamps.unwrap_or_else(|| msgs.iter().map(|m| m.timestamp).collect());
         let input = PlanInput {
-            tokens: read
-                .entries
-                .iter()
-                .map(|e| e.counts.tokens(Encoding::Heuristic, &p))
-                .collect(),
+            tokens: counted.per_message.clone(),
             msgs,
-            fixed,
+            fixed: counted.fixed,
             max_input_tokens,
             params: p,
             timestamps,
             now,
             archive: archive.unwrap_or_default(),
             shapes: Some(
-                read.entries
+                counted
+                    .read
+                    .entries
                     .iter()
                     .filter_map(|e| e.shape.as_deref())
                     .collect(),
             ),
-            memos: Some(read.entries.iter().map(|e| &e.memo).collect()),
+            memos: Some(counted.read.entries.iter().map(|e| &e.memo).collect()),
         };
         // A bug in a pass must not take the agent down: it becomes a Python error the
         // caller can handle (the middleware then sends the unedited view).
@@ -369,27 +355,23 @@ mod _core {
             })?;
         let out = plan_to_dict(py, &result, make_edited.is_none())?;
         if let Some(make) = make_edited {
-            let view = build_view(py, &mut read.entries, &result.edits, make)?;
+            let view = build_view(py, &mut counted.read.entries, &result.edits, make)?;
             out.set_item("view", view)?;
         }
         // Where the tokens go, from the counts already at hand (for `plan()`'s
         // picture; the model-view path does without).
-        let shapes: Vec<_> = read
+        let shapes: Vec<_> = counted
+            .read
             .entries
             .iter()
             .filter_map(|e| e.shape.as_deref())
             .collect();
-        let per_message: Vec<f64> = read
-            .entries
-            .iter()
-            .map(|e| e.counts.tokens(Encoding::Heuristic, &p))
-            .collect();
-        if make_edited.is_none() && shapes.len() == per_message.len() {
-            let b = tokens::breakdown(&shapes, &per_message);
+        if make_edited.is_none() && shapes.len() == counted.per_message.len() {
+            let b = tokens::breakdown(&shapes, &counted.per_message);
             out.set_item("per_role", to_int_map(&b.per_role))?;
             out.set_item("per_tool", to_int_map(&b.per_tool))?;
         }
-        cache().put(key, read.entries);
+        store(key, counted);
         Ok(out)
     }
 
