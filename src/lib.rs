@@ -390,21 +390,24 @@ mod _core {
         edits: &[crate::passes::Edit],
         make: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, pyo3::types::PyList>> {
-        use std::hash::{Hash, Hasher};
-        let mut by_index: BTreeMap<usize, Vec<&crate::passes::Edit>> = BTreeMap::new();
-        for e in edits {
-            by_index.entry(e.index).or_default().push(e);
-        }
+        use std::hash::Hasher;
+        // Edits come pass by pass; a stable sort groups them by message, in pass order.
+        let mut sorted: Vec<&crate::passes::Edit> = edits.iter().collect();
+        sorted.sort_by_key(|e| e.index);
+        let mut pending = sorted.as_slice();
         let mut items: Vec<Bound<'py, PyAny>> = Vec::with_capacity(entries.len());
         for (i, entry) in entries.iter_mut().enumerate() {
-            let Some(group) = by_index.get(&i) else {
+            let len = pending.iter().take_while(|e| e.index == i).count();
+            let (group, rest) = pending.split_at(len);
+            pending = rest;
+            if group.is_empty() {
                 entry.edited = None;
                 items.push(entry.object(py).clone());
                 continue;
-            };
-            let mut h = std::collections::hash_map::DefaultHasher::new();
+            }
+            let mut h = crate::passes::FastHasher::default();
             for e in group {
-                edit_fingerprint(e).hash(&mut h);
+                h.write_u64(edit_fingerprint(e));
             }
             let fingerprint = h.finish();
             if let Some((fp, obj)) = &entry.edited {

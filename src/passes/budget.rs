@@ -2,8 +2,6 @@
 //! tail with a marker saying how much was cut and where the full text is; the results
 //! answering one AI message are held to `per_message_chars` together.
 
-use std::collections::BTreeMap;
-
 use super::{is_placeholder, keyed, Edit, Pass, View};
 use crate::config::BudgetConfig;
 use crate::message::Content;
@@ -44,40 +42,44 @@ pub fn run(view: &View<'_>, cfg: &BudgetConfig, gap_template: &str) -> Vec<Edit>
     if !cfg.enabled {
         return Vec::new();
     }
-    // (index, characters kept so far), grouped by the AI message they answer. Only
-    // lengths here: texts are read for the few results that get cut.
-    let mut groups: BTreeMap<usize, Vec<(usize, usize)>> = BTreeMap::new();
-    let mut cut: BTreeMap<usize, usize> = BTreeMap::new();
+    // (group, index, characters kept so far), a group being the AI message the
+    // results answer. Only lengths here: texts are read for the few results cut.
+    let mut kept: Vec<(usize, usize, usize)> = Vec::with_capacity(view.results.len());
+    let mut cut: Vec<(usize, usize)> = Vec::new();
     for r in view.results {
         let chars = match (&view.overrides[r.index], &view.msgs[r.index].content) {
             (Some(text), _) => text.chars().count(),
             (None, Content::Text(text)) => text.chars(),
             (None, Content::Blocks(_)) => continue,
         };
-        let kept = if chars > cfg.per_tool_chars {
-            cut.insert(r.index, cfg.file_preview_chars);
+        let k = if chars > cfg.per_tool_chars {
+            cut.push((r.index, cfg.file_preview_chars));
             cfg.file_preview_chars
         } else {
             chars
         };
-        groups
-            .entry(r.caller.unwrap_or(usize::MAX - r.index))
-            .or_default()
-            .push((r.index, kept));
+        kept.push((r.caller.unwrap_or(usize::MAX - r.index), r.index, k));
     }
-    for results in groups.values_mut() {
+    // Results mostly follow their call, so this is nearly sorted already.
+    kept.sort_unstable();
+    for group in kept.chunk_by_mut(|a, b| a.0 == b.0) {
+        let mut total: usize = group.iter().map(|r| r.2).sum();
+        if total <= cfg.per_message_chars {
+            continue;
+        }
         // Cut the largest results of the turn until it fits.
-        let mut total: usize = results.iter().map(|r| r.1).sum();
-        results.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        for r in results.iter_mut() {
-            if total <= cfg.per_message_chars || r.1 <= cfg.file_preview_chars {
+        group.sort_by(|a, b| b.2.cmp(&a.2).then(a.1.cmp(&b.1)));
+        for r in group.iter_mut() {
+            if total <= cfg.per_message_chars || r.2 <= cfg.file_preview_chars {
                 break;
             }
-            total -= r.1 - cfg.file_preview_chars;
-            r.1 = cfg.file_preview_chars;
-            cut.insert(r.0, cfg.file_preview_chars);
+            total -= r.2 - cfg.file_preview_chars;
+            r.2 = cfg.file_preview_chars;
+            cut.push((r.1, cfg.file_preview_chars));
         }
     }
+    cut.sort_unstable();
+    cut.dedup_by_key(|c| c.0);
     cut.into_iter()
         .filter_map(|(index, keep)| {
             let text = view.text(index)?;

@@ -2,7 +2,7 @@
 //! of the listed tools older than the newest `keep_recent` become a one-line
 //! placeholder naming the call, in batches worth `clear_at_least` tokens.
 
-use super::{committed_prefix, keyed, main_arg, Edit, Pass, View, CLEARED};
+use super::{committed_prefix, keyed, main_arg, tool_flags, Edit, Pass, View, CLEARED};
 use crate::config::ClearingConfig;
 
 /// The placeholder for a cleared result of `tool` called with `arg`.
@@ -14,10 +14,14 @@ pub fn run(view: &View<'_>, cfg: &ClearingConfig, gap_template: &str) -> Vec<Edi
     if !cfg.enabled || !view.reached(cfg.trigger) {
         return Vec::new();
     }
+    let listed = tool_flags(view.results, |t| {
+        cfg.tools.contains(t) && !cfg.exclude_tools.contains(t)
+    });
     let eligible: Vec<_> = view
         .results
         .iter()
-        .filter(|r| cfg.tools.contains(r.tool) && !cfg.exclude_tools.contains(r.tool))
+        .zip(listed)
+        .filter_map(|(r, listed)| listed.then_some(r))
         .collect();
     let old = eligible.len().saturating_sub(cfg.keep_recent);
     let candidates: Vec<(Edit, f64)> = eligible[..old]

@@ -2,9 +2,9 @@
 //! (an AI message calling only such tools, then exactly its results) older than the
 //! recent window has its results folded into a one-line note on the first result.
 
-use std::collections::HashSet;
-
-use super::{committed_prefix, keyed, main_arg, Edit, Pass, View, COLLAPSED, COLLAPSED_MEMBER};
+use super::{
+    committed_prefix, keyed, main_arg, Edit, FastMap, Pass, View, COLLAPSED, COLLAPSED_MEMBER,
+};
 use crate::config::CollapseConfig;
 use crate::message::Role;
 
@@ -35,29 +35,33 @@ pub fn member() -> String {
 
 /// A read/search step starting at `i`: the AI message and its results. Returns the
 /// index after the step.
-fn step_end(view: &View<'_>, i: usize, tools: &HashSet<&str>) -> Option<usize> {
+fn step_end(view: &View<'_>, i: usize, is_listed: &mut impl FnMut(&str) -> bool) -> Option<usize> {
     let m = view.msgs.get(i)?;
     if m.role != Role::Ai || m.tool_calls.is_empty() {
         return None;
     }
-    if !m.tool_calls.iter().all(|c| tools.contains(c.name.as_str())) {
+    if !m.tool_calls.iter().all(|c| is_listed(c.name.as_str())) {
         return None;
     }
-    let ids: HashSet<&str> = m
-        .tool_calls
-        .iter()
-        .filter_map(|c| c.id.as_deref())
-        .collect();
-    if ids.len() != m.tool_calls.len() {
+    // Steps are short: sorted small vectors beat hash sets here.
+    let mut ids: Vec<&str> = Vec::with_capacity(m.tool_calls.len());
+    for c in &m.tool_calls {
+        ids.push(c.id.as_deref()?);
+    }
+    ids.sort_unstable();
+    if ids.windows(2).any(|w| w[0] == w[1]) {
         return None;
     }
     let end = i + 1 + ids.len();
     let results = view.msgs.get(i + 1..end)?;
-    let answered: HashSet<&str> = results
-        .iter()
-        .filter(|r| r.role == Role::Tool)
-        .filter_map(|r| r.tool_call_id.as_deref())
-        .collect();
+    let mut answered: Vec<&str> = Vec::with_capacity(results.len());
+    for r in results {
+        if r.role != Role::Tool {
+            return None;
+        }
+        answered.push(r.tool_call_id.as_deref()?);
+    }
+    answered.sort_unstable();
     (answered == ids).then_some(end)
 }
 
@@ -65,7 +69,15 @@ pub fn run(view: &View<'_>, cfg: &CollapseConfig, gap_template: &str) -> Vec<Edi
     if !cfg.enabled || !view.reached(cfg.trigger) {
         return Vec::new();
     }
-    let tools: HashSet<&str> = cfg.collapse_tools.iter().map(String::as_str).collect();
+    let mut seen: FastMap<String, bool> = FastMap::default();
+    let mut is_listed = |name: &str| match seen.get(name) {
+        Some(&listed) => listed,
+        None => {
+            let listed = cfg.collapse_tools.contains(name);
+            seen.insert(name.to_owned(), listed);
+            listed
+        }
+    };
     let limit = view.msgs.len().saturating_sub(cfg.keep_recent_messages);
     // The call a result answers, named only for the runs that collapse.
     let name = |index: usize| {
@@ -82,7 +94,7 @@ pub fn run(view: &View<'_>, cfg: &CollapseConfig, gap_template: &str) -> Vec<Edi
     let mut i = 0;
     while i < view.msgs.len() {
         let mut members: Vec<usize> = Vec::new();
-        while let Some(end) = step_end(view, i, &tools) {
+        while let Some(end) = step_end(view, i, &mut is_listed) {
             members.extend(i + 1..end);
             i = end;
         }

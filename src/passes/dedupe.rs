@@ -2,7 +2,7 @@
 //! again, the earlier result is replaced by a pointer to the newer one. The newest
 //! read of each file always stays.
 
-use super::{committed_prefix, keyed, main_arg, Edit, FastMap, Pass, View, SUPERSEDED};
+use super::{committed_prefix, keyed, main_arg, tool_flags, Edit, FastMap, Pass, View, SUPERSEDED};
 use crate::config::DedupeConfig;
 
 /// The placeholder for a read that was repeated later.
@@ -18,8 +18,9 @@ pub fn run(view: &View<'_>, cfg: &DedupeConfig, gap_template: &str) -> Vec<Edit>
     // order only ever grows at its end, which keeps the batches stable.
     let mut last: FastMap<(&str, &str), usize> = FastMap::default();
     let mut candidates: Vec<(Edit, f64)> = Vec::new();
-    for r in view.results {
-        if !cfg.tools.contains(r.tool) {
+    let listed = tool_flags(view.results, |t| cfg.tools.contains(t));
+    for (r, listed) in view.results.iter().zip(listed) {
+        if !listed {
             continue;
         }
         let Some(call) = r.call else { continue };

@@ -196,7 +196,8 @@ pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
 /// Every `ToolMessage` in order, with its call when the call is in the conversation.
 pub fn tool_results<'a>(msgs: &[&'a Message]) -> Vec<ToolResult<'a>> {
     let mut calls: FastMap<&str, (usize, &ToolCall)> = FastMap::default();
-    let mut out = Vec::new();
+    calls.reserve(msgs.len() / 2);
+    let mut out = Vec::with_capacity(msgs.len() / 2);
     for (i, m) in msgs.iter().enumerate() {
         if m.role == Role::Ai {
             for c in &m.tool_calls {
@@ -321,10 +322,22 @@ pub const COLLAPSED_MEMBER: &str = "[Collapsed into the note on ";
 /// configurable time-gap placeholder.
 pub fn is_placeholder(text: &str, gap_template: &str) -> bool {
     let gap_prefix = gap_template.split('{').next().unwrap_or(gap_template);
-    [CLEARED, SUPERSEDED, COLLAPSED, COLLAPSED_MEMBER]
-        .iter()
-        .any(|p| text.starts_with(p))
+    // All fixed placeholders open with a bracket: most texts are ruled out at once.
+    (text.starts_with('[')
+        && [CLEARED, SUPERSEDED, COLLAPSED, COLLAPSED_MEMBER]
+            .iter()
+            .any(|p| text.starts_with(p)))
         || (!gap_prefix.is_empty() && text.starts_with(gap_prefix))
+}
+
+/// Per tool result, whether its tool passes `test`; each distinct name is tested once
+/// (a conversation calls few tools many times).
+pub fn tool_flags(results: &[ToolResult<'_>], test: impl Fn(&str) -> bool) -> Vec<bool> {
+    let mut seen: FastMap<&str, bool> = FastMap::default();
+    results
+        .iter()
+        .map(|r| *seen.entry(r.tool).or_insert_with(|| test(r.tool)))
+        .collect()
 }
 
 /// How many leading items are covered by complete batches: a batch closes once the

@@ -3,7 +3,7 @@
 //! except the newest `keep_recent`. The cache is cold after such a gap anyway, so
 //! rewriting older messages costs nothing.
 
-use super::{keyed, main_arg, Edit, Pass, View};
+use super::{keyed, main_arg, tool_flags, Edit, Pass, View};
 use crate::config::MicrocompactConfig;
 
 /// The configured placeholder with `{tool}` and `{arg}` filled in.
@@ -37,10 +37,12 @@ pub fn run(view: &View<'_>, cfg: &MicrocompactConfig) -> Vec<Edit> {
     let Some(gap) = last_gap(view.timestamps, view.now, cfg.gap_threshold_minutes * 60.0) else {
         return Vec::new();
     };
+    let listed = tool_flags(view.results, |t| cfg.compactable_tools.contains(t));
     let compactable: Vec<_> = view
         .results
         .iter()
-        .filter(|r| cfg.compactable_tools.contains(r.tool))
+        .zip(listed)
+        .filter_map(|(r, listed)| listed.then_some(r))
         .collect();
     let kept_from = compactable.len().saturating_sub(cfg.keep_recent);
     compactable[..kept_from]
