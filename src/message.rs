@@ -54,6 +54,9 @@ impl Role {
 #[derive(Clone)]
 pub struct Text {
     chars: usize,
+    /// The first byte (0 when empty), kept so that prefix checks on a long
+    /// conversation need not touch every text's storage.
+    first: u8,
     data: Arc<dyn AsRef<str> + Send + Sync>,
 }
 
@@ -63,7 +66,14 @@ impl Text {
     /// `chars` must equal `data.as_ref().chars().count()`; the converter gets it for
     /// free from Python, which stores a string's length.
     pub fn with_len(data: Arc<dyn AsRef<str> + Send + Sync>, chars: usize) -> Self {
-        Text { chars, data }
+        let first = (*data).as_ref().as_bytes().first().copied().unwrap_or(0);
+        Text { chars, first, data }
+    }
+
+    /// Whether the text may start with `prefix`: `false` is certain, `true` means
+    /// look at the text.
+    pub fn may_start_with(&self, prefix: &str) -> bool {
+        prefix.as_bytes().first().is_none_or(|&b| b == self.first)
     }
 
     pub fn as_str(&self) -> &str {
@@ -83,10 +93,7 @@ impl Text {
 impl From<String> for Text {
     fn from(s: String) -> Self {
         let chars = s.chars().count();
-        Text {
-            chars,
-            data: Arc::new(s),
-        }
+        Text::with_len(Arc::new(s), chars)
     }
 }
 

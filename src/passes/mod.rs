@@ -166,6 +166,8 @@ pub struct ToolResult<'a> {
     pub call: Option<&'a ToolCall>,
     /// Index of the AI message that made the call.
     pub caller: Option<usize>,
+    /// The same number for the same tool name, counting from 0 in order of first use.
+    pub tool_id: usize,
 }
 
 /// A small fast hash for short keys (call ids, argument texts) that come from the
@@ -198,6 +200,7 @@ pub fn tool_results<'a>(msgs: &[&'a Message]) -> Vec<ToolResult<'a>> {
     let mut calls: FastMap<&str, (usize, &ToolCall)> = FastMap::default();
     calls.reserve(msgs.len() / 2);
     let mut out = Vec::with_capacity(msgs.len() / 2);
+    let mut names: FastMap<&str, usize> = FastMap::default();
     for (i, m) in msgs.iter().enumerate() {
         if m.role == Role::Ai {
             for c in &m.tool_calls {
@@ -216,11 +219,14 @@ pub fn tool_results<'a>(msgs: &[&'a Message]) -> Vec<ToolResult<'a>> {
             .filter(|n| !n.is_empty())
             .or(found.map(|(_, c)| c.name.as_str()))
             .unwrap_or("");
+        let next = names.len();
+        let tool_id = *names.entry(tool).or_insert(next);
         out.push(ToolResult {
             index: i,
             tool,
             call: found.map(|(_, c)| *c),
             caller: found.map(|(i, _)| *i),
+            tool_id,
         });
     }
     out
@@ -241,6 +247,14 @@ impl View<'_> {
 
     /// Whether message `i` now holds one of the passes' placeholders.
     pub fn is_placeholder(&self, i: usize, gap_template: &str) -> bool {
+        if let (Some(None), Some(m)) = (self.overrides.get(i), self.msgs.get(i)) {
+            if let Content::Text(t) = &m.content {
+                // Ruled out from the first byte, without reading the text itself.
+                if !t.may_start_with("[") && !t.may_start_with(gap_template) {
+                    return false;
+                }
+            }
+        }
         self.text(i)
             .is_some_and(|t| is_placeholder(t, gap_template))
     }
@@ -333,10 +347,15 @@ pub fn is_placeholder(text: &str, gap_template: &str) -> bool {
 /// Per tool result, whether its tool passes `test`; each distinct name is tested once
 /// (a conversation calls few tools many times).
 pub fn tool_flags(results: &[ToolResult<'_>], test: impl Fn(&str) -> bool) -> Vec<bool> {
-    let mut seen: FastMap<&str, bool> = FastMap::default();
+    let mut seen: Vec<Option<bool>> = Vec::new();
     results
         .iter()
-        .map(|r| *seen.entry(r.tool).or_insert_with(|| test(r.tool)))
+        .map(|r| {
+            if seen.len() <= r.tool_id {
+                seen.resize(r.tool_id + 1, None);
+            }
+            *seen[r.tool_id].get_or_insert_with(|| test(r.tool))
+        })
         .collect()
 }
 
