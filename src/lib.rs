@@ -10,6 +10,7 @@ pub mod passes;
 pub mod plan;
 pub mod printable;
 pub mod pyrepr;
+pub mod render;
 pub mod tokens;
 
 #[cfg(feature = "python")]
@@ -508,6 +509,40 @@ mod _core {
             })?;
         let text = text.to_owned();
         Ok(py.detach(move || tokens::bpe_text_tokens(enc, &text)))
+    }
+
+    /// The messages as a Markdown transcript, numbered from `first`.
+    #[pyfunction]
+    #[pyo3(signature = (messages, first=0))]
+    fn render_transcript(
+        py: Python<'_>,
+        messages: &Bound<'_, PyAny>,
+        first: usize,
+    ) -> PyResult<String> {
+        let msgs = convert::read_all(messages).map_err(|e| input_error(py, e))?;
+        let refs: Vec<&Message> = msgs.iter().collect();
+        Ok(py.detach(|| crate::render::transcript(&refs, first)))
+    }
+
+    /// The summary made without a language model.
+    #[pyfunction]
+    #[pyo3(signature = (messages, previous_summary, todos, max_chars))]
+    fn fallback_summary(
+        py: Python<'_>,
+        messages: &Bound<'_, PyAny>,
+        previous_summary: Option<String>,
+        todos: Vec<(String, String)>,
+        max_chars: usize,
+    ) -> PyResult<String> {
+        let msgs = convert::read_all(messages).map_err(|e| input_error(py, e))?;
+        let refs: Vec<&Message> = msgs.iter().collect();
+        let todos: Vec<crate::render::Todo> = todos
+            .into_iter()
+            .map(|(content, status)| crate::render::Todo { content, status })
+            .collect();
+        Ok(py.detach(|| {
+            crate::render::fallback_summary(&refs, previous_summary.as_deref(), &todos, max_chars)
+        }))
     }
 
     /// What the core reads from each message, as plain dicts.
