@@ -43,6 +43,7 @@ from fastcompact.helpers import (
     state_cutoff,
     token_breakdown,
 )
+from fastcompact.middleware import CompactionMiddleware, CompactionState, CompactionToolMiddleware
 from fastcompact.passes import (
     Edit,
     PassStats,
@@ -64,6 +65,9 @@ __all__ = [
     "ClearingConfig",
     "CollapseConfig",
     "CompactionConfig",
+    "CompactionMiddleware",
+    "CompactionState",
+    "CompactionToolMiddleware",
     "ContextSize",
     "DedupeConfig",
     "Edit",

@@ -1,0 +1,659 @@
+"""``CompactionMiddleware``: the cheap passes every model call and, when they are not
+enough, a summary; ``CompactionToolMiddleware``: the same compaction as a tool.
+
+Everything a conversation needs lives in the graph state (``_summarization_event`` in
+DeepAgents' shape, ``_fastcompact`` for counters and the last plan), so one instance
+serves many threads, subagents and processes, with any checkpointer.
+
+Example:
+    >>> from fastcompact import CompactionMiddleware
+    >>> mw = CompactionMiddleware(model="anthropic:claude-sonnet-4-6")
+    >>> mw.name
+    'SummarizationMiddleware'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Annotated, Any, NotRequired
+
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    AgentState,
+    ExtendedModelResponse,
+    ModelRequest,
+    ModelResponse,
+    PrivateStateAttr,
+)
+from langchain_core.messages import ToolMessage
+from langgraph.types import Command
+
+from fastcompact import storage, summarize
+from fastcompact.config import CompactionConfig
+from fastcompact.helpers import count_tokens, find_cutoff
+from fastcompact.passes import Plan, model_view
+
+logger = logging.getLogger("fastcompact")
+
+EVENT_KEY = "_summarization_event"
+STATE_KEY = "_fastcompact"
+
+# A compaction is committed only if the new view is this far below the trigger.
+COMMIT_MARGIN = 0.10
+# After a compaction that could not be committed, wait this many new messages.
+BACKOFF_MESSAGES = 10
+# After the summarizer failed `max_consecutive_failures` times in a row, the fallback
+# summary is used until the conversation has grown by this many messages.
+COOLDOWN_MESSAGES = 50
+# The fallback summary's share of the window, in characters (about 4 per token).
+FALLBACK_SHARE = 0.05
+
+
+class CompactionState(AgentState):
+    """The graph state the middleware adds: private channels, never shown to the model."""
+
+    _summarization_event: Annotated[NotRequired[dict[str, Any] | None], PrivateStateAttr]
+    _fastcompact: Annotated[NotRequired[dict[str, Any] | None], PrivateStateAttr]
+
+
+def _transformers() -> tuple[Any, ...]:
+    try:
+        from langchain.agents.middleware.internal_call_transformer import InternalCallTransformer
+    except ImportError:  # langchain without stream transformers
+        return ()
+    return (InternalCallTransformer,)
+
+
+@dataclasses.dataclass
+class _Turn:
+    """One model call's reading of the state."""
+
+    raw: list[Any]
+    event: dict[str, Any] | None
+    prior_cutoff: int
+    effective: list[Any]
+    view: list[Any]
+    plan: Plan
+    window: int | None
+    counters: dict[str, Any]
+
+
+@dataclasses.dataclass
+class _Draft:
+    """A compaction worked out, before its I/O (summary call, archive, file reads)."""
+
+    cut: int
+    state_cutoff: int
+    leaving: list[Any]
+    span: list[Any]
+    kept: list[Any]
+    thread: str
+    number: int
+    previous_summary: str | None
+    todos: list[Any]
+    reads: list[str]
+    use_llm: bool
+    forced: bool
+
+
+@dataclasses.dataclass
+class _Outcome:
+    view: list[Any]
+    update: dict[str, Any]
+    committed: bool
+    info: dict[str, Any]
+
+
+def _valid_event(event: Any, n: int) -> dict[str, Any] | None:
+    """The prior event when it can be trusted; a malformed one is ignored (the whole raw
+    history is sent instead, so nothing is lost)."""
+    if event is None:
+        return None
+    try:
+        cutoff = event["cutoff_index"]
+        summary = event["summary_message"]
+    except (KeyError, TypeError):
+        logger.warning("fastcompact: ignoring a malformed %s: %r", EVENT_KEY, event)
+        return None
+    if not isinstance(cutoff, int) or isinstance(cutoff, bool) or not 0 <= cutoff <= n or summary is None:
+        logger.warning("fastcompact: ignoring %s with cutoff_index %r for %d messages", EVENT_KEY, cutoff, n)
+        return None
+    return dict(event)
+
+
+def _window(model: Any) -> int | None:
+    profile = getattr(model, "profile", None)
+    if isinstance(profile, Mapping):
+        value = profile.get("max_input_tokens")
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def _thread() -> str:
+    try:
+        from langgraph.config import get_config
+
+        configurable = get_config().get("configurable", {})
+    except (RuntimeError, ImportError):
+        return "default"
+    thread = configurable.get("thread_id")
+    return str(thread) if thread else "default"
+
+
+def _thresholds(resolved: Mapping[str, Any], window: int | None) -> tuple[float | None, float | None]:
+    """(token threshold, message threshold) of the summary trigger: the lowest of each."""
+    tokens: list[float] = []
+    messages: list[float] = []
+    for kind, value in resolved["trigger"]:
+        if kind == "tokens":
+            tokens.append(float(value))
+        elif kind == "fraction" and window is not None:
+            tokens.append(float(value) * window)
+        elif kind == "messages":
+            messages.append(float(value))
+    return (min(tokens) if tokens else None, min(messages) if messages else None)
+
+
+def _plan_info(plan: Plan) -> dict[str, Any]:
+    return {
+        "tokens_before": plan.tokens_before,
+        "tokens_after": plan.tokens_after,
+        "passes": [
+            {
+                "name": p.name,
+                "tokens_before": p.tokens_before,
+                "tokens_after": p.tokens_after,
+                "edits": p.edits,
+            }
+            for p in plan.passes
+        ],
+        "summary_needed": plan.summary_needed,
+    }
+
+
+def _emit(payload: dict[str, Any]) -> None:
+    """A LangGraph custom stream event, when running inside a graph."""
+    try:
+        from langgraph.config import get_stream_writer
+
+        get_stream_writer()({"fastcompact": payload})
+    except Exception:  # outside a graph, or no writer
+        pass
+
+
+class CompactionMiddleware(AgentMiddleware):
+    """Keeps an agent inside its context window.
+
+    Every model call: the effective view is rebuilt from the state's last compaction
+    event, the core plans the cheap passes, and the model gets the edited view. When
+    that is still over the trigger, the older span is archived through ``backend``,
+    summarized, and replaced by a summary message (with recently read files and the todo
+    list restored); the event goes to the graph state.
+
+    Args:
+        model: The model that writes summaries (a chat model or ``"provider:name"``);
+            ``None`` uses the agent's own model.
+        summary_model: Overrides ``model`` for summaries.
+        backend: A DeepAgents backend (or a factory taking the runtime) for the
+            history archive and file restoration; ``None`` archives nothing.
+        config: A :class:`~fastcompact.CompactionConfig`; fields left out follow the
+            DeepAgents defaults for the agent's model.
+
+    Its ``name`` is ``"SummarizationMiddleware"``, so ``create_deep_agent(middleware=[mw])``
+    puts it in place of the built-in summarizer (main agent and general-purpose
+    subagent) instead of adding a second one.
+
+    Example:
+        >>> from fastcompact import CompactionConfig, CompactionMiddleware
+        >>> mw = CompactionMiddleware(config=CompactionConfig(trigger=("tokens", 100_000)))
+        >>> mw.config.trigger
+        ('tokens', 100000)
+    """
+
+    state_schema = CompactionState
+    transformers = _transformers()
+
+    def __init__(
+        self,
+        model: Any = None,
+        *,
+        summary_model: Any = None,
+        backend: Any = None,
+        config: CompactionConfig | None = None,
+    ) -> None:
+        super().__init__()
+        if config is not None and not isinstance(config, CompactionConfig):
+            raise ValueError(f"config: expected a fastcompact.CompactionConfig, got {type(config).__name__}")
+        for label, value in (("model", model), ("summary_model", summary_model)):
+            if value is not None and not isinstance(value, str) and not hasattr(value, "invoke"):
+                raise ValueError(
+                    f"{label}: expected a chat model or a 'provider:name' string, got {type(value).__name__}"
+                )
+        self.model = model
+        self.summary_model = summary_model
+        self.backend = backend
+        self.config = config if config is not None else CompactionConfig()
+        self.tools = []
+        # Resolved "provider:name" models; shared by every conversation.
+        self._models: dict[str, Any] = {}
+
+    @property
+    def name(self) -> str:
+        """``"SummarizationMiddleware"``: DeepAgents replaces its built-in by this name."""
+        return "SummarizationMiddleware"
+
+    # --- reading the state -------------------------------------------------------
+
+    def _turn(self, request: ModelRequest) -> _Turn:
+        raw = list(request.messages)
+        state = request.state if isinstance(request.state, Mapping) else {}
+        event = _valid_event(state.get(EVENT_KEY), len(raw))
+        prior = event["cutoff_index"] if event else 0
+        effective = [event["summary_message"], *raw[prior:]] if event else raw
+        window = _window(request.model)
+        view, plan = model_view(
+            effective,
+            self.config,
+            max_input_tokens=window,
+            system=request.system_message,
+            tools=request.tools,
+            model=request.model,
+        )
+        counters = state.get(STATE_KEY)
+        return _Turn(
+            raw=raw,
+            event=event,
+            prior_cutoff=prior,
+            effective=effective,
+            view=view,
+            plan=plan,
+            window=window,
+            counters=dict(counters) if isinstance(counters, Mapping) else {},
+        )
+
+    def _summarizer(self, request: ModelRequest) -> Any:
+        chosen = self.summary_model or self.model or request.model
+        if isinstance(chosen, str):
+            if chosen not in self._models:
+                from langchain.chat_models import init_chat_model
+
+                self._models[chosen] = init_chat_model(chosen)
+            return self._models[chosen]
+        return chosen
+
+    def _draft(
+        self, request: ModelRequest, turn: _Turn, *, forced: bool, cut: int | None = None
+    ) -> _Draft | None:
+        """Where to cut and what goes where, or ``None`` when nothing can be cut."""
+        if cut is None:
+            cut = turn.plan.summary_cutoff
+        if cut is None and forced:
+            cut = find_cutoff(
+                turn.view,
+                self.config.resolved(turn.window)["keep"],
+                turn.window,
+                model=request.model,
+            )
+        # Something must stay after the summary: at least the newest message.
+        if not cut or cut <= 0 or cut >= len(turn.view):
+            return None
+        state_cutoff = turn.prior_cutoff + cut - 1 if turn.event else cut
+        if state_cutoff <= turn.prior_cutoff:
+            return None
+        state = request.state if isinstance(request.state, Mapping) else {}
+        todos = state.get("todos") or []
+        restoration = self.config.restoration
+        leaving = turn.raw[turn.prior_cutoff : state_cutoff]
+        reads = (
+            storage.recent_reads(leaving, turn.raw[state_cutoff:], restoration.max_files)
+            if restoration.enabled
+            else []
+        )
+        paused_until = turn.counters.get("llm_paused_until") or 0
+        return _Draft(
+            cut=cut,
+            state_cutoff=state_cutoff,
+            leaving=leaving,
+            span=turn.view[:cut],
+            kept=turn.view[cut:],
+            thread=_thread(),
+            number=int(turn.counters.get("archives", 0)) + 1,
+            previous_summary=summarize.summary_text(turn.event["summary_message"]) if turn.event else None,
+            todos=list(todos) if isinstance(todos, list) and restoration.restore_plans else [],
+            reads=reads,
+            use_llm=len(turn.raw) >= paused_until
+            and (self.summary_model or self.model or request.model) is not None,
+            forced=forced,
+        )
+
+    def _fallback(self, turn: _Turn, draft: _Draft) -> str:
+        budget = int((turn.window or 200_000) * 4 * FALLBACK_SHARE)
+        span = [m for m in draft.span if not summarize.is_summary(m)]
+        return summarize.fallback(span, draft.previous_summary, draft.todos, budget)
+
+    def _finish(
+        self,
+        request: ModelRequest,
+        turn: _Turn,
+        draft: _Draft,
+        summary: str,
+        error: BaseException | None,
+        restored: list[tuple[str, str]],
+        path: str | None,
+    ) -> _Outcome:
+        """Build the summary message, check that it helps, and make the state update."""
+        cfg = self.config
+        counters = dict(turn.counters)
+        if draft.use_llm:
+            failures = 0 if error is None else int(counters.get("failures", 0)) + 1
+            counters["failures"] = failures
+            if failures >= cfg.max_consecutive_failures:
+                counters["llm_paused_until"] = len(turn.raw) + COOLDOWN_MESSAGES
+                counters["failures"] = 0
+        message = summarize.summary_message(
+            summary,
+            file_path=path,
+            restored_files=restored,
+            todos=draft.todos,
+            suppress_follow_up_questions=cfg.suppress_follow_up_questions,
+        )
+        view = [message, *draft.kept]
+        tokens = count_tokens(view, system=request.system_message, tools=request.tools, model=request.model)
+        resolved = cfg.resolved(turn.window)
+        token_limit, message_limit = _thresholds(resolved, turn.window)
+        if draft.forced:
+            fits = tokens < turn.plan.tokens_after
+        else:
+            fits = (token_limit is None or tokens <= token_limit * (1 - COMMIT_MARGIN)) and (
+                message_limit is None or len(view) <= message_limit * (1 - COMMIT_MARGIN)
+            )
+        info = {
+            "summarized_messages": len(draft.leaving),
+            "kept_messages": len(draft.kept),
+            "tokens_before": turn.plan.tokens_after,
+            "tokens_after": tokens,
+            "summarizer": "model" if error is None and draft.use_llm else "fallback",
+            "error": None if error is None else f"{type(error).__name__}: {error}",
+            "file_path": path,
+            "restored_files": [p for p, _ in restored],
+            "forced": draft.forced,
+        }
+        if not fits:
+            counters["backoff_until"] = len(turn.raw) + BACKOFF_MESSAGES
+            logger.warning(
+                "fastcompact: a summary would leave %d tokens, not enough below the trigger; not committed",
+                tokens,
+            )
+            return _Outcome(view=turn.view, update={STATE_KEY: counters}, committed=False, info=info)
+        if path is not None:
+            counters["archives"] = draft.number
+        counters.pop("backoff_until", None)
+        event = {
+            "cutoff_index": draft.state_cutoff,
+            "summary_message": message,
+            "file_path": path,
+            "created_at_index": len(turn.raw),
+            "fastcompact": {
+                **info,
+                "failures": counters.get("failures", 0),
+                "llm_paused_until": counters.get("llm_paused_until"),
+            },
+        }
+        return _Outcome(view=view, update={EVENT_KEY: event, STATE_KEY: counters}, committed=True, info=info)
+
+    # --- I/O, sync and async -------------------------------------------------------
+
+    def _compact(self, request: ModelRequest, turn: _Turn, draft: _Draft) -> _Outcome:
+        summary, error = None, None
+        if draft.use_llm:
+            try:
+                summary = summarize.summarize(
+                    self._summarizer(request),
+                    draft.span,
+                    custom_instructions=self.config.custom_instructions,
+                    retries=self.config.ptl_max_retries,
+                )
+            except Exception as e:
+                error = e
+                logger.warning(
+                    "fastcompact: the summarizer failed (%s: %s); using the fallback summary",
+                    type(e).__name__,
+                    e,
+                )
+        if summary is None:
+            summary = self._fallback(turn, draft)
+        backend = storage.resolve_backend(self.backend, request.runtime)
+        restored: list[tuple[str, str]] = []
+        if backend is not None and draft.reads:
+            r = self.config.restoration
+            restored = storage.restore_files(backend, draft.reads, r.per_file_chars, r.file_budget_chars)
+        outcome = self._finish(request, turn, draft, summary, error, restored, path=None)
+        if outcome.committed and backend is not None and draft.leaving:
+            text = storage.archive_text(draft.leaving, turn.prior_cutoff, draft.thread, draft.number)
+            path = storage.write_archive(
+                backend, self.config.history_path_prefix, draft.thread, draft.number, text
+            )
+            outcome = self._finish(request, turn, draft, summary, error, restored, path)
+        return outcome
+
+    async def _acompact(self, request: ModelRequest, turn: _Turn, draft: _Draft) -> _Outcome:
+        summary, error = None, None
+        if draft.use_llm:
+            try:
+                summary = await summarize.asummarize(
+                    self._summarizer(request),
+                    draft.span,
+                    custom_instructions=self.config.custom_instructions,
+                    retries=self.config.ptl_max_retries,
+                )
+            except Exception as e:
+                error = e
+                logger.warning(
+                    "fastcompact: the summarizer failed (%s: %s); using the fallback summary",
+                    type(e).__name__,
+                    e,
+                )
+        if summary is None:
+            summary = self._fallback(turn, draft)
+        backend = storage.resolve_backend(self.backend, request.runtime)
+        restored: list[tuple[str, str]] = []
+        if backend is not None and draft.reads:
+            r = self.config.restoration
+            restored = await storage.arestore_files(
+                backend, draft.reads, r.per_file_chars, r.file_budget_chars
+            )
+        outcome = self._finish(request, turn, draft, summary, error, restored, path=None)
+        if outcome.committed and backend is not None and draft.leaving:
+            text = storage.archive_text(draft.leaving, turn.prior_cutoff, draft.thread, draft.number)
+            path = await storage.awrite_archive(
+                backend, self.config.history_path_prefix, draft.thread, draft.number, text
+            )
+            outcome = self._finish(request, turn, draft, summary, error, restored, path)
+        return outcome
+
+    # --- the hooks -----------------------------------------------------------------
+
+    def _wants_summary(self, turn: _Turn) -> bool:
+        backoff = turn.counters.get("backoff_until") or 0
+        return turn.plan.summary_needed and turn.plan.summary_cutoff is not None and len(turn.raw) >= backoff
+
+    def _respond(self, response: Any, turn: _Turn, outcome: _Outcome | None) -> ExtendedModelResponse:
+        info = _plan_info(turn.plan)
+        update: dict[str, Any] = {}
+        counters = dict(turn.counters)
+        if outcome is not None:
+            update.update(outcome.update)
+            counters = dict(outcome.update.get(STATE_KEY, counters))
+            info["summary"] = outcome.info if outcome.committed else None
+        previous = turn.counters.get("last_plan") or {}
+        fired = [
+            p["name"]
+            for p, q in zip(info["passes"], previous.get("passes") or [], strict=False)
+            if p["edits"] > q["edits"]
+        ]
+        counters["last_plan"] = info
+        update[STATE_KEY] = counters
+        logger.debug("fastcompact plan: %s", info)
+        if fired or (outcome is not None and outcome.committed):
+            _emit({"plan": info, "passes_fired": fired})
+        return ExtendedModelResponse(model_response=response, command=Command(update=update))
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse | ExtendedModelResponse:
+        """Send the model the compacted view; summarize first when the passes are not enough."""
+        turn = self._turn(request)
+        outcome = None
+        if self._wants_summary(turn):
+            draft = self._draft(request, turn, forced=False)
+            if draft is not None:
+                outcome = self._compact(request, turn, draft)
+        view = outcome.view if outcome is not None else turn.view
+        try:
+            response = handler(request.override(messages=view))
+        except Exception as e:
+            # The provider says it did not fit: compact once, then let any error through.
+            if not summarize.is_prompt_too_long(e) or (outcome is not None and outcome.committed):
+                raise
+            draft = self._draft(request, turn, forced=True)
+            if draft is None:
+                raise
+            outcome = self._compact(request, turn, draft)
+            if not outcome.committed:
+                raise
+            response = handler(request.override(messages=outcome.view))
+        return self._respond(response, turn, outcome)
+
+    async def awrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
+    ) -> ModelResponse | ExtendedModelResponse:
+        """The async twin of :meth:`wrap_model_call`."""
+        turn = self._turn(request)
+        outcome = None
+        if self._wants_summary(turn):
+            draft = self._draft(request, turn, forced=False)
+            if draft is not None:
+                outcome = await self._acompact(request, turn, draft)
+        view = outcome.view if outcome is not None else turn.view
+        try:
+            response = await handler(request.override(messages=view))
+        except Exception as e:
+            if not summarize.is_prompt_too_long(e) or (outcome is not None and outcome.committed):
+                raise
+            draft = self._draft(request, turn, forced=True)
+            if draft is None:
+                raise
+            outcome = await self._acompact(request, turn, draft)
+            if not outcome.committed:
+                raise
+            response = await handler(request.override(messages=outcome.view))
+        return self._respond(response, turn, outcome)
+
+
+class CompactionToolMiddleware(AgentMiddleware):
+    """Adds a ``compact_conversation`` tool that compacts on request, once the
+    conversation has reached half of ``mw``'s trigger. It shares ``mw``'s settings and
+    state, and answers "nothing to compact", a line with the counts, or the error.
+
+    Example:
+        >>> from fastcompact import CompactionMiddleware, CompactionToolMiddleware
+        >>> tool_mw = CompactionToolMiddleware(CompactionMiddleware())
+        >>> [t.name for t in tool_mw.tools]
+        ['compact_conversation']
+    """
+
+    state_schema = CompactionState
+
+    def __init__(self, compaction: CompactionMiddleware) -> None:
+        super().__init__()
+        if not isinstance(compaction, CompactionMiddleware):
+            raise ValueError(f"expected a CompactionMiddleware, got {type(compaction).__name__}")
+        self.compaction = compaction
+        self.tools = [self._tool()]
+
+    def _tool(self) -> Any:
+        from langchain.tools import ToolRuntime
+        from langchain_core.tools import StructuredTool
+
+        def compact_conversation(runtime: ToolRuntime) -> Command:
+            return self._run(runtime)
+
+        async def acompact_conversation(runtime: ToolRuntime) -> Command:
+            return await self._arun(runtime)
+
+        return StructuredTool.from_function(
+            func=compact_conversation,
+            coroutine=acompact_conversation,
+            name="compact_conversation",
+            description=(
+                "Summarize the older part of this conversation to free context space. "
+                "The full text stays archived. Takes no arguments."
+            ),
+        )
+
+    def _request(self, runtime: Any) -> tuple[ModelRequest, _Turn, _Draft | None] | None:
+        """A model request standing in for the conversation at the tool call, its turn,
+        and the compaction draft (``None`` when there is nothing to compact)."""
+        mw = self.compaction
+        state = runtime.state if isinstance(runtime.state, Mapping) else {}
+        messages = list(state.get("messages") or [])
+        # The AI message that called this tool stays: its answer is not in the state yet.
+        raw = messages[:-1] if messages and getattr(messages[-1], "tool_calls", None) else messages
+        model = mw.model if mw.model is not None and not isinstance(mw.model, str) else None
+        request = ModelRequest(
+            model=model, messages=raw, system_message=None, tools=[], state=state, runtime=runtime
+        )
+        turn = mw._turn(request)
+        token_limit, message_limit = _thresholds(mw.config.resolved(turn.window), turn.window)
+        tokens = turn.plan.tokens_after
+        eligible = (token_limit is not None and tokens >= token_limit / 2) or (
+            message_limit is not None and len(turn.view) >= message_limit / 2
+        )
+        if not eligible:
+            return request, turn, None
+        cut = find_cutoff(turn.view, mw.config.resolved(turn.window)["keep"], turn.window)
+        return request, turn, mw._draft(request, turn, forced=False, cut=cut)
+
+    def _reply(
+        self, runtime: Any, turn: _Turn, outcome: _Outcome | None, error: BaseException | None
+    ) -> Command:
+        call_id = getattr(runtime, "tool_call_id", None) or ""
+        if error is not None:
+            text = f"Compaction failed: {type(error).__name__}: {error}"
+            return Command(update={"messages": [ToolMessage(text, tool_call_id=call_id, status="error")]})
+        if outcome is None or not outcome.committed:
+            return Command(
+                update={"messages": [ToolMessage("Nothing to compact yet.", tool_call_id=call_id)]}
+            )
+        i = outcome.info
+        where = f" The full text is saved at {i['file_path']}." if i["file_path"] else ""
+        text = (
+            f"Compacted {i['summarized_messages']} messages into a summary, keeping {i['kept_messages']}: "
+            f"{i['tokens_before']:,} -> {i['tokens_after']:,} tokens.{where}"
+        )
+        return Command(update={**outcome.update, "messages": [ToolMessage(text, tool_call_id=call_id)]})
+
+    def _run(self, runtime: Any) -> Command:
+        try:
+            prepared = self._request(runtime)
+            if prepared is None or prepared[2] is None:
+                return self._reply(runtime, prepared[1] if prepared else None, None, None)  # type: ignore[arg-type]
+            request, turn, draft = prepared
+            outcome = self.compaction._compact(request, turn, draft)
+        except Exception as e:
+            return self._reply(runtime, None, None, e)  # type: ignore[arg-type]
+        return self._reply(runtime, turn, outcome, None)
+
+    async def _arun(self, runtime: Any) -> Command:
+        try:
+            prepared = self._request(runtime)
+            if prepared is None or prepared[2] is None:
+                return self._reply(runtime, prepared[1] if prepared else None, None, None)  # type: ignore[arg-type]
+            request, turn, draft = prepared
+            outcome = await self.compaction._acompact(request, turn, draft)
+        except Exception as e:
+            return self._reply(runtime, None, None, e)  # type: ignore[arg-type]
+        return self._reply(runtime, turn, outcome, None)

@@ -1,0 +1,234 @@
+"""The history archive and the files restored after a summary, through a DeepAgents
+backend (``StateBackend``, ``FilesystemBackend``, ``StoreBackend``, ``CompositeBackend``
+or anything with their ``read`` / ``write`` / ``download_files`` methods).
+
+Writes are append-only: each compaction event gets a file of its own, and a name that
+is already taken is never written over.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from fastcompact import _core
+
+logger = logging.getLogger("fastcompact")
+
+READ_TOOLS = frozenset({"read_file", "Read", "view", "cat"})
+
+
+def resolve_backend(backend: Any, runtime: Any) -> Any:
+    """The backend instance: a factory (``lambda runtime: StateBackend(runtime)``) is
+    called with the runtime; an instance is used as it is."""
+    if backend is None:
+        return None
+    if callable(backend) and not hasattr(backend, "write"):
+        return backend(runtime)
+    return backend
+
+
+def archive_path(prefix: str, thread: str, number: int, attempt: int = 0) -> str:
+    """``<prefix>/<thread>/<number>.md`` (``-2``, ``-3`` … when the name is taken).
+
+    Example:
+        >>> archive_path("/conversation_history", "t1", 3)
+        '/conversation_history/t1/3.md'
+        >>> archive_path("/conversation_history/", "t1", 3, attempt=1)
+        '/conversation_history/t1/3-2.md'
+    """
+    suffix = f"-{attempt + 1}" if attempt else ""
+    return f"{prefix.rstrip('/')}/{_safe(thread)}/{number}{suffix}.md"
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "default"
+
+
+def archive_text(messages: Sequence[Any], first: int, thread: str, number: int) -> str:
+    """The archive file's content: a header, then the transcript numbered by the raw
+    state index of each message."""
+    stamp = datetime.now(UTC).isoformat(timespec="seconds")
+    last = first + len(messages) - 1
+    header = (
+        f"# Conversation history, part {number}\n\n"
+        f"Messages {first}-{last} of thread {thread}, archived at {stamp} when they were summarized.\n\n"
+    )
+    return header + _core.render_transcript(list(messages), first)
+
+
+def _taken(backend: Any, path: str) -> bool:
+    try:
+        responses = backend.download_files([path])
+    except Exception:  # a backend without downloads: rely on the unique name
+        return False
+    return bool(responses) and getattr(responses[0], "content", None) is not None
+
+
+async def _ataken(backend: Any, path: str) -> bool:
+    try:
+        responses = await backend.adownload_files([path])
+    except Exception:
+        return _taken(backend, path)
+    return bool(responses) and getattr(responses[0], "content", None) is not None
+
+
+def _failed(result: Any) -> str | None:
+    if result is None:
+        return "the backend returned nothing"
+    error = getattr(result, "error", None)
+    return str(error) if error else None
+
+
+def _warn(path: str, reason: str) -> None:
+    msg = (
+        f"fastcompact: could not archive the summarized messages to {path}: {reason}. "
+        "Compaction goes on; those messages stay in the graph state."
+    )
+    logger.warning(msg)
+    warnings.warn(msg, RuntimeWarning, stacklevel=3)
+
+
+def write_archive(backend: Any, prefix: str, thread: str, number: int, text: str) -> str | None:
+    """Write ``text`` to a new archive file; its path, or ``None`` (logged and warned)
+    when the backend failed."""
+    path = archive_path(prefix, thread, number)
+    try:
+        for attempt in range(8):
+            path = archive_path(prefix, thread, number, attempt)
+            if _taken(backend, path):
+                continue
+            reason = _failed(backend.write(path, text))
+            if reason is None:
+                return path
+            _warn(path, reason)
+            return None
+        _warn(path, "every candidate file name is taken")
+    except Exception as e:
+        _warn(path, f"{type(e).__name__}: {e}")
+    return None
+
+
+async def awrite_archive(backend: Any, prefix: str, thread: str, number: int, text: str) -> str | None:
+    """The async twin of :func:`write_archive`."""
+    path = archive_path(prefix, thread, number)
+    try:
+        for attempt in range(8):
+            path = archive_path(prefix, thread, number, attempt)
+            if await _ataken(backend, path):
+                continue
+            write = getattr(backend, "awrite", None)
+            result = await write(path, text) if write is not None else backend.write(path, text)
+            reason = _failed(result)
+            if reason is None:
+                return path
+            _warn(path, reason)
+            return None
+        _warn(path, "every candidate file name is taken")
+    except Exception as e:
+        _warn(path, f"{type(e).__name__}: {e}")
+    return None
+
+
+def _calls(message: Any) -> list[Mapping[str, Any]]:
+    calls = getattr(message, "tool_calls", None)
+    if calls is None and isinstance(message, Mapping):
+        calls = message.get("tool_calls")
+    return [c for c in calls or () if isinstance(c, Mapping)]
+
+
+def _read_path(call: Mapping[str, Any]) -> str | None:
+    if call.get("name") not in READ_TOOLS:
+        return None
+    args = call.get("args")
+    if not isinstance(args, Mapping):
+        return None
+    path = args.get("file_path") or args.get("path")
+    return path if isinstance(path, str) and path else None
+
+
+def recent_reads(summarized: Sequence[Any], kept: Sequence[Any], limit: int) -> list[str]:
+    """The newest distinct files read in the summarized span, newest first, leaving
+    out files read again in the kept messages (those reads are still in view)."""
+    in_view = {p for m in kept for c in _calls(m) if (p := _read_path(c))}
+    out: list[str] = []
+    for m in reversed(summarized):
+        for c in reversed(_calls(m)):
+            path = _read_path(c)
+            if path and path not in out and path not in in_view:
+                out.append(path)
+    return out[:limit]
+
+
+def _file_text(result: Any) -> str | None:
+    """The text of a backend read: a ``ReadResult`` (``file_data["content"]``) or, from
+    older backends, the string itself."""
+    if isinstance(result, str):
+        return None if result.startswith("Error") else result
+    if getattr(result, "error", None):
+        return None
+    data = getattr(result, "file_data", None)
+    if isinstance(data, Mapping):
+        content = data.get("content")
+        if isinstance(content, list):  # legacy line lists
+            return "\n".join(str(line) for line in content)
+        if isinstance(content, str):
+            return content
+    return None
+
+
+def _cut(text: str, limit: int) -> str:
+    return (
+        text if len(text) <= limit else text[:limit] + f"\n[… {len(text) - limit} more characters not shown]"
+    )
+
+
+def restore_files(
+    backend: Any, paths: Sequence[str], per_file_chars: int, total_chars: int
+) -> list[tuple[str, str]]:
+    """Re-read ``paths`` through the backend, each within ``per_file_chars`` and all
+    within ``total_chars``; files that cannot be read are left out."""
+    out: list[tuple[str, str]] = []
+    used = 0
+    for path in paths:
+        try:
+            text = _file_text(backend.read(path))
+        except Exception as e:
+            logger.debug("fastcompact: could not restore %s: %s", path, e)
+            continue
+        if text is None:
+            continue
+        room = min(per_file_chars, total_chars - used)
+        if room <= 0:
+            break
+        text = _cut(text, room)
+        used += min(len(text), room)
+        out.append((path, text))
+    return out
+
+
+async def arestore_files(
+    backend: Any, paths: Sequence[str], per_file_chars: int, total_chars: int
+) -> list[tuple[str, str]]:
+    """The async twin of :func:`restore_files`."""
+    out: list[tuple[str, str]] = []
+    used = 0
+    for path in paths:
+        try:
+            read = getattr(backend, "aread", None)
+            text = _file_text(await read(path) if read is not None else backend.read(path))
+        except Exception as e:
+            logger.debug("fastcompact: could not restore %s: %s", path, e)
+            continue
+        if text is None:
+            continue
+        room = min(per_file_chars, total_chars - used)
+        if room <= 0:
+            break
+        text = _cut(text, room)
+        used += min(len(text), room)
+        out.append((path, text))
+    return out

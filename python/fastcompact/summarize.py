@@ -1,0 +1,265 @@
+"""The summary: the prompt, the summarizer call with its retries, and the message that
+replaces the summarized span.
+
+The summarizer's output is only trusted once it is non-empty after the analysis
+scratchpad is stripped; anything else is a failure the middleware counts (and answers
+with the extractive fallback from the core).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from fastcompact import _core
+
+SUMMARY_SOURCE = "summarization"
+"""``additional_kwargs["lc_source"]`` of a summary message, as DeepAgents marks it."""
+
+SUMMARY_PROMPT = """\
+You are writing down the state of a working session between a user and an AI agent.
+The agent will continue from your notes and the most recent messages alone: anything
+you leave out, it will no longer know.
+
+First reason inside an <analysis> block: walk through the transcript in order and note
+every request, decision, file, command, error and fix. Then write the notes inside a
+<summary> block, with these sections in this order:
+
+1. Primary request and intent: everything the user has asked for, with the constraints
+   they set.
+2. Key technical concepts: languages, frameworks, tools and conventions in use.
+3. Files and code: each file read, created or changed, with its path, why it matters,
+   and short code excerpts where they record a decision.
+4. Errors and fixes: what went wrong, the exact error text where it matters, and how it
+   was resolved, or that it is still open.
+5. Problem solving: approaches tried, what worked, what was ruled out.
+6. All user messages: every message the user wrote (not tool output), verbatim, in order.
+7. Pending tasks: what was asked for and is not finished.
+8. Current work: exactly what was under way when the transcript ends, naming files and
+   code.
+9. Next step: the next action that follows from the latest request, quoting the user's
+   or the agent's own words; omit it when the last task is done and nothing new was
+   asked.
+{custom}
+Reply with the two blocks only. The transcript:
+
+<transcript>
+{transcript}
+</transcript>"""
+
+
+class SummaryError(Exception):
+    """The summarizer gave no usable summary."""
+
+
+def build_prompt(messages: Sequence[Any], custom_instructions: str | None = None) -> str:
+    """The summarizer's prompt for ``messages`` (with the user's extra instructions)."""
+    custom = (
+        f"\nAlso follow these instructions from the user:\n{custom_instructions.strip()}\n"
+        if custom_instructions
+        else ""
+    )
+    return SUMMARY_PROMPT.format(custom=custom, transcript=_core.render_transcript(list(messages)))
+
+
+_ANALYSIS = re.compile(r"<analysis>.*?(</analysis>|(?=<summary>)|\Z)", re.S)
+_SUMMARY = re.compile(r"<summary>(.*?)(?:</summary>|\Z)", re.S)
+
+
+def final_summary(text: str) -> str:
+    """The summary without its analysis scratchpad (and without the tags).
+
+    Example:
+        >>> final_summary("<analysis>thinking</analysis>\\n<summary>\\n1. Fix the bug.\\n</summary>")
+        '1. Fix the bug.'
+        >>> final_summary("<analysis>unfinished")
+        ''
+    """
+    found = _SUMMARY.search(text)
+    body = found.group(1) if found else _ANALYSIS.sub("", text)
+    return body.strip()
+
+
+def text_of(response: Any) -> str:
+    """The text of a chat model's reply (string or content blocks)."""
+    content = getattr(response, "content", response)
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, Mapping) and block.get("type") == "text":
+                parts.append(str(block.get("text", "")))
+        return "".join(parts)
+    return ""
+
+
+_TOO_LONG = (
+    "prompt is too long",
+    "context length",
+    "context window",
+    "maximum context",
+    "too many tokens",
+    "input is too long",
+    "reduce the length",
+)
+
+
+def is_prompt_too_long(error: BaseException) -> bool:
+    """Whether a model error says its input did not fit."""
+    try:
+        from langchain_core.exceptions import ContextOverflowError
+
+        if isinstance(error, ContextOverflowError):
+            return True
+    except ImportError:  # older langchain-core
+        pass
+    text = str(error).lower()
+    return any(marker in text for marker in _TOO_LONG)
+
+
+def drop_oldest_chunk(messages: Sequence[Any]) -> list[Any]:
+    """The span without its oldest fifth (at least one message), for a retry after
+    the summarizer said the prompt was too long. The transcript is text, so no tool
+    pair needs to stay whole here."""
+    n = len(messages)
+    return list(messages[max(1, n // 5) :])
+
+
+def summary_config() -> dict[str, Any]:
+    """Run config for summarizer calls: kept out of the agent's streamed output."""
+    metadata: dict[str, Any] = {"lc_source": SUMMARY_SOURCE}
+    try:
+        from langchain.agents.middleware.internal_call_transformer import internal_call_metadata
+
+        metadata.update(internal_call_metadata())
+    except ImportError:  # langchain without internal-call tagging
+        pass
+    return {
+        "tags": ["nostream", "fastcompact:summary"],
+        "metadata": metadata,
+        "run_name": "fastcompact_summary",
+    }
+
+
+def summarize(model: Any, messages: Sequence[Any], *, custom_instructions: str | None, retries: int) -> str:
+    """Summarize ``messages`` with ``model``; a prompt-too-long answer drops the oldest
+    chunk and tries again, up to ``retries`` times. Raises ``SummaryError`` (or the
+    model's own error) when no usable summary comes back."""
+    span = list(messages)
+    for attempt in range(retries + 1):
+        prompt = build_prompt(span, custom_instructions)
+        try:
+            reply = model.invoke([HumanMessage(prompt)], config=summary_config())
+        except Exception as e:
+            if is_prompt_too_long(e) and attempt < retries and len(span) > 1:
+                span = drop_oldest_chunk(span)
+                continue
+            raise
+        return _checked(reply)
+    raise SummaryError("the summarizer's prompt stayed too long after every retry")
+
+
+async def asummarize(
+    model: Any, messages: Sequence[Any], *, custom_instructions: str | None, retries: int
+) -> str:
+    """The async twin of :func:`summarize`."""
+    span = list(messages)
+    for attempt in range(retries + 1):
+        prompt = build_prompt(span, custom_instructions)
+        try:
+            reply = await model.ainvoke([HumanMessage(prompt)], config=summary_config())
+        except Exception as e:
+            if is_prompt_too_long(e) and attempt < retries and len(span) > 1:
+                span = drop_oldest_chunk(span)
+                continue
+            raise
+        return _checked(reply)
+    raise SummaryError("the summarizer's prompt stayed too long after every retry")
+
+
+def _checked(reply: Any) -> str:
+    text = final_summary(text_of(reply))
+    if not text:
+        raise SummaryError("the summarizer returned no summary")
+    return text
+
+
+def fallback(
+    messages: Sequence[Any], previous_summary: str | None, todos: Sequence[Mapping[str, Any]], max_chars: int
+) -> str:
+    """The extractive summary made by the core, without a language model."""
+    pairs = [
+        (str(t.get("content", "")), str(t.get("status", "pending"))) for t in todos if isinstance(t, Mapping)
+    ]
+    return _core.fallback_summary(list(messages), previous_summary, pairs, max_chars)
+
+
+def summary_message(
+    summary: str,
+    *,
+    file_path: str | None,
+    restored_files: Sequence[tuple[str, str]] = (),
+    todos: Sequence[Mapping[str, Any]] = (),
+    suppress_follow_up_questions: bool = True,
+) -> HumanMessage:
+    """The message that stands in for the summarized span.
+
+    Example:
+        >>> m = summary_message("1. Fix the parser.", file_path="/conversation_history/t/1.md")
+        >>> m.additional_kwargs["lc_source"]
+        'summarization'
+        >>> "/conversation_history/t/1.md" in m.content
+        True
+    """
+    parts = [
+        "This conversation was compacted to stay within the model's context window: "
+        "the earlier messages were replaced by the summary below."
+    ]
+    if file_path:
+        parts.append(
+            f"The full text of those messages is saved at {file_path}. Read it if you need an exact detail."
+        )
+    parts.append(f"<summary>\n{summary}\n</summary>")
+    if restored_files:
+        files = "\n\n".join(f'<file path="{path}">\n{text}\n</file>' for path, text in restored_files)
+        parts.append(f"Files you read recently, as they are now:\n\n{files}")
+    listed = [t for t in todos if isinstance(t, Mapping)]
+    if listed:
+        lines = "\n".join(f"- [{t.get('status', 'pending')}] {t.get('content', '')}" for t in listed)
+        parts.append(f"Your todo list:\n{lines}")
+    if suppress_follow_up_questions:
+        parts.append(
+            "Carry on with the work from where it stopped. Do not ask the user to repeat "
+            "anything or to confirm where things stand."
+        )
+    return HumanMessage(
+        content="\n\n".join(parts),
+        additional_kwargs={"lc_source": SUMMARY_SOURCE},
+        id=f"fastcompact-summary-{uuid.uuid4().hex}",
+    )
+
+
+def is_summary(message: Any) -> bool:
+    """Whether a message is a compaction summary (ours or DeepAgents')."""
+    if isinstance(message, BaseMessage):
+        return message.additional_kwargs.get("lc_source") == SUMMARY_SOURCE
+    if isinstance(message, Mapping):
+        kwargs = message.get("additional_kwargs")
+        return isinstance(kwargs, Mapping) and kwargs.get("lc_source") == SUMMARY_SOURCE
+    return False
+
+
+def summary_text(message: Any) -> str | None:
+    """The summary inside a summary message, for chaining the fallback."""
+    if not is_summary(message):
+        return None
+    content = text_of(message)
+    found = _SUMMARY.search(content)
+    return found.group(1).strip() if found else content

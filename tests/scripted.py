@@ -1,0 +1,131 @@
+"""An offline chat model that plays a coding agent from a script, and helpers to drive
+real agent graphs with it.
+
+The script decides each reply from the last message alone (and the call it answers),
+which always survives compaction, so a session of any length runs the same way with
+or without summaries in between.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import ConfigDict, Field
+
+FILE_LINES = 40
+
+
+def file_body(step: int) -> str:
+    """The text the agent writes at `step`: long enough that reads add up."""
+    return "\n".join(f"# step {step} line {i}: " + "lorem ipsum dolor sit amet " * 3 for i in range(FILE_LINES))
+
+
+def _call(name: str, args: dict[str, Any], call_id: str) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": name, "args": args, "id": call_id, "type": "tool_call"}])
+
+
+def _caller(messages: list[BaseMessage], call_id: str) -> dict[str, Any] | None:
+    for m in reversed(messages):
+        for c in getattr(m, "tool_calls", None) or []:
+            if c.get("id") == call_id:
+                return c
+    return None
+
+
+def coding_script(messages: list[BaseMessage]) -> AIMessage:
+    """One user step: (todos every tenth step), write a file, read it back, run it
+    (`execute`), answer."""
+    last = messages[-1]
+    if isinstance(last, HumanMessage):
+        found = re.search(r"step (\d+)", str(last.content))
+        step = int(found.group(1)) if found else 0
+        if step % 10 == 1:
+            todos = [
+                {"content": f"finish step {s}", "status": "in_progress" if s == step else "pending"}
+                for s in range(step, step + 10)
+            ]
+            return _call("write_todos", {"todos": todos}, f"todo-{step}")
+        return _call("write_file", {"file_path": f"/work/s{step}.py", "content": file_body(step)}, f"w-{step}")
+    if isinstance(last, ToolMessage):
+        call = _caller(messages, last.tool_call_id) or {}
+        name, args = call.get("name"), call.get("args", {})
+        step_id = str(call.get("id", "x-0")).split("-", 1)[1]
+        if name == "write_todos":
+            step = int(step_id)
+            return _call("write_file", {"file_path": f"/work/s{step}.py", "content": file_body(step)}, f"w-{step}")
+        if name == "write_file":
+            return _call("read_file", {"file_path": args.get("file_path")}, f"r-{step_id}")
+        if name == "read_file":
+            return _call("execute", {"command": f"echo ran step {step_id}"}, f"x-{step_id}")
+        return AIMessage(f"Step {step_id} is done: the file is written, read back and run.")
+    return AIMessage("Ready.")
+
+
+def pair_problems(messages: list[BaseMessage]) -> list[str]:
+    """Tool pairs broken in a model's input."""
+    calls = {c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls}
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    problems = [f"result without call: {i}" for i in answered - calls]
+    problems += [f"call without result: {i}" for i in calls - answered]
+    if messages and isinstance(messages[0], ToolMessage):
+        problems.append("view starts with a tool result")
+    return problems
+
+
+class ScriptedChatModel(BaseChatModel):
+    """Replies from `script`; summarizer prompts (they carry a transcript) get a
+    summary. Every input is recorded; `summary_failures` makes the next summaries
+    raise (or `empty_summaries` answer nothing), to test failure handling."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    script: Callable[[list[BaseMessage]], AIMessage] = coding_script
+    calls: list[list[BaseMessage]] = Field(default_factory=list)
+    summary_calls: list[str] = Field(default_factory=list)
+    summary_failures: int = 0
+    empty_summaries: int = 0
+    too_long_first: int = 0
+    lock: Any = Field(default_factory=threading.Lock)
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
+        return self
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
+        first = str(messages[0].content) if messages else ""
+        if "<transcript>" in first:
+            return ChatResult(generations=[ChatGeneration(message=self._summary(first))])
+        with self.lock:
+            self.calls.append(list(messages))
+        return ChatResult(generations=[ChatGeneration(message=self.script(list(messages)))])
+
+    def _summary(self, prompt: str) -> AIMessage:
+        with self.lock:
+            self.summary_calls.append(prompt)
+            if self.too_long_first > 0:
+                self.too_long_first -= 1
+                raise ValueError("prompt is too long: 250000 tokens > 200000 maximum")
+            if self.summary_failures > 0:
+                self.summary_failures -= 1
+                raise RuntimeError("summarizer unavailable")
+            if self.empty_summaries > 0:
+                self.empty_summaries -= 1
+                return AIMessage("<analysis>thinking only</analysis>")
+            n = len(self.summary_calls)
+        steps = sorted({int(s) for s in re.findall(r"step (\d+)", prompt)})
+        done = f"steps {steps[0]}-{steps[-1]}" if steps else "nothing yet"
+        return AIMessage(f"<analysis>Going through the transcript.</analysis>\n<summary>\nSummary {n}: {done}.\n</summary>")
+
+
+def model_calls(model: ScriptedChatModel) -> list[list[BaseMessage]]:
+    with model.lock:
+        return [list(c) for c in model.calls]
