@@ -27,6 +27,7 @@ from langchain.agents.middleware.types import (
     ModelResponse,
     PrivateStateAttr,
 )
+from langchain.tools import ToolRuntime
 from langchain_core.messages import ToolMessage
 from langgraph.types import Command
 
@@ -575,7 +576,6 @@ class CompactionToolMiddleware(AgentMiddleware):
         self.tools = [self._tool()]
 
     def _tool(self) -> Any:
-        from langchain.tools import ToolRuntime
         from langchain_core.tools import StructuredTool
 
         def compact_conversation(runtime: ToolRuntime) -> Command:
