@@ -302,6 +302,9 @@ class CompactionConfig:
     autocompact_buffer_tokens: int = 13_000
     max_output_tokens_for_summary: int = 20_000
     max_consecutive_failures: int = 3
+    # After that many failures in a row, the summarizer rests until the conversation
+    # has grown by this many messages (the fallback summary is used meanwhile).
+    failure_cooldown_messages: int = 100
     ptl_max_retries: int = 3
     token_budget: TokenBudgetConfig = field(default_factory=TokenBudgetConfig)
     microcompact: MicrocompactConfig = field(default_factory=MicrocompactConfig)
@@ -329,6 +332,7 @@ class CompactionConfig:
         for name in ("autocompact_buffer_tokens", "max_output_tokens_for_summary", "ptl_max_retries"):
             _check_int(o, name, getattr(self, name))
         _check_int(o, "max_consecutive_failures", self.max_consecutive_failures, 1)
+        _check_int(o, "failure_cooldown_messages", self.failure_cooldown_messages)
         for name, cls in (
             ("token_budget", TokenBudgetConfig),
             ("microcompact", MicrocompactConfig),

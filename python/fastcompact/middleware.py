@@ -45,9 +45,6 @@ STATE_KEY = "_fastcompact"
 COMMIT_MARGIN = 0.10
 # After a compaction that could not be committed, wait this many new messages.
 BACKOFF_MESSAGES = 10
-# After the summarizer failed `max_consecutive_failures` times in a row, the fallback
-# summary is used until the conversation has grown by this many messages.
-COOLDOWN_MESSAGES = 50
 # The fallback summary's share of the window, in characters (about 4 per token).
 FALLBACK_SHARE = 0.05
 
@@ -352,7 +349,7 @@ class CompactionMiddleware(AgentMiddleware):
             failures = 0 if error is None else int(counters.get("failures", 0)) + 1
             counters["failures"] = failures
             if failures >= cfg.max_consecutive_failures:
-                counters["llm_paused_until"] = len(turn.raw) + COOLDOWN_MESSAGES
+                counters["llm_paused_until"] = len(turn.raw) + cfg.failure_cooldown_messages
                 counters["failures"] = 0
         message = summarize.summary_message(
             summary,
