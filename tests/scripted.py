@@ -23,7 +23,9 @@ FILE_LINES = 40
 
 def file_body(step: int) -> str:
     """The text the agent writes at `step`: long enough that reads add up."""
-    return "\n".join(f"# step {step} line {i}: " + "lorem ipsum dolor sit amet " * 3 for i in range(FILE_LINES))
+    return "\n".join(
+        f"# step {step} line {i}: " + "lorem ipsum dolor sit amet " * 3 for i in range(FILE_LINES)
+    )
 
 
 def _call(name: str, args: dict[str, Any], call_id: str) -> AIMessage:
@@ -51,14 +53,18 @@ def coding_script(messages: list[BaseMessage]) -> AIMessage:
                 for s in range(step, step + 10)
             ]
             return _call("write_todos", {"todos": todos}, f"todo-{step}")
-        return _call("write_file", {"file_path": f"/work/s{step}.py", "content": file_body(step)}, f"w-{step}")
+        return _call(
+            "write_file", {"file_path": f"/work/s{step}.py", "content": file_body(step)}, f"w-{step}"
+        )
     if isinstance(last, ToolMessage):
         call = _caller(messages, last.tool_call_id) or {}
         name, args = call.get("name"), call.get("args", {})
         step_id = str(call.get("id", "x-0")).split("-", 1)[1]
         if name == "write_todos":
             step = int(step_id)
-            return _call("write_file", {"file_path": f"/work/s{step}.py", "content": file_body(step)}, f"w-{step}")
+            return _call(
+                "write_file", {"file_path": f"/work/s{step}.py", "content": file_body(step)}, f"w-{step}"
+            )
         if name == "write_file":
             return _call("read_file", {"file_path": args.get("file_path")}, f"r-{step_id}")
         if name == "read_file":
@@ -100,7 +106,9 @@ class ScriptedChatModel(BaseChatModel):
     def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
         return self
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
         first = str(messages[0].content) if messages else ""
         if "<transcript>" in first:
             return ChatResult(generations=[ChatGeneration(message=self._summary(first))])
@@ -123,7 +131,9 @@ class ScriptedChatModel(BaseChatModel):
             n = len(self.summary_calls)
         steps = sorted({int(s) for s in re.findall(r"step (\d+)", prompt)})
         done = f"steps {steps[0]}-{steps[-1]}" if steps else "nothing yet"
-        return AIMessage(f"<analysis>Going through the transcript.</analysis>\n<summary>\nSummary {n}: {done}.\n</summary>")
+        return AIMessage(
+            f"<analysis>Going through the transcript.</analysis>\n<summary>\nSummary {n}: {done}.\n</summary>"
+        )
 
 
 def model_calls(model: ScriptedChatModel) -> list[list[BaseMessage]]:

@@ -8,19 +8,19 @@ import re
 from pathlib import Path
 from typing import Any
 
+import fastcompact
 import pytest
 from deepagents import create_deep_agent
 from deepagents.backends import LocalShellBackend
 from deepagents.middleware.filesystem import FilesystemMiddleware
+from fastcompact import CompactionConfig, CompactionMiddleware, CompactionToolMiddleware
+from fastcompact.summarize import is_summary
 from langchain.agents import create_agent
 from langchain.agents.middleware import TodoListMiddleware
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-import fastcompact
-from fastcompact import CompactionConfig, CompactionMiddleware, CompactionToolMiddleware
-from fastcompact.summarize import is_summary
 from tests.scripted import ScriptedChatModel, coding_script, model_calls, pair_problems
 
 WINDOW = 30_000
@@ -30,7 +30,9 @@ def _model(**kw: Any) -> ScriptedChatModel:
     return ScriptedChatModel(profile={"max_input_tokens": WINDOW}, **kw)
 
 
-def _deep_agent(model: ScriptedChatModel, root: Path, mw: CompactionMiddleware | None = None, **kw: Any) -> Any:
+def _deep_agent(
+    model: ScriptedChatModel, root: Path, mw: CompactionMiddleware | None = None, **kw: Any
+) -> Any:
     backend = LocalShellBackend(root_dir=root, virtual_mode=True)
     mw = mw or CompactionMiddleware(backend=backend)
     extra = kw.pop("extra", [])
@@ -80,7 +82,9 @@ def plan_log() -> list[dict[str, Any]]:
     logger.setLevel(level)
 
 
-def test_long_deep_agent_session_keeps_pairs_archive_and_restores(tmp_path: Path, plan_log: list[dict[str, Any]]):
+def test_long_deep_agent_session_keeps_pairs_archive_and_restores(
+    tmp_path: Path, plan_log: list[dict[str, Any]]
+):
     model = _model()
     agent = _deep_agent(model, tmp_path)
     state = _run(agent, "t1", range(1, 61))
@@ -124,14 +128,20 @@ def test_long_deep_agent_session_keeps_pairs_archive_and_restores(tmp_path: Path
     assert "Your todo list:" in text and "finish step" in text
     restored = re.findall(r'<file path="([^"]+)">', text)
     assert restored and len(restored) <= 5
-    kept_reads = {c["args"]["file_path"] for m in raw[event["cutoff_index"] :] for c in getattr(m, "tool_calls", [])
-                  if c["name"] == "read_file"}
+    kept_reads = {
+        c["args"]["file_path"]
+        for m in raw[event["cutoff_index"] :]
+        for c in getattr(m, "tool_calls", [])
+        if c["name"] == "read_file"
+    }
     assert not set(restored) & kept_reads
     assert (tmp_path / restored[0].lstrip("/")).read_text()[:200] in text
     assert "saved at " + event["file_path"] in text
 
 
-def test_builtin_summarizer_is_replaced_in_main_agent_and_subagent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_builtin_summarizer_is_replaced_in_main_agent_and_subagent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     from deepagents.middleware import summarization as builtin
 
     builtin_calls: list[int] = []
@@ -154,8 +164,12 @@ def test_builtin_summarizer_is_replaced_in_main_agent_and_subagent(tmp_path: Pat
     def script(messages: list[BaseMessage]) -> AIMessage:
         last = messages[-1]
         if isinstance(last, HumanMessage) and "delegate" in str(last.content):
-            call = {"name": "task", "id": "task-1", "type": "tool_call",
-                    "args": {"description": "Please do step 7.", "subagent_type": "general-purpose"}}
+            call = {
+                "name": "task",
+                "id": "task-1",
+                "type": "tool_call",
+                "args": {"description": "Please do step 7.", "subagent_type": "general-purpose"},
+            }
             return AIMessage("", tool_calls=[call])
         if getattr(last, "tool_call_id", None) == "task-1":
             return AIMessage("The subagent finished.")
@@ -163,7 +177,9 @@ def test_builtin_summarizer_is_replaced_in_main_agent_and_subagent(tmp_path: Pat
 
     model = _model(script=script)
     agent = _deep_agent(model, tmp_path)
-    agent.invoke({"messages": [HumanMessage("Please delegate step 7.")]}, {"configurable": {"thread_id": "d"}})
+    agent.invoke(
+        {"messages": [HumanMessage("Please delegate step 7.")]}, {"configurable": {"thread_id": "d"}}
+    )
     names = [m[-1].content for m in model_calls(model) if isinstance(m[-1], HumanMessage)]
     assert "Please do step 7." in names, "the general-purpose subagent ran"
     assert builtin_calls == []
@@ -294,7 +310,9 @@ def test_malformed_event_passes_the_whole_history_through(tmp_path: Path):
     agent = _deep_agent(model, tmp_path)
     cfg = {"configurable": {"thread_id": "m"}}
     _run(agent, "m", range(2, 4))
-    agent.update_state(cfg, {"_summarization_event": {"cutoff_index": 999, "summary_message": HumanMessage("x")}})
+    agent.update_state(
+        cfg, {"_summarization_event": {"cutoff_index": 999, "summary_message": HumanMessage("x")}}
+    )
     _run(agent, "m", range(4, 5))
     last = _conversation(model_calls(model)[-1])
     assert len(last) == len(agent.get_state(cfg).values["messages"]) - 1
@@ -304,7 +322,10 @@ def test_compact_tool_nothing_then_success(tmp_path: Path):
     def script(messages: list[BaseMessage]) -> AIMessage:
         last = messages[-1]
         if isinstance(last, HumanMessage) and "compact now" in str(last.content):
-            return AIMessage("", tool_calls=[{"name": "compact_conversation", "args": {}, "id": "c-1", "type": "tool_call"}])
+            return AIMessage(
+                "",
+                tool_calls=[{"name": "compact_conversation", "args": {}, "id": "c-1", "type": "tool_call"}],
+            )
         if getattr(last, "tool_call_id", None) == "c-1":
             return AIMessage("Compacted.")
         return coding_script(messages)
@@ -315,7 +336,9 @@ def test_compact_tool_nothing_then_success(tmp_path: Path):
     agent = _deep_agent(model, tmp_path, mw=mw, extra=[CompactionToolMiddleware(mw)])
     cfg = {"configurable": {"thread_id": "c"}}
     agent.invoke({"messages": [HumanMessage("compact now")]}, cfg)
-    replies = [m for m in agent.get_state(cfg).values["messages"] if getattr(m, "tool_call_id", None) == "c-1"]
+    replies = [
+        m for m in agent.get_state(cfg).values["messages"] if getattr(m, "tool_call_id", None) == "c-1"
+    ]
     assert replies[-1].content == "Nothing to compact yet."
     _run(agent, "c", range(2, 12))  # about 60% of the trigger
     assert agent.get_state(cfg).values.get("_summarization_event") is None
