@@ -15,6 +15,8 @@ Example:
     True
 """
 
+from typing import TYPE_CHECKING, Any
+
 from fastcompact._core import InputError
 from fastcompact.config import (
     ClearingConfig,
@@ -43,7 +45,6 @@ from fastcompact.helpers import (
     state_cutoff,
     token_breakdown,
 )
-from fastcompact.middleware import CompactionMiddleware, CompactionState, CompactionToolMiddleware
 from fastcompact.passes import (
     Edit,
     PassStats,
@@ -59,7 +60,23 @@ from fastcompact.passes import (
     truncate_args,
 )
 
+if TYPE_CHECKING:
+    from fastcompact.middleware import CompactionMiddleware, CompactionState, CompactionToolMiddleware
+
 __version__ = "0.1.0"
+
+# The middleware pulls in LangChain's agent machinery: loaded on first use, so the
+# notebook helpers and the command line start fast.
+_MIDDLEWARE = ("CompactionMiddleware", "CompactionState", "CompactionToolMiddleware")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MIDDLEWARE:
+        from fastcompact import middleware
+
+        return getattr(middleware, name)
+    raise AttributeError(f"module 'fastcompact' has no attribute {name!r}")
+
 
 __all__ = [
     "ClearingConfig",
