@@ -380,3 +380,17 @@ def test_constructor_rejects_bad_arguments():
         "messages",
         4,
     )
+
+
+def test_config_is_copied_at_construction_and_defaults_survive_copies():
+    import copy
+    import pickle
+
+    from fastcompact.config import DEFAULT
+
+    config = CompactionConfig()
+    mw = CompactionMiddleware(config=config)
+    config.keep = ("messages", 99)
+    assert mw.config.keep is None
+    assert copy.deepcopy(config).clearing.clear_at_least is DEFAULT
+    assert pickle.loads(pickle.dumps(DEFAULT)) is DEFAULT

@@ -37,6 +37,16 @@ class _Default:
     def __repr__(self) -> str:
         return "DEFAULT"
 
+    # One instance only: copies and pickles stay `DEFAULT`.
+    def __copy__(self) -> _Default:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Default:
+        return self
+
+    def __reduce__(self) -> str:
+        return "DEFAULT"
+
 
 DEFAULT: Final[Any] = _Default()
 

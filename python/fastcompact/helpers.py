@@ -70,18 +70,27 @@ def _is_anthropic(model: Any) -> bool:
     return "anthropic" in name or ident.startswith("claude")
 
 
-# Tool schemas serialized once per tool object; the object is kept beside its text so
-# that its id cannot be reused while cached.
-_TOOL_JSON: dict[int, tuple[Any, str]] = {}
+# Tool schemas serialized once per tool: agents rebuild tool objects every call (with
+# the same name, description and argument schema), so the key is those three; the
+# schema object is kept beside the text so that its id cannot be reused while cached.
+_TOOL_JSON: dict[tuple[Any, ...], tuple[Any, str]] = {}
 _TOOL_JSON_LIMIT = 512
+
+
+def _tool_key(tool: Any) -> tuple[tuple[Any, ...], Any]:
+    schema = getattr(tool, "args_schema", None)
+    if schema is None:
+        return ("object", id(tool)), tool
+    return (type(tool), getattr(tool, "name", None), getattr(tool, "description", None), id(schema)), schema
 
 
 def _tool_json(tool: Any) -> str:
     """The tool schema as langchain-core's counter serializes it."""
     if isinstance(tool, Mapping):
         return json.dumps(tool)
-    hit = _TOOL_JSON.get(id(tool))
-    if hit is not None and hit[0] is tool:
+    key, anchor = _tool_key(tool)
+    hit = _TOOL_JSON.get(key)
+    if hit is not None and hit[0] is anchor:
         return hit[1]
     from langchain_core.tools import BaseTool
 
@@ -107,7 +116,7 @@ def _tool_json(tool: Any) -> str:
     text = json.dumps(spec)
     if len(_TOOL_JSON) >= _TOOL_JSON_LIMIT:
         _TOOL_JSON.clear()
-    _TOOL_JSON[id(tool)] = (tool, text)
+    _TOOL_JSON[key] = (anchor, text)
     return text
 
 

@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -34,7 +35,7 @@ from langgraph.types import Command
 from fastcompact import storage, summarize
 from fastcompact.config import CompactionConfig
 from fastcompact.helpers import count_tokens, find_cutoff
-from fastcompact.passes import Plan, model_view
+from fastcompact.passes import Plan, _make_edited, _plan_of, _run
 
 logger = logging.getLogger("fastcompact")
 
@@ -233,10 +234,24 @@ class CompactionMiddleware(AgentMiddleware):
         self.model = model
         self.summary_model = summary_model
         self.backend = backend
-        self.config = config if config is not None else CompactionConfig()
+        # Read once: the settings are resolved per model window and kept.
+        self._config = copy.deepcopy(config) if config is not None else CompactionConfig()
+        self._resolved_by_window: dict[int | None, dict[str, Any]] = {}
         self.tools = []
         # Resolved "provider:name" models; shared by every conversation.
         self._models: dict[str, Any] = {}
+
+    @property
+    def config(self) -> CompactionConfig:
+        """The settings (a copy taken at construction; change them by making a new
+        middleware)."""
+        return self._config
+
+    def _resolved(self, window: int | None) -> dict[str, Any]:
+        found = self._resolved_by_window.get(window)
+        if found is None:
+            found = self._resolved_by_window[window] = self._config.resolved(window)
+        return found
 
     @property
     def name(self) -> str:
@@ -252,14 +267,20 @@ class CompactionMiddleware(AgentMiddleware):
         prior = event["cutoff_index"] if event else 0
         effective = [event["summary_message"], *raw[prior:]] if event else raw
         window = _window(request.model)
-        view, plan = model_view(
+        raw_plan = _run(
             effective,
-            self.config,
-            max_input_tokens=window,
-            system=request.system_message,
-            tools=request.tools,
-            model=request.model,
+            self._resolved(window),
+            window,
+            None,
+            request.system_message,
+            request.tools,
+            None,
+            None,
+            request.model,
+            None,
+            _make_edited,
         )
+        view, plan = raw_plan["view"], _plan_of(raw_plan, [])
         counters = state.get(STATE_KEY)
         return _Turn(
             raw=raw,
@@ -291,7 +312,7 @@ class CompactionMiddleware(AgentMiddleware):
         if cut is None and forced:
             cut = find_cutoff(
                 turn.view,
-                self.config.resolved(turn.window)["keep"],
+                self._resolved(turn.window)["keep"],
                 turn.window,
                 model=request.model,
             )
@@ -360,7 +381,7 @@ class CompactionMiddleware(AgentMiddleware):
         )
         view = [message, *draft.kept]
         tokens = count_tokens(view, system=request.system_message, tools=request.tools, model=request.model)
-        resolved = cfg.resolved(turn.window)
+        resolved = self._resolved(turn.window)
         token_limit, message_limit = _thresholds(resolved, turn.window)
         if draft.forced:
             fits = tokens < turn.plan.tokens_after
@@ -604,14 +625,14 @@ class CompactionToolMiddleware(AgentMiddleware):
             model=model, messages=raw, system_message=None, tools=[], state=state, runtime=runtime
         )
         turn = mw._turn(request)
-        token_limit, message_limit = _thresholds(mw.config.resolved(turn.window), turn.window)
+        token_limit, message_limit = _thresholds(mw._resolved(turn.window), turn.window)
         tokens = turn.plan.tokens_after
         eligible = (token_limit is not None and tokens >= token_limit / 2) or (
             message_limit is not None and len(turn.view) >= message_limit / 2
         )
         if not eligible:
             return request, turn, None
-        cut = find_cutoff(turn.view, mw.config.resolved(turn.window)["keep"], turn.window)
+        cut = find_cutoff(turn.view, mw._resolved(turn.window)["keep"], turn.window)
         return request, turn, mw._draft(request, turn, forced=False, cut=cut)
 
     def _reply(

@@ -224,7 +224,7 @@ def _make_edited(message: Any, edits: list[tuple[Any, ...]]) -> Any:
 
 def _run(
     messages: Iterable[Any],
-    config: CompactionConfig | None,
+    config: CompactionConfig | dict[str, Any] | None,
     max_input_tokens: int | None,
     now: float | None,
     system: Any,
@@ -235,9 +235,14 @@ def _run(
     cache_key: str | None,
     make_edited: Any,
 ) -> dict[str, Any]:
-    cfg = config if config is not None else CompactionConfig()
-    if not isinstance(cfg, CompactionConfig):
-        raise _input_error("config", f"expected a CompactionConfig, got {type(cfg).__name__}")
+    if isinstance(config, dict):
+        # Already resolved (the middleware resolves its settings once).
+        resolved = config
+    else:
+        cfg = config if config is not None else CompactionConfig()
+        if not isinstance(cfg, CompactionConfig):
+            raise _input_error("config", f"expected a CompactionConfig, got {type(cfg).__name__}")
+        resolved = cfg.resolved(max_input_tokens)
     opts = _opts(
         encoding="heuristic",
         tools=tools,
@@ -249,7 +254,7 @@ def _run(
     )
     return _core.plan(
         _as_list(messages),
-        cfg.resolved(max_input_tokens),
+        resolved,
         max_input_tokens,
         now,
         None if timestamps is None else list(timestamps),
