@@ -394,3 +394,104 @@ def test_config_is_copied_at_construction_and_defaults_survive_copies():
     assert mw.config.keep is None
     assert copy.deepcopy(config).clearing.clear_at_least is DEFAULT
     assert pickle.loads(pickle.dumps(DEFAULT)) is DEFAULT
+
+
+def _archive_backends() -> list[tuple[str, Any]]:
+    from deepagents.backends import CompositeBackend, StateBackend, StoreBackend
+    from langgraph.store.memory import InMemoryStore
+
+    store = InMemoryStore()
+    return [
+        ("state", StateBackend()),
+        ("store", StoreBackend(namespace=lambda rt: ("history",), store=store)),
+        (
+            "composite",
+            CompositeBackend(
+                default=StateBackend(),
+                routes={
+                    "/conversation_history/": StoreBackend(namespace=lambda rt: ("history",), store=store)
+                },
+            ),
+        ),
+    ]
+
+
+@pytest.mark.parametrize("kind", ["state", "store", "composite"])
+def test_archive_through_each_backend_kind(kind: str):
+    backend = dict(_archive_backends())[kind]
+    model = _model()
+    mw = CompactionMiddleware(backend=backend)
+    agent = create_deep_agent(
+        model=model, backend=backend, middleware=[mw, TodoListMiddleware()], checkpointer=InMemorySaver()
+    )
+    state = _run(agent, "b", range(1, 32))
+    event = state["_summarization_event"]
+    assert len(model.summary_calls) >= 2
+    assert event["file_path"] == f"/conversation_history/b/{len(model.summary_calls)}.md"
+    # Read every archive back through the backend, inside the graph's context.
+    texts: list[str] = []
+
+    def read_back(messages: list[BaseMessage]) -> AIMessage:
+        for n in range(1, len(model.summary_calls) + 1):
+            got = backend.read(f"/conversation_history/b/{n}.md", limit=100_000)
+            assert got.error is None, got.error
+            texts.append(got.file_data["content"])
+        return AIMessage("read back")
+
+    model.script = read_back
+    _run(agent, "b", range(32, 33))
+    indices = [int(i) for t in texts for i in re.findall(r"^### \[(\d+)\]", t, flags=re.M)]
+    assert sorted(indices) == list(range(event["cutoff_index"]))
+
+
+def test_a_summary_that_does_not_help_is_not_committed(tmp_path: Path):
+    # Keeping 90% of the window can never land 10% below an 85% trigger.
+    config = CompactionConfig(keep=("fraction", 0.9))
+    model = _model()
+    backend = LocalShellBackend(root_dir=tmp_path, virtual_mode=True)
+    agent = _deep_agent(model, tmp_path, mw=CompactionMiddleware(backend=backend, config=config))
+    state = _run(agent, "n", range(1, 40))
+    assert state.get("_summarization_event") is None
+    assert not (tmp_path / "conversation_history").exists(), "nothing archived for an uncommitted summary"
+    # Backed off between attempts: far fewer summarizer calls than model calls past the trigger.
+    assert 0 < len(model.summary_calls) < len(model_calls(model)) / 8
+    assert state["_fastcompact"]["backoff_until"] > len(state["messages"]) - 12
+    assert len(state["messages"]) == 39 * 8 + 4 * 2
+
+
+def test_seed_usage_constructs_unchanged_apart_from_the_import():
+    from deepagents.backends import StateBackend
+    from fastcompact.config import (
+        CollapseConfig,
+        MicrocompactConfig,
+        RestorationConfig,
+        TokenBudgetConfig,
+        TruncateArgsConfig,
+    )
+
+    backend = StateBackend()
+    mw = CompactionMiddleware(model="anthropic:claude-sonnet-4-6", backend=backend)
+    tool_mw = CompactionToolMiddleware(mw)
+    assert [t.name for t in tool_mw.tools] == ["compact_conversation"]
+    config = CompactionConfig(
+        trigger=("fraction", 0.80),
+        keep=("messages", 10),
+        max_consecutive_failures=5,
+        custom_instructions="Focus on code diffs and test output. Include file paths verbatim.",
+        suppress_follow_up_questions=True,
+        microcompact=MicrocompactConfig(enabled=True, gap_threshold_minutes=30, keep_recent=3),
+        truncate_args=TruncateArgsConfig(
+            trigger=("fraction", 0.80), max_length=1_000, truncate_all_tools=True
+        ),
+        collapse=CollapseConfig(enabled=True, min_group_size=3, collapse_tools={"read_file", "grep"}),
+        restoration=RestorationConfig(
+            enabled=True, max_files=3, file_budget_chars=30_000, per_file_chars=10_000
+        ),
+        token_budget=TokenBudgetConfig(per_tool_chars=50_000, per_message_chars=200_000),
+    )
+    assert CompactionMiddleware(
+        model="anthropic:claude-sonnet-4-6", backend=backend, config=config
+    ).config.keep == (
+        "messages",
+        10,
+    )
