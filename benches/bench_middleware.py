@@ -47,7 +47,9 @@ class Answering(BaseChatModel):
     def bind_tools(self, tools: Any, **kwargs: Any) -> Answering:  # type: ignore[override]
         return self
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
         return ChatResult(generations=[ChatGeneration(message=AIMessage("ok"))])
 
 
@@ -95,7 +97,9 @@ def _middleware_class(side: str) -> type:
 def _agent(side: str, model: Answering) -> Any:
     backend = StateBackend()
     if side == "fastcompact":
-        return create_deep_agent(model=model, backend=backend, middleware=[CompactionMiddleware(backend=backend)])
+        return create_deep_agent(
+            model=model, backend=backend, middleware=[CompactionMiddleware(backend=backend)]
+        )
     if side == "deepagents":
         return create_deep_agent(model=model, backend=backend)
     with warnings.catch_warnings():
