@@ -495,3 +495,31 @@ def test_seed_usage_constructs_unchanged_apart_from_the_import():
         "messages",
         10,
     )
+
+
+def test_an_idle_gap_clears_old_results_for_good(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    import fastcompact.middleware as mw_module
+
+    clock = [1_000_000.0]
+    monkeypatch.setattr(mw_module, "_now", lambda: clock[0])
+    model = ScriptedChatModel()  # no profile: no other pass fires at this size
+    agent = _deep_agent(model, tmp_path)
+    _run(agent, "g", range(2, 8))
+    placeholder = "[Result cleared after an idle gap: "
+    assert not any(placeholder in str(m.content) for m in _conversation(model_calls(model)[-1]))
+
+    clock[0] += 2 * 3600  # two hours away: the provider's cache is cold anyway
+    _run(agent, "g", range(8, 10))
+    calls = model_calls(model)
+    after_gap = _conversation(calls[-1])
+    cleared = [m for m in after_gap if placeholder in str(m.content)]
+    # Every read from before the gap: the five newest results are kept, and the short
+    # `execute` results would grow as placeholders, so they stay too.
+    assert sorted(m.tool_call_id for m in cleared) == sorted(f"r-{s}" for s in range(2, 8))
+    assert any("read_file(/work/s2.py)" in str(m.content) for m in cleared)
+    # Later calls keep the same cleared prefix (the cache stays warm from here on).
+    _run(agent, "g", range(10, 12))
+    later = _conversation(model_calls(model)[-1])
+    assert [m.content for m in later[: len(after_gap) - 8]] == [
+        m.content for m in after_gap[: len(after_gap) - 8]
+    ]

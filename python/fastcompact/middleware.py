@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any, NotRequired
 
@@ -120,6 +121,10 @@ def _valid_event(event: Any, n: int) -> dict[str, Any] | None:
         logger.warning("fastcompact: ignoring %s with cutoff_index %r for %d messages", EVENT_KEY, cutoff, n)
         return None
     return dict(event)
+
+
+def _now() -> float:
+    return time.time()
 
 
 def _window(model: Any) -> int | None:
@@ -267,21 +272,23 @@ class CompactionMiddleware(AgentMiddleware):
         prior = event["cutoff_index"] if event else 0
         effective = [event["summary_message"], *raw[prior:]] if event else raw
         window = _window(request.model)
+        found = state.get(STATE_KEY)
+        counters = dict(found) if isinstance(found, Mapping) else {}
+        now, timestamps = self._clock(counters, raw, prior, event is not None, len(effective))
         raw_plan = _run(
             effective,
             self._resolved(window),
             window,
-            None,
+            now,
             request.system_message,
             request.tools,
-            None,
+            timestamps,
             None,
             request.model,
             None,
             _make_edited,
         )
         view, plan = raw_plan["view"], _plan_of(raw_plan, [])
-        counters = state.get(STATE_KEY)
         return _Turn(
             raw=raw,
             event=event,
@@ -290,8 +297,32 @@ class CompactionMiddleware(AgentMiddleware):
             view=view,
             plan=plan,
             window=window,
-            counters=dict(counters) if isinstance(counters, Mapping) else {},
+            counters=counters,
         )
+
+    def _clock(
+        self, counters: dict[str, Any], raw: list[Any], prior: int, summarized: bool, n: int
+    ) -> tuple[float, list[float] | None]:
+        """The time-gap pass's clock. Messages rarely say when they were sent, so the
+        state remembers when the model was last called: a pause longer than the gap
+        threshold since then marks the messages before it as idle-old, for good (the
+        mark stays, so the cleared view stays the same on later calls)."""
+        now = _now()
+        threshold = self._config.microcompact.gap_threshold_minutes * 60.0
+        last = counters.get("last_call_at")
+        if isinstance(last, int | float) and now - last > threshold and self._config.microcompact.enabled:
+            counters["gap_at"] = int(counters.get("seen", len(raw)))
+        counters["last_call_at"] = now
+        counters["seen"] = len(raw)
+        gap_at = counters.get("gap_at")
+        if not isinstance(gap_at, int):
+            return now, None
+        # The mark in the effective view (the summary holds slot 0 after a compaction).
+        at = gap_at - prior + (1 if summarized else 0)
+        if at <= (1 if summarized else 0) or at > n:
+            return now, None
+        after = threshold + 1.0
+        return after, [0.0] * at + [after] * (n - at)
 
     def _summarizer(self, request: ModelRequest) -> Any:
         chosen = self.summary_model or self.model or request.model
