@@ -265,15 +265,17 @@ class CompactionMiddleware(AgentMiddleware):
 
     # --- reading the state -------------------------------------------------------
 
-    def _turn(self, request: ModelRequest) -> _Turn:
+    def _turn(self, request: ModelRequest, window: int | None = None) -> _Turn:
         raw = list(request.messages)
         state = request.state if isinstance(request.state, Mapping) else {}
         event = _valid_event(state.get(EVENT_KEY), len(raw))
         prior = event["cutoff_index"] if event else 0
         effective = [event["summary_message"], *raw[prior:]] if event else raw
-        window = _window(request.model)
         found = state.get(STATE_KEY)
         counters = dict(found) if isinstance(found, Mapping) else {}
+        # The agent's window, remembered for the compaction tool (which has no model).
+        window = _window(request.model) or window
+        counters["window"] = window
         now, timestamps = self._clock(counters, raw, prior, event is not None, len(effective))
         raw_plan = _run(
             effective,
@@ -651,11 +653,16 @@ class CompactionToolMiddleware(AgentMiddleware):
         messages = list(state.get("messages") or [])
         # The AI message that called this tool stays: its answer is not in the state yet.
         raw = messages[:-1] if messages and getattr(messages[-1], "tool_calls", None) else messages
-        model = mw.model if mw.model is not None and not isinstance(mw.model, str) else None
         request = ModelRequest(
-            model=model, messages=raw, system_message=None, tools=[], state=state, runtime=runtime
+            model=mw.summary_model or mw.model,
+            messages=raw,
+            system_message=None,
+            tools=[],
+            state=state,
+            runtime=runtime,
         )
-        turn = mw._turn(request)
+        known = state.get(STATE_KEY)
+        turn = mw._turn(request, known.get("window") if isinstance(known, Mapping) else None)
         token_limit, message_limit = _thresholds(mw._resolved(turn.window), turn.window)
         tokens = turn.plan.tokens_after
         eligible = (token_limit is not None and tokens >= token_limit / 2) or (
