@@ -40,36 +40,61 @@ def _caller(messages: list[BaseMessage], call_id: str) -> dict[str, Any] | None:
     return None
 
 
+def tools_of_step(step: int) -> list[str]:
+    """The tools the agent calls at `step`, in order."""
+    tools = ["write_todos"] if step % 10 == 1 else []
+    tools += ["write_file", "read_file"]
+    tools += ["edit_file"] if step % 3 == 0 else []
+    tools += ["grep"] if step % 4 == 0 else []
+    tools += ["ls"] if step % 5 == 0 else []
+    return [*tools, "execute"]
+
+
+def messages_of_steps(steps: range) -> int:
+    """Messages a run of `steps` adds to the state: the request, a call and a result per
+    tool, and the answer."""
+    return sum(2 + 2 * len(tools_of_step(s)) for s in steps)
+
+
+def _step_call(tool: str, step: int) -> AIMessage:
+    path = f"/work/s{step}.py"
+    args: dict[str, Any] = {
+        "write_todos": {
+            "todos": [
+                {"content": f"finish step {s}", "status": "in_progress" if s == step else "pending"}
+                for s in range(step, step + 10)
+            ]
+        },
+        "write_file": {"file_path": path, "content": file_body(step)},
+        "read_file": {"file_path": path},
+        "edit_file": {
+            "file_path": path,
+            "old_string": f"# step {step} line 0:",
+            "new_string": f"# step {step} first:",
+        },
+        "grep": {"pattern": f"step {step} line 1:", "path": "/work"},
+        "ls": {"path": "/work"},
+        "execute": {"command": f"echo ran step {step}"},
+    }[tool]
+    return _call(tool, args, f"{tool}-{step}")
+
+
 def coding_script(messages: list[BaseMessage]) -> AIMessage:
-    """One user step: (todos every tenth step), write a file, read it back, run it
-    (`execute`), answer."""
+    """One user step: (todos every tenth step), write a file, read it back, (edit it,
+    grep, list the folder on some steps), run a command, answer."""
     last = messages[-1]
     if isinstance(last, HumanMessage):
         found = re.search(r"step (\d+)", str(last.content))
         step = int(found.group(1)) if found else 0
-        if step % 10 == 1:
-            todos = [
-                {"content": f"finish step {s}", "status": "in_progress" if s == step else "pending"}
-                for s in range(step, step + 10)
-            ]
-            return _call("write_todos", {"todos": todos}, f"todo-{step}")
-        return _call(
-            "write_file", {"file_path": f"/work/s{step}.py", "content": file_body(step)}, f"w-{step}"
-        )
+        return _step_call(tools_of_step(step)[0], step)
     if isinstance(last, ToolMessage):
         call = _caller(messages, last.tool_call_id) or {}
-        name, args = call.get("name"), call.get("args", {})
-        step_id = str(call.get("id", "x-0")).split("-", 1)[1]
-        if name == "write_todos":
-            step = int(step_id)
-            return _call(
-                "write_file", {"file_path": f"/work/s{step}.py", "content": file_body(step)}, f"w-{step}"
-            )
-        if name == "write_file":
-            return _call("read_file", {"file_path": args.get("file_path")}, f"r-{step_id}")
-        if name == "read_file":
-            return _call("execute", {"command": f"echo ran step {step_id}"}, f"x-{step_id}")
-        return AIMessage(f"Step {step_id} is done: the file is written, read back and run.")
+        name, _, step_text = str(call.get("id", "x-0")).rpartition("-")
+        step = int(step_text) if step_text.isdigit() else 0
+        tools = tools_of_step(step)
+        if name in tools and tools.index(name) + 1 < len(tools):
+            return _step_call(tools[tools.index(name) + 1], step)
+        return AIMessage(f"Step {step} is done: the file is written, read back and run.")
     return AIMessage("Ready.")
 
 
@@ -131,9 +156,11 @@ class ScriptedChatModel(BaseChatModel):
             n = len(self.summary_calls)
         steps = sorted({int(s) for s in re.findall(r"step (\d+)", prompt)})
         done = f"steps {steps[0]}-{steps[-1]}" if steps else "nothing yet"
-        return AIMessage(
+        text = (
             f"<analysis>Going through the transcript.</analysis>\n<summary>\nSummary {n}: {done}.\n</summary>"
         )
+        usage = {"input_tokens": len(prompt) // 4, "output_tokens": len(text) // 4}
+        return AIMessage(text, usage_metadata={**usage, "total_tokens": sum(usage.values())})
 
 
 def model_calls(model: ScriptedChatModel) -> list[list[BaseMessage]]:

@@ -395,6 +395,7 @@ class CompactionMiddleware(AgentMiddleware):
         error: BaseException | None,
         restored: list[tuple[str, str]],
         path: str | None,
+        usage: dict[str, int] | None = None,
     ) -> _Outcome:
         """Build the summary message, check that it helps, and make the state update."""
         cfg = self.config
@@ -429,6 +430,7 @@ class CompactionMiddleware(AgentMiddleware):
             "tokens_after": tokens,
             "summarizer": "model" if error is None and draft.use_llm else "fallback",
             "error": None if error is None else f"{type(error).__name__}: {error}",
+            "summarizer_tokens": usage,
             "file_path": path,
             "restored_files": [p for p, _ in restored],
             "forced": draft.forced,
@@ -459,10 +461,10 @@ class CompactionMiddleware(AgentMiddleware):
     # --- I/O, sync and async -------------------------------------------------------
 
     def _compact(self, request: ModelRequest, turn: _Turn, draft: _Draft) -> _Outcome:
-        summary, error = None, None
+        summary, error, usage = None, None, None
         if draft.use_llm:
             try:
-                summary = summarize.summarize(
+                summary, usage = summarize.summarize(
                     self._summarizer(request),
                     draft.span,
                     custom_instructions=self.config.custom_instructions,
@@ -482,20 +484,20 @@ class CompactionMiddleware(AgentMiddleware):
         if backend is not None and draft.reads:
             r = self.config.restoration
             restored = storage.restore_files(backend, draft.reads, r.per_file_chars, r.file_budget_chars)
-        outcome = self._finish(request, turn, draft, summary, error, restored, path=None)
+        outcome = self._finish(request, turn, draft, summary, error, restored, None, usage)
         if outcome.committed and backend is not None and draft.leaving:
             text = storage.archive_text(draft.leaving, turn.prior_cutoff, draft.thread, draft.number)
             path = storage.write_archive(
                 backend, self.config.history_path_prefix, draft.thread, draft.number, text
             )
-            outcome = self._finish(request, turn, draft, summary, error, restored, path)
+            outcome = self._finish(request, turn, draft, summary, error, restored, path, usage)
         return outcome
 
     async def _acompact(self, request: ModelRequest, turn: _Turn, draft: _Draft) -> _Outcome:
-        summary, error = None, None
+        summary, error, usage = None, None, None
         if draft.use_llm:
             try:
-                summary = await summarize.asummarize(
+                summary, usage = await summarize.asummarize(
                     self._summarizer(request),
                     draft.span,
                     custom_instructions=self.config.custom_instructions,
@@ -517,13 +519,13 @@ class CompactionMiddleware(AgentMiddleware):
             restored = await storage.arestore_files(
                 backend, draft.reads, r.per_file_chars, r.file_budget_chars
             )
-        outcome = self._finish(request, turn, draft, summary, error, restored, path=None)
+        outcome = self._finish(request, turn, draft, summary, error, restored, None, usage)
         if outcome.committed and backend is not None and draft.leaving:
             text = storage.archive_text(draft.leaving, turn.prior_cutoff, draft.thread, draft.number)
             path = await storage.awrite_archive(
                 backend, self.config.history_path_prefix, draft.thread, draft.number, text
             )
-            outcome = self._finish(request, turn, draft, summary, error, restored, path)
+            outcome = self._finish(request, turn, draft, summary, error, restored, path, usage)
         return outcome
 
     # --- the hooks -----------------------------------------------------------------

@@ -148,9 +148,12 @@ def summary_config() -> dict[str, Any]:
     }
 
 
-def summarize(model: Any, messages: Sequence[Any], *, custom_instructions: str | None, retries: int) -> str:
+def summarize(
+    model: Any, messages: Sequence[Any], *, custom_instructions: str | None, retries: int
+) -> tuple[str, dict[str, int] | None]:
     """Summarize ``messages`` with ``model``; a prompt-too-long answer drops the oldest
-    chunk and tries again, up to ``retries`` times. Raises ``SummaryError`` (or the
+    chunk and tries again, up to ``retries`` times. Returns the summary and the
+    summarizer's token usage (when it reports one). Raises ``SummaryError`` (or the
     model's own error) when no usable summary comes back."""
     span = list(messages)
     for attempt in range(retries + 1):
@@ -168,7 +171,7 @@ def summarize(model: Any, messages: Sequence[Any], *, custom_instructions: str |
 
 async def asummarize(
     model: Any, messages: Sequence[Any], *, custom_instructions: str | None, retries: int
-) -> str:
+) -> tuple[str, dict[str, int] | None]:
     """The async twin of :func:`summarize`."""
     span = list(messages)
     for attempt in range(retries + 1):
@@ -184,11 +187,14 @@ async def asummarize(
     raise SummaryError("the summarizer's prompt stayed too long after every retry")
 
 
-def _checked(reply: Any) -> str:
+def _checked(reply: Any) -> tuple[str, dict[str, int] | None]:
     text = final_summary(text_of(reply))
     if not text:
         raise SummaryError("the summarizer returned no summary")
-    return text
+    usage = getattr(reply, "usage_metadata", None)
+    if not isinstance(usage, Mapping):
+        return text, None
+    return text, {k: int(usage.get(k) or 0) for k in ("input_tokens", "output_tokens", "total_tokens")}
 
 
 def fallback(
