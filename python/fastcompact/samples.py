@@ -1,4 +1,12 @@
-"""Deterministic synthetic agent conversations for demos, tests and benchmarks.
+"""Sample agent conversations for demos, tests and benchmarks.
+
+Three recorded sessions ship with the package (:func:`load_session`): ``"coding"``, a
+coding agent reading, editing and running a small Python project (recorded from a real
+DeepAgents run, with the files it started from); ``"research"``, a research agent whose
+searches and page fetches return large results; ``"chat"``, a long conversation with
+few tool calls.
+
+:func:`coding_session` makes synthetic coding sessions of any length:
 
 The sessions imitate a coding agent: a user asks for work, the assistant answers with
 (sometimes parallel) calls to ``read_file``, ``grep``, ``glob``, ``execute``,
@@ -15,11 +23,50 @@ Example:
 
 from __future__ import annotations
 
+import gzip
+import json
 import math
 import random
+from importlib import resources
 from typing import Any
 
-__all__ = ["coding_session"]
+__all__ = ["SESSIONS", "coding_session", "load_session", "session_files"]
+
+SESSIONS = ("coding", "research", "chat")
+"""The bundled sessions, by name."""
+
+
+def _bundled(name: str) -> dict[str, Any]:
+    if name not in SESSIONS:
+        raise ValueError(f"unknown session {name!r}; the bundled ones are {', '.join(SESSIONS)}")
+    data = resources.files("fastcompact").joinpath("data", f"{name}.json.gz").read_bytes()
+    return json.loads(gzip.decompress(data))
+
+
+def load_session(name: str) -> list[Any]:
+    """A bundled session's messages, as LangChain messages.
+
+    Example:
+        >>> from fastcompact.samples import load_session
+        >>> msgs = load_session("research")
+        >>> len(msgs), msgs[0].type, msgs[1].tool_calls[0]["name"]
+        (96, 'human', 'web_search')
+    """
+    from langchain_core.messages import messages_from_dict
+
+    return messages_from_dict(_bundled(name)["messages"])
+
+
+def session_files(name: str) -> dict[str, str]:
+    """The files a bundled session started from (path -> text); empty when it used none.
+
+    Example:
+        >>> from fastcompact.samples import session_files
+        >>> sorted(session_files("coding"))[0]
+        '/inventory/README.md'
+    """
+    return dict(_bundled(name).get("files", {}))
+
 
 _REQUESTS = [
     "Refactor the auth module so that tokens are validated in one place.",
