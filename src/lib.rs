@@ -36,8 +36,9 @@ mod _core {
     use crate::plan::{Plan, PlanInput};
     use crate::tokens::{self, Encoding, HeuristicParams};
 
+    // Named by its full module path so that it pickles (worker processes send it back).
     create_exception!(
-        _core,
+        fastcompact._core,
         InputError,
         PyValueError,
         "Malformed input, naming the message index and field."

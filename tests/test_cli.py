@@ -1,41 +1,102 @@
-"""The `fastcompact` command through its real entry point."""
+"""The `fastcompact` command through its real entry point, on the bundled sessions and
+on malformed files."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
-from fastcompact.samples import coding_session
-from langchain_core.messages import messages_to_dict
+from fastcompact.samples import load_session
+from langchain_core.load import dumpd
+from langchain_core.messages import convert_to_openai_messages, messages_to_dict
 
 EXE = shutil.which("fastcompact")
 
 
-def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def run(*args: str, stdin: str | None = None, timeout: int = 120) -> subprocess.CompletedProcess[str]:
     cmd = [EXE, *args] if EXE else [sys.executable, "-m", "fastcompact.cli", *args]
-    return subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=120)
+    return subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout)
 
 
-def test_inspect_builtin_sample():
+def _anthropic(messages: list[Any]) -> list[dict[str, Any]]:
+    """The session in Anthropic's Messages API shape: tool_use / tool_result blocks."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.type == "human":
+            out.append({"role": "user", "content": m.content})
+        elif m.type == "ai":
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": m.content}] if m.content else []
+            blocks += [
+                {"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["args"]}
+                for c in m.tool_calls
+            ]
+            out.append({"role": "assistant", "content": blocks})
+        else:
+            block = {"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.content}
+            out.append({"role": "user", "content": [block]})
+    return out
+
+
+SHAPES = {
+    "messages_to_dict": lambda msgs: messages_to_dict(msgs),
+    "dumpd": lambda msgs: [dumpd(m) for m in msgs],
+    "openai": lambda msgs: convert_to_openai_messages(msgs),
+    "anthropic": _anthropic,
+}
+
+
+def test_inspect_defaults_to_the_bundled_coding_session():
     r = run("inspect")
     assert r.returncode == 0, r.stderr
-    assert "built-in sample coding session" in r.stdout
-    assert "tokens by role" in r.stdout and "FIRES" in r.stdout
+    for text in (
+        "bundled coding session: 511 messages",
+        "tokens by role",
+        "read_file",
+        "what each cheap pass",
+    ):
+        assert text in r.stdout
 
 
-def test_inspect_file_json(tmp_path):
-    msgs = coding_session(300, seed=2)
-    path = tmp_path / "session.json"
-    path.write_text(json.dumps(messages_to_dict(msgs)))
-    r = run("inspect", str(path), "--max-input-tokens", "200000", "--json")
+@pytest.mark.parametrize("name", ["coding", "research", "chat"])
+def test_inspect_each_bundled_session_as_json(name: str):
+    r = run("inspect", "--sample", name, "--max-input-tokens", "50000", "--json")
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)
-    assert report["messages"] == 300
-    assert report["keep"] == ["fraction", 0.1]
-    assert 0 < report["cutoff"] < 300
+    msgs = load_session(name)
+    assert report["messages"] == len(msgs)
+    assert report["trigger"] == [["fraction", 0.85]] and report["keep"] == ["fraction", 0.1]
+    assert [p["name"] for p in report["passes"]] == [
+        "budget",
+        "truncate_args",
+        "clearing",
+        "dedupe",
+        "collapse",
+        "time_gap",
+    ]
+    assert report["tokens_after_passes"] == report["total_tokens"] - sum(p["saved"] for p in report["passes"])
+    assert 0 < report["cutoff"] < len(msgs)
+    assert msgs[report["cutoff"]].type != "tool"
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_inspect_reads_every_shape(tmp_path: Path, shape: str):
+    msgs = load_session("coding")[:120]
+    path = tmp_path / f"{shape}.json"
+    path.write_text(json.dumps(SHAPES[shape](msgs)))
+    r = run("inspect", str(path), "--json")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["messages"] == 120
+    # Tool results are attributed to their tool in every shape but Anthropic's (whose
+    # results sit in user messages).
+    if shape != "anthropic":
+        assert "read_file" in report["per_tool"]
 
 
 def test_inspect_jsonl_from_stdin():
@@ -54,17 +115,92 @@ def test_inspect_jsonl_from_stdin():
         ("[]", "empty"),
         ('{"a": 1}', "expected a list"),
         ('[{"role": "wizard", "content": "x"}]', "message 0"),
+        ('[{"foo": 1}]', "has none of 'type', 'role', 'lc'"),
+        ("[42]", "message 0 is a int"),
     ],
 )
-def test_inspect_bad_files_fail_in_one_line(tmp_path, content, message):
+def test_bad_files_fail_in_one_line(tmp_path: Path, content: str, message: str):
     path = tmp_path / "bad.json"
     path.write_text(content)
-    r = run("inspect", str(path))
-    assert r.returncode == 2
-    assert message in r.stderr
-    assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1
+    for command in (["inspect", str(path)], ["compact", str(path), "-o", str(tmp_path / "out.json")]):
+        r = run(*command)
+        assert r.returncode == 2, r.stdout
+        assert message in r.stderr
+        assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1
 
 
-def test_inspect_missing_file():
+def test_missing_and_binary_files(tmp_path: Path):
     r = run("inspect", "/nonexistent/session.json")
     assert r.returncode == 2 and "cannot read" in r.stderr
+    path = tmp_path / "blob.json"
+    path.write_bytes(b"\xff\xfe\x00garbage")
+    r = run("inspect", str(path))
+    assert r.returncode == 2 and "not UTF-8" in r.stderr and "Traceback" not in r.stderr
+
+
+def _archived(path: Path) -> list[int]:
+    return [int(i) for i in re.findall(r"^### \[(\d+)\]", path.read_text(), flags=re.M)]
+
+
+def test_compact_one_file_writes_the_conversation_and_the_archive(tmp_path: Path):
+    msgs = load_session("research")
+    src = tmp_path / "research.json"
+    src.write_text(json.dumps(messages_to_dict(msgs)))
+    out = tmp_path / "small.json"
+    r = run("compact", str(src), "-o", str(out), "--max-input-tokens", "30000", "--json")
+    assert r.returncode == 0, r.stderr
+    [figures] = json.loads(r.stdout)
+    written = json.loads(out.read_text())
+    assert figures["messages_after"] == len(written) == len(msgs) - figures["summarized"] + 1
+    assert (
+        written[0]["type"] == "human"
+        and written[0]["data"]["additional_kwargs"]["lc_source"] == "summarization"
+    )
+    assert str(tmp_path / "small.archive.md") in written[0]["data"]["content"]
+    assert _archived(tmp_path / "small.archive.md") == list(range(figures["summarized"]))
+    assert figures["tokens_after"] < 30_000 * 0.85
+    # The kept messages are the originals (or their edited copies), in order.
+    assert [m["data"]["id"] for m in written[1:]] == [m.id for m in msgs[figures["summarized"] :]]
+
+
+def test_compact_many_files_in_parallel_keeps_each_layout(tmp_path: Path):
+    chat = messages_to_dict(load_session("chat"))
+    (tmp_path / "chat.jsonl").write_text("".join(json.dumps(m) + "\n" for m in chat))
+    coding = convert_to_openai_messages(load_session("coding"))
+    (tmp_path / "coding.json").write_text(json.dumps({"messages": coding}))
+    research = messages_to_dict(load_session("research"))
+    (tmp_path / "research.json").write_text(json.dumps(research))
+    outdir = tmp_path / "out"
+    files = [str(tmp_path / n) for n in ("chat.jsonl", "coding.json", "research.json")]
+    r = run("compact", *files, "-o", str(outdir), "--max-input-tokens", "20000")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("summarized") == 3
+    chat_out = [json.loads(line) for line in (outdir / "chat.json").read_text().splitlines()]
+    assert chat_out[0]["data"]["additional_kwargs"]["lc_source"] == "summarization"
+    coding_out = json.loads((outdir / "coding.json").read_text())["messages"]
+    assert coding_out[0]["role"] == "user" and "compacted" in coding_out[0]["content"]
+    for name, n in (("chat", len(chat)), ("coding", len(coding)), ("research", len(research))):
+        archived = _archived(outdir / f"{name}.archive.md")
+        assert archived == list(range(len(archived))) and 0 < len(archived) < n
+
+
+def test_compact_below_the_trigger_only_runs_the_cheap_passes(tmp_path: Path):
+    src = tmp_path / "chat.json"
+    src.write_text(json.dumps(messages_to_dict(load_session("chat"))))
+    r = run("compact", str(src), "-o", str(tmp_path / "o.json"), "--json")
+    assert r.returncode == 0, r.stderr
+    [figures] = json.loads(r.stdout)
+    assert figures["summarized"] == 0 and figures["archive"] is None
+    assert not (tmp_path / "o.archive.md").exists()
+    r = run("compact", str(src), "-o", str(tmp_path / "f.json"), "--force", "--json")
+    assert json.loads(r.stdout)[0]["summarized"] > 0
+
+
+def test_demo_fast_compacts_and_archives(tmp_path: Path):
+    r = run("demo", "--fast", "--root", str(tmp_path), timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "SUMMARY #1" in r.stdout and "nothing was lost" in r.stdout
+    archives = sorted((tmp_path / "conversation_history" / "demo").glob("*.md"))
+    assert archives and all(a.read_text().startswith("# Conversation history") for a in archives)
+    turns = re.findall(r"^turn +\d+ ", r.stdout, flags=re.M)
+    assert len(turns) == 14

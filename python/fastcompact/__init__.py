@@ -59,6 +59,7 @@ from fastcompact.passes import (
     plan,
     truncate_args,
 )
+from fastcompact.report import Report, inspect
 
 if TYPE_CHECKING:
     from fastcompact.middleware import CompactionMiddleware, CompactionState, CompactionToolMiddleware
@@ -94,6 +95,7 @@ __all__ = [
     "MicrocompactConfig",
     "PassStats",
     "Plan",
+    "Report",
     "RestorationConfig",
     "TokenBreakdown",
     "TokenBudgetConfig",
@@ -111,6 +113,7 @@ __all__ = [
     "dedupe_reads",
     "effective_messages",
     "find_cutoff",
+    "inspect",
     "model_view",
     "normalize",
     "plan",

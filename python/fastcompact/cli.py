@@ -1,56 +1,77 @@
 """The ``fastcompact`` command.
 
-``fastcompact inspect [FILE]`` reports where a conversation's tokens go, whether it has
-reached the compaction trigger and where the cutoff would fall. Without a file it
-inspects a built-in sample coding session, so it runs anywhere with no setup.
+- ``fastcompact inspect [FILE]``: where a conversation's tokens go, what each cheap pass
+  would save, where the trigger and the cutoff fall (a bundled session by default).
+- ``fastcompact compact FILE... -o OUT``: compact saved transcripts; writes each
+  compacted conversation and the archive of what its summary replaced.
+- ``fastcompact demo``: a real DeepAgents agent, replayed offline, kept inside a small
+  window by the middleware.
+
+Problems (an unreadable file, an unknown format, an empty conversation) are reported
+in one line with exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from collections.abc import Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
 import fastcompact
-from fastcompact.helpers import (
-    DEFAULT_KEEP,
-    DEFAULT_KEEP_WITH_PROFILE,
-    DEFAULT_TRIGGER,
-    DEFAULT_TRIGGER_WITH_PROFILE,
-)
-from fastcompact.samples import coding_session
-
-SAMPLE_MESSAGES = 2_000
+from fastcompact.samples import SESSIONS, load_session
 
 
 class CliError(Exception):
     """A problem to report in one line, with exit status 2."""
 
 
-def load_conversation(path: str) -> list[Any]:
-    """Messages from a JSON list, a JSON object with a ``messages`` list, or JSONL."""
+_SHAPE_HINT = "expected LangChain messages (messages_to_dict / dumpd), OpenAI or Anthropic chat messages"
+
+
+def _check_shape(messages: list[Any], path: str) -> None:
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict | list | str):
+            raise CliError(f"{path}: message {i} is a {type(m).__name__}; {_SHAPE_HINT}")
+        if isinstance(m, dict) and not ({"type", "role", "lc", "data"} & set(m)):
+            raise CliError(f"{path}: message {i} has none of 'type', 'role', 'lc'; {_SHAPE_HINT}")
+
+
+def read_file(path: str) -> tuple[list[Any], str]:
+    """Messages from a JSON list, a JSON object with a ``messages`` list, or JSON Lines
+    (``-``: stdin), and the layout they came in (``list``, ``object`` or ``jsonl``)."""
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except OSError as e:
         raise CliError(f"cannot read {path}: {e.strerror or e}") from e
     except UnicodeDecodeError as e:
         raise CliError(f"{path} is not UTF-8 text") from e
+    layout = "list"
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
         try:
             data = [json.loads(line) for line in text.splitlines() if line.strip()]
+            layout = "jsonl"
         except json.JSONDecodeError as e:
             raise CliError(f"{path} is neither JSON nor JSON Lines (line {e.lineno}: {e.msg})") from e
     if isinstance(data, dict) and isinstance(data.get("messages"), list):
-        data = data["messages"]
+        data, layout = data["messages"], "object"
     if not isinstance(data, list):
         raise CliError(f"{path}: expected a list of messages or an object with a 'messages' list")
     if not data:
         raise CliError(f"{path}: the conversation is empty")
-    return data
+    _check_shape(data, path)
+    return data, layout
+
+
+def load_conversation(path: str) -> list[Any]:
+    """Messages from a file (see :func:`read_file`)."""
+    return read_file(path)[0]
 
 
 def _size(text: str) -> tuple[str, float]:
@@ -63,87 +84,264 @@ def _size(text: str) -> tuple[str, float]:
         ) from e
 
 
-def inspect_report(messages: list[Any], args: argparse.Namespace) -> dict[str, Any]:
-    max_tokens = args.max_input_tokens
-    trigger = args.trigger or (DEFAULT_TRIGGER_WITH_PROFILE if max_tokens else DEFAULT_TRIGGER)
-    keep = args.keep or (DEFAULT_KEEP_WITH_PROFILE if max_tokens else DEFAULT_KEEP)
-    breakdown = fastcompact.token_breakdown(messages, encoding=args.encoding)
-    fires = fastcompact.should_compact(messages, trigger, max_input_tokens=max_tokens, encoding=args.encoding)
-    cutoff = fastcompact.find_cutoff(messages, keep, max_tokens, encoding=args.encoding)
-    kept = sum(m.tokens for m in breakdown.messages[cutoff:])
+# --- inspect -------------------------------------------------------------------------------
+
+
+def _print_rich(report: fastcompact.Report) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False)
+    total = max(report.total_tokens, 1)
+    console.print(
+        f"[bold]{report.source}[/bold]: {report.messages:,} messages, "
+        f"{report.total_tokens:,} tokens ({report.encoding})"
+    )
+
+    def table(title: str, rows: Sequence[tuple[str, int]], extra: Sequence[str] | None = None) -> Table:
+        t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+        t.add_column("")
+        t.add_column("tokens", justify="right")
+        t.add_column("share", justify="right")
+        if extra is not None:
+            t.add_column("", justify="left")
+        for i, (label, n) in enumerate(rows):
+            cells = [label, f"{n:,}", f"{100 * n / total:.1f}%"]
+            t.add_row(*cells, *([extra[i]] if extra is not None else []))
+        return t
+
+    console.print(table("tokens by role", sorted(report.per_role.items(), key=lambda kv: -kv[1])))
+    if report.per_tool:
+        console.print(table("tool results by tool", sorted(report.per_tool.items(), key=lambda kv: -kv[1])))
+    largest = [
+        (f"#{m.index} {m.role}" + (f" ({m.tool})" if m.tool else ""), m.tokens) for m in report.largest
+    ]
+    console.print(table("largest messages", largest))
+    passes = [(p.name, p.saved) for p in report.plan.passes]
+    console.print(
+        table("what each cheap pass would save", passes, [f"{p.edits} edits" for p in report.plan.passes])
+    )
+    console.print(f"after the cheap passes: {report.plan.tokens_after:,} tokens")
+    fires = "[bold red]FIRES[/bold red]" if report.trigger_fires else "not reached"
+    console.print(f"trigger {report._trigger_text()}: {fires}")
+    needed = "still needed" if report.plan.summary_needed else "not needed"
+    console.print(f"after the cheap passes a summary is {needed}")
+    kind, value = report.keep
+    if report.cutoff:
+        console.print(
+            f"keep {kind}={value:g}: cutoff at message {report.cutoff:,} "
+            f"(summarize {report.cutoff:,} messages, keep {report.kept_tokens:,} tokens)"
+        )
+    else:
+        console.print(f"keep {kind}={value:g}: nothing to summarize")
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    if args.file is None:
+        messages: list[Any] = load_session(args.sample)
+        source = f"bundled {args.sample} session"
+    else:
+        messages = load_conversation(args.file)
+        source = args.file
+    report = fastcompact.inspect(
+        messages,
+        max_input_tokens=args.max_input_tokens,
+        trigger=args.trigger,
+        keep=args.keep,
+        encoding=args.encoding,
+        source=source,
+    )
+    if args.json:
+        sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
+    else:
+        _print_rich(report)
+    return 0
+
+
+# --- compact -------------------------------------------------------------------------------
+
+
+def _outputs(src: str, out: Path, many: bool) -> tuple[Path, Path]:
+    if many or out.is_dir():
+        stem = Path(src).name.split(".")[0] or "conversation"
+        target = out / f"{stem}.json"
+    else:
+        target = out
+    return target, target.with_name(target.name.split(".")[0] + ".archive.md")
+
+
+def _write(target: Path, messages: list[Any], layout: str) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if layout == "jsonl":
+        text = "".join(json.dumps(m, default=str) + "\n" for m in messages)
+    elif layout == "object":
+        text = json.dumps({"messages": messages}, indent=1, default=str) + "\n"
+    else:
+        text = json.dumps(messages, indent=1, default=str) + "\n"
+    target.write_text(text, encoding="utf-8")
+
+
+def compact_file(src: str, out: str, many: bool, options: dict[str, Any]) -> dict[str, Any]:
+    """Compact one file; the figures of what was done (run in a worker)."""
+    messages, layout = read_file(src)
+    try:
+        return _compact_messages(src, messages, layout, out, many, options)
+    except fastcompact.InputError as e:
+        raise CliError(f"{src}: {e}") from None
+
+
+def _compact_messages(
+    src: str, messages: list[Any], layout: str, out: str, many: bool, options: dict[str, Any]
+) -> dict[str, Any]:
+    from fastcompact.pipeline import compact
+
+    target, archive = _outputs(src, Path(out), many)
+    model = None
+    if options.get("model"):
+        from langchain.chat_models import init_chat_model
+
+        model = init_chat_model(options["model"])
+    result = compact(
+        messages,
+        max_input_tokens=options.get("max_input_tokens"),
+        model=model,
+        force=options.get("force", False),
+        archive_path=str(archive),
+        source=Path(src).name,
+    )
+    from langchain_core.messages import BaseMessage, message_to_dict
+
+    out_messages = [message_to_dict(m) if isinstance(m, BaseMessage) else m for m in result.messages]
+    _write(target, out_messages, layout)
+    if result.archive is not None:
+        archive.write_text(result.archive, encoding="utf-8")
     return {
-        "messages": len(messages),
-        "encoding": args.encoding,
-        "total_tokens": breakdown.total,
-        "per_role": breakdown.per_role,
-        "per_tool": breakdown.per_tool,
-        "largest": [m.__dict__ for m in breakdown.largest(5)],
-        "trigger": list(trigger),
-        "trigger_fires": fires,
-        "keep": list(keep),
-        "cutoff": cutoff,
-        "summarized_messages": cutoff,
-        "kept_tokens": kept,
+        "file": src,
+        "output": str(target),
+        "archive": str(archive) if result.archive is not None else None,
+        "messages_before": len(messages),
+        "messages_after": len(result.messages),
+        "tokens_before": result.tokens_before,
+        "tokens_after": result.tokens_after,
+        "summarized": result.summarized,
+        "summarizer": result.summarizer,
     }
 
 
-def _print_report(r: dict[str, Any], source: str) -> None:
-    out = sys.stdout.write
-    out(f"{source}: {r['messages']:,} messages, {r['total_tokens']:,} tokens ({r['encoding']})\n\n")
-    out("tokens by role\n")
-    for role, n in sorted(r["per_role"].items(), key=lambda kv: -kv[1]):
-        out(f"  {role:<12} {n:>12,}  {100 * n / max(r['total_tokens'], 1):5.1f}%\n")
-    if r["per_tool"]:
-        out("tool results by tool\n")
-        for tool, n in sorted(r["per_tool"].items(), key=lambda kv: -kv[1]):
-            out(f"  {tool:<12} {n:>12,}  {100 * n / max(r['total_tokens'], 1):5.1f}%\n")
-    out("largest messages\n")
-    for m in r["largest"]:
-        label = f"{m['role']}" + (f" ({m['tool']})" if m["tool"] else "")
-        out(f"  #{m['index']:<6} {label:<22} {m['tokens']:>10,}\n")
-    kind, value = r["trigger"]
-    out(f"\ntrigger {kind}={value:g}: {'FIRES' if r['trigger_fires'] else 'not reached'}\n")
-    kind, value = r["keep"]
-    if r["cutoff"]:
-        out(
-            f"keep {kind}={value:g}: cutoff at message {r['cutoff']:,} "
-            f"(summarize {r['summarized_messages']:,} messages, keep {r['kept_tokens']:,} tokens)\n"
-        )
+def _compact(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import Progress
+
+    files: list[str] = args.files
+    many = len(files) > 1
+    out = Path(args.output)
+    if many and out.exists() and not out.is_dir():
+        raise CliError(f"{out} is a file; give a directory for several inputs")
+    if many:
+        out.mkdir(parents=True, exist_ok=True)
+    options = {"max_input_tokens": args.max_input_tokens, "model": args.model, "force": args.force}
+    console = Console(stderr=True, highlight=False)
+    results: list[dict[str, Any]] = []
+    errors: list[str] = []
+    # Processes for the offline summarizer (CPU-bound); threads when calling a model.
+    pool: Executor = (
+        ThreadPoolExecutor(max_workers=8)
+        if args.model
+        else ProcessPoolExecutor(max_workers=os.cpu_count() or 1)
+    )
+    with pool, Progress(console=console, transient=True, disable=not many) as progress:
+        task = progress.add_task("compacting", total=len(files))
+        futures = {pool.submit(compact_file, f, str(out), many, options): f for f in files}
+        for future in as_completed(futures):
+            try:
+                results.append(future.result())
+            except (CliError, fastcompact.InputError) as e:
+                errors.append(str(e))
+            except Exception as e:  # a worker's failure is one file's failure
+                errors.append(f"{futures[future]}: {type(e).__name__}: {e}")
+            progress.advance(task)
+    if args.json:
+        sys.stdout.write(json.dumps(sorted(results, key=lambda r: r["file"]), indent=2) + "\n")
     else:
-        out(f"keep {kind}={value:g}: nothing to summarize\n")
+        for r in sorted(results, key=lambda r: r["file"]):
+            what = (
+                f"summarized {r['summarized']:,} messages ({r['summarizer']}), archive {r['archive']}"
+                if r["summarized"]
+                else "cheap passes only (no summary needed)"
+            )
+            sys.stdout.write(
+                f"{r['file']}: {r['messages_before']:,} -> {r['messages_after']:,} messages, "
+                f"{r['tokens_before']:,} -> {r['tokens_after']:,} tokens; {what}; wrote {r['output']}\n"
+            )
+    for e in errors:
+        sys.stderr.write(f"fastcompact: {e}\n")
+    return 2 if errors else 0
+
+
+# --- demo ----------------------------------------------------------------------------------
+
+
+def _demo(args: argparse.Namespace) -> int:
+    try:
+        from fastcompact import demo
+    except ImportError as e:
+        raise CliError(f"the demo needs DeepAgents: pip install 'fastcompact[demo]' ({e})") from e
+    try:
+        import deepagents  # noqa: F401
+    except ImportError as e:
+        raise CliError("the demo needs DeepAgents: pip install 'fastcompact[demo]'") from e
+    from rich.console import Console
+
+    console = Console(highlight=False)
+    result = demo.run(fast=args.fast, window=args.window, root=args.root, echo=console.print)
+    return 0 if result.summaries and result.archive_files else 1
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fastcompact", description="Context compaction for LLM agents.")
     parser.add_argument("--version", action="version", version=f"fastcompact {fastcompact.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+
     p = sub.add_parser("inspect", help="where a conversation's tokens go and where it would be cut")
     p.add_argument(
-        "file", nargs="?", help="JSON or JSONL conversation ('-' for stdin); default: a built-in sample"
+        "file", nargs="?", help="JSON or JSONL conversation ('-' for stdin); default: a bundled session"
+    )
+    p.add_argument(
+        "--sample", choices=SESSIONS, default="coding", help="the bundled session inspected without FILE"
     )
     p.add_argument("--encoding", default="heuristic", choices=["heuristic", "o200k_base", "cl100k_base"])
     p.add_argument("--max-input-tokens", type=int, default=None, help="the model's context window")
     p.add_argument("--trigger", type=_size, default=None, help="e.g. tokens:170000 or fraction:0.85")
     p.add_argument("--keep", type=_size, default=None, help="e.g. messages:6 or fraction:0.1")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
-    args = parser.parse_args(argv)
+    p.set_defaults(run=_inspect)
 
+    c = sub.add_parser("compact", help="compact saved transcripts (the summary is offline unless --model)")
+    c.add_argument("files", nargs="+", help="JSON or JSONL conversations")
+    c.add_argument("-o", "--output", required=True, help="output file, or a directory for several inputs")
+    c.add_argument("--max-input-tokens", type=int, default=None, help="the model's context window")
+    c.add_argument(
+        "--model", default=None, help="summarize with provider:name (init_chat_model; needs its key)"
+    )
+    c.add_argument("--force", action="store_true", help="summarize even below the trigger")
+    c.add_argument("--json", action="store_true", help="print the figures as JSON")
+    c.set_defaults(run=_compact)
+
+    d = sub.add_parser("demo", help="a DeepAgents coding agent kept inside a small window, offline")
+    d.add_argument("--fast", action="store_true", help="a shorter session")
+    d.add_argument("--window", type=int, default=None, help="the model's window in tokens")
+    d.add_argument("--root", default=None, help="work directory (default: a new temporary one)")
+    d.set_defaults(run=_demo)
+
+    args = parser.parse_args(argv)
     try:
-        if args.file is None:
-            messages: list[Any] = coding_session(SAMPLE_MESSAGES, seed=0)
-            source = f"built-in sample coding session (seed 0, {SAMPLE_MESSAGES:,} messages)"
-        else:
-            messages = load_conversation(args.file)
-            source = args.file
-        report = inspect_report(messages, args)
-    except (CliError, fastcompact.InputError) as e:
+        return int(args.run(args))
+    except (CliError, fastcompact.InputError, ValueError) as e:
         sys.stderr.write(f"fastcompact: {e}\n")
         return 2
-    if args.json:
-        sys.stdout.write(json.dumps(report, indent=2) + "\n")
-    else:
-        _print_report(report, source)
-    return 0
+    except KeyboardInterrupt:
+        sys.stderr.write("fastcompact: interrupted\n")
+        return 130
 
 
 if __name__ == "__main__":

@@ -1,0 +1,215 @@
+"""``fastcompact demo``: a real DeepAgents agent works through the bundled coding
+session with ``CompactionMiddleware``, offline.
+
+The agent's model is a replay of the recorded session (it answers each message with
+the reply recorded for it, and writes summaries from the transcript it is given); the
+tools are DeepAgents' real file and shell tools, working on a copy of the project in a
+temporary directory. Each turn prints how full the context is, which pass fired and
+when a summary was made.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import ConfigDict, Field
+
+from fastcompact.samples import load_session, session_files
+
+WINDOW = 24_000
+FAST_TURNS = 14
+FAST_WINDOW = 16_000
+
+
+class ReplayModel(BaseChatModel):
+    """Answers from a recorded session: a request gets the reply recorded for it, a tool
+    result the reply that followed it. Decided by the last message alone, which every
+    compaction keeps, so replay survives summaries. Summary requests get a summary made
+    from the transcript they carry."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    after_request: dict[str, AIMessage] = Field(default_factory=dict)
+    after_call: dict[str, AIMessage] = Field(default_factory=dict)
+    summaries: int = 0
+
+    @classmethod
+    def of(cls, recorded: list[BaseMessage], **kw: Any) -> ReplayModel:
+        after_request: dict[str, AIMessage] = {}
+        after_call: dict[str, AIMessage] = {}
+        for i, m in enumerate(recorded[:-1]):
+            nxt = next((r for r in recorded[i + 1 :] if isinstance(r, AIMessage)), None)
+            if nxt is None:
+                continue
+            if isinstance(m, HumanMessage):
+                after_request[str(m.content)] = nxt
+            elif isinstance(m, ToolMessage):
+                after_call[m.tool_call_id] = nxt
+        return cls(after_request=after_request, after_call=after_call, **kw)
+
+    @property
+    def _llm_type(self) -> str:
+        return "replay"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ReplayModel:  # type: ignore[override]
+        return self
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
+        last = messages[-1]
+        text = str(last.content)
+        if "<transcript>" in str(messages[0].content):
+            self.summaries += 1
+            reply = AIMessage(_summary_of(str(messages[0].content)))
+        elif isinstance(last, ToolMessage) and last.tool_call_id in self.after_call:
+            reply = self.after_call[last.tool_call_id]
+        elif isinstance(last, HumanMessage) and text in self.after_request:
+            reply = self.after_request[text]
+        else:
+            reply = AIMessage("I have nothing recorded for that.")
+        return ChatResult(generations=[ChatGeneration(message=reply.model_copy())])
+
+
+def _summary_of(prompt: str) -> str:
+    """A summary in the prompt's nine sections, from the transcript's own lines."""
+    transcript = prompt.split("<transcript>", 1)[-1]
+    requests = re.findall(r"### \[\d+\] Human\n(.+)", transcript)
+    files = sorted(set(re.findall(r'"file_path":"([^"]+)"', transcript)))
+    last_ai = re.findall(r"### \[\d+\] AI\n([^\n-][^\n]+)", transcript)
+    earlier = [r for r in requests if not r.startswith("This conversation was compacted")]
+    bullets = "\n".join(f"   - {r}" for r in earlier) or "   - (none)"
+    return (
+        "<analysis>Read the transcript in order.</analysis>\n<summary>\n"
+        f"1. Primary request and intent: the user is improving the inventory project.\n"
+        f"2. Key technical concepts: Python dataclasses, Decimal prices, logging.\n"
+        f"3. Files and code: {', '.join(files) or 'none'}.\n"
+        "4. Errors and fixes: none recorded.\n"
+        "5. Problem solving: each change was checked by parsing the edited module.\n"
+        f"6. All user messages:\n{bullets}\n"
+        "7. Pending tasks: none beyond the next request.\n"
+        f"8. Current work: {last_ai[-1] if last_ai else 'between requests'}\n"
+        "9. Next step: wait for the user's next request.\n</summary>"
+    )
+
+
+@dataclass
+class DemoResult:
+    turns: int
+    model_calls: int
+    summaries: list[dict[str, Any]] = field(default_factory=list)
+    passes_fired: dict[str, int] = field(default_factory=dict)
+    raw_messages: int = 0
+    raw_tokens: int = 0
+    last_view_tokens: int = 0
+    peak_fill: float = 0.0
+    archive_files: list[str] = field(default_factory=list)
+    root: str = ""
+    seconds: float = 0.0
+
+
+def _gauge(fill: float, width: int = 24) -> str:
+    full = min(width, round(fill * width))
+    return "█" * full + "░" * (width - full)
+
+
+def run(
+    *,
+    fast: bool = False,
+    window: int | None = None,
+    root: str | None = None,
+    echo: Callable[[str], None] = print,
+) -> DemoResult:
+    """Run the demo and return its figures; ``echo`` receives one line per turn."""
+    from deepagents import create_deep_agent
+    from deepagents.backends import LocalShellBackend
+    from langchain.agents.middleware import TodoListMiddleware
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    import fastcompact
+    from fastcompact import CompactionMiddleware
+
+    started = time.perf_counter()
+    recorded = load_session("coding")
+    requests = [str(m.content) for m in recorded if isinstance(m, HumanMessage)]
+    if fast:
+        requests = requests[:FAST_TURNS]
+    window = window or (FAST_WINDOW if fast else WINDOW)
+    workdir = Path(root) if root else Path(tempfile.mkdtemp(prefix="fastcompact-demo-"))
+    for path, text in session_files("coding").items():
+        target = workdir / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+
+    model = ReplayModel.of(recorded, profile={"max_input_tokens": window})
+    backend = LocalShellBackend(root_dir=workdir, virtual_mode=True)
+    mw = CompactionMiddleware(backend=backend)
+    agent = create_deep_agent(
+        model=model, backend=backend, middleware=[mw, TodoListMiddleware()], checkpointer=InMemorySaver()
+    )
+    cfg = {"configurable": {"thread_id": "demo"}}
+    result = DemoResult(turns=len(requests), model_calls=0, root=str(workdir))
+    echo(f"A DeepAgents coding agent, replayed offline: {len(requests)} requests, a {window:,}-token window.")
+    echo(f"Project copied to {workdir}\n")
+    previous: dict[str, int] = {}
+    last_cut = 0
+    for turn, request in enumerate(requests, 1):
+        calls_before = model.summaries
+        agent.invoke({"messages": [HumanMessage(request)]}, cfg)
+        state = agent.get_state(cfg).values
+        plan = (state.get("_fastcompact") or {}).get("last_plan") or {}
+        fill = plan.get("tokens_after", 0) / window
+        result.peak_fill = max(result.peak_fill, fill)
+        fired = []
+        for p in plan.get("passes", []):
+            if p["edits"] > previous.get(p["name"], 0):
+                fired.append(p["name"])
+                result.passes_fired[p["name"]] = result.passes_fired.get(p["name"], 0) + 1
+            previous[p["name"]] = p["edits"]
+        event = state.get("_summarization_event")
+        notes = [f"{name} fired" for name in fired]
+        if event and event["cutoff_index"] != last_cut:
+            last_cut = event["cutoff_index"]
+            stats = event.get("fastcompact", {})
+            result.summaries.append({"turn": turn, "cutoff": last_cut, "file": event["file_path"], **stats})
+            count = stats.get("summarized_messages", "?")
+            notes.append(f"SUMMARY #{len(result.summaries)} ({count} msgs) -> {event['file_path']}")
+            previous = {}
+        summarizer = " (summarizer called)" if model.summaries > calls_before else ""
+        echo(
+            f"turn {turn:>2} {_gauge(fill)} {100 * fill:5.1f}%  {plan.get('tokens_after', 0):>6,} tokens  "
+            + ("; ".join(notes) + summarizer if notes else "")
+        )
+    state = agent.get_state(cfg).values
+    raw = state["messages"]
+    result.raw_messages = len(raw)
+    result.raw_tokens = fastcompact.count_tokens(raw)
+    result.last_view_tokens = ((state.get("_fastcompact") or {}).get("last_plan") or {}).get(
+        "tokens_after", 0
+    )
+    history = workdir / "conversation_history" / "demo"
+    result.archive_files = sorted(str(p) for p in history.glob("*.md")) if history.exists() else []
+    result.seconds = time.perf_counter() - started
+    echo("")
+    echo(
+        f"Before: {result.raw_messages:,} messages, {result.raw_tokens:,} tokens in the agent's state "
+        f"({result.raw_tokens / window:.1f}x the window)."
+    )
+    echo(
+        f"After:  the model's last input was {result.last_view_tokens:,} tokens; peak fill "
+        f"{100 * result.peak_fill:.0f}% of the window; {len(result.summaries)} summaries."
+    )
+    fired_text = ", ".join(f"{k} x{v}" for k, v in sorted(result.passes_fired.items())) or "none"
+    echo(f"Cheap passes fired: {fired_text}.")
+    echo(f"Archive: {len(result.archive_files)} files under {history} (nothing was lost).")
+    echo(f"Done in {result.seconds:.1f} s.")
+    return result

@@ -1,0 +1,196 @@
+"""``fastcompact.inspect``: one look at a conversation — where its tokens go, what each
+cheap pass would save, and where the trigger and the summary cutoff fall."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastcompact.config import CompactionConfig
+from fastcompact.helpers import (
+    ContextSize,
+    Encoding,
+    MessageTokens,
+    find_cutoff,
+    should_compact,
+    token_breakdown,
+)
+from fastcompact.passes import Plan, plan
+
+
+@dataclass(frozen=True)
+class Report:
+    """What :func:`inspect` found. Prints as text, renders as a picture in Jupyter,
+    and ``to_dict()`` gives the same as plain data."""
+
+    messages: int
+    encoding: str
+    total_tokens: int
+    system_and_tools: int
+    per_role: dict[str, int]
+    per_tool: dict[str, int]
+    largest: list[MessageTokens]
+    max_input_tokens: int | None
+    trigger: list[tuple[str, float]]
+    trigger_fires: bool
+    keep: tuple[str, float]
+    cutoff: int
+    kept_tokens: int
+    plan: Plan
+    source: str = field(default="conversation")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready data."""
+        return {
+            "source": self.source,
+            "messages": self.messages,
+            "encoding": self.encoding,
+            "total_tokens": self.total_tokens,
+            "system_and_tools": self.system_and_tools,
+            "per_role": dict(self.per_role),
+            "per_tool": dict(self.per_tool),
+            "largest": [m.__dict__ for m in self.largest],
+            "max_input_tokens": self.max_input_tokens,
+            "trigger": [list(t) for t in self.trigger],
+            "trigger_fires": self.trigger_fires,
+            "keep": list(self.keep),
+            "cutoff": self.cutoff,
+            "summarized_messages": self.cutoff,
+            "kept_tokens": self.kept_tokens,
+            "passes": [
+                {"name": p.name, "saved": p.saved, "edits": p.edits, "tokens_after": p.tokens_after}
+                for p in self.plan.passes
+            ],
+            "tokens_after_passes": self.plan.tokens_after,
+            "summary_needed_after_passes": self.plan.summary_needed,
+        }
+
+    def _trigger_text(self) -> str:
+        return " or ".join(f"{kind}={value:g}" for kind, value in self.trigger)
+
+    def __str__(self) -> str:
+        total = max(self.total_tokens, 1)
+        lines = [
+            f"{self.source}: {self.messages:,} messages, {self.total_tokens:,} tokens ({self.encoding})",
+            "",
+        ]
+        lines.append("tokens by role")
+        for role, n in sorted(self.per_role.items(), key=lambda kv: -kv[1]):
+            lines.append(f"  {role:<14} {n:>12,}  {100 * n / total:5.1f}%")
+        if self.per_tool:
+            lines.append("tool results by tool")
+            for tool, n in sorted(self.per_tool.items(), key=lambda kv: -kv[1]):
+                lines.append(f"  {tool:<14} {n:>12,}  {100 * n / total:5.1f}%")
+        lines.append("largest messages")
+        for m in self.largest:
+            label = m.role + (f" ({m.tool})" if m.tool else "")
+            lines.append(f"  #{m.index:<6} {label:<24} {m.tokens:>10,}")
+        lines.append("what each cheap pass would save")
+        for p in self.plan.passes:
+            lines.append(f"  {p.name:<14} {p.saved:>12,}  ({p.edits} edits)")
+        lines.append(f"  {'after passes':<14} {self.plan.tokens_after:>12,}")
+        lines.append("")
+        lines.append(f"trigger {self._trigger_text()}: {'FIRES' if self.trigger_fires else 'not reached'}")
+        after = "still needed" if self.plan.summary_needed else "not needed"
+        lines.append(f"after the cheap passes a summary is {after}")
+        kind, value = self.keep
+        if self.cutoff:
+            lines.append(
+                f"keep {kind}={value:g}: cutoff at message {self.cutoff:,} "
+                f"(summarize {self.cutoff:,} messages, keep {self.kept_tokens:,} tokens)"
+            )
+        else:
+            lines.append(f"keep {kind}={value:g}: nothing to summarize")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        total = max(self.total_tokens, 1)
+
+        def bar(label: str, value: int, color: str) -> str:
+            return (
+                "<div style='display:flex;align-items:center;gap:8px;font:12px monospace'>"
+                f"<span style='width:150px'>{html.escape(label)}</span>"
+                f"<span style='background:{color};height:12px;min-width:1px;"
+                f"width:{100 * value / total:.2f}%'></span><span>{value:,}</span></div>"
+            )
+
+        out = [f"<div><b>{html.escape(str(self).splitlines()[0])}</b>", "<p>where the tokens go</p>"]
+        out += [bar(r, n, "#4c78a8") for r, n in sorted(self.per_role.items(), key=lambda kv: -kv[1])]
+        if self.per_tool:
+            out.append("<p>tool results by tool</p>")
+            out += [bar(t, n, "#72b7b2") for t, n in sorted(self.per_tool.items(), key=lambda kv: -kv[1])]
+        out.append("<p>what each cheap pass would save</p>")
+        out += [bar(p.name, p.saved, "#e45756") for p in self.plan.passes]
+        out.append(bar("after passes", self.plan.tokens_after, "#54a24b"))
+        # The conversation as a strip: summarized part, then the part kept.
+        share = 100 * (self.total_tokens - self.kept_tokens) / total if self.cutoff else 0.0
+        out.append(
+            f"<p>trigger {html.escape(self._trigger_text())}: "
+            f"{'<b>fires</b>' if self.trigger_fires else 'not reached'}; "
+            f"cutoff at message {self.cutoff:,}</p>"
+            "<div style='display:flex;height:14px;width:100%;font:10px monospace'>"
+            f"<span style='background:#bab0ac;width:{share:.2f}%' title='summarized'></span>"
+            f"<span style='background:#4c78a8;width:{100 - share:.2f}%' title='kept'></span></div>"
+            "<div style='font:11px monospace'>grey: summarized, blue: kept verbatim</div></div>"
+        )
+        return "".join(out)
+
+
+def inspect(
+    messages: Iterable[Any],
+    *,
+    max_input_tokens: int | None = None,
+    trigger: ContextSize | list[ContextSize] | None = None,
+    keep: ContextSize | None = None,
+    config: CompactionConfig | None = None,
+    encoding: Encoding = "heuristic",
+    source: str = "conversation",
+) -> Report:
+    """Where a conversation's tokens go, what each cheap pass would save, and where the
+    trigger and the cutoff fall. ``trigger`` / ``keep`` override ``config``'s; left out,
+    they follow the DeepAgents defaults for ``max_input_tokens``.
+
+    Example:
+        >>> import fastcompact
+        >>> from fastcompact.samples import load_session
+        >>> r = fastcompact.inspect(load_session("research"), max_input_tokens=200_000)
+        >>> r.trigger_fires, r.cutoff > 0, r.plan.tokens_after < r.total_tokens
+        (True, True, True)
+    """
+    msgs = list(messages)
+    cfg = config or CompactionConfig()
+    if trigger is not None or keep is not None:
+        from dataclasses import replace
+
+        cfg = replace(
+            cfg,
+            trigger=trigger if trigger is not None else cfg.trigger,
+            keep=keep if keep is not None else cfg.keep,
+        )
+    resolved = cfg.resolved(max_input_tokens)
+    triggers = [tuple(t) for t in resolved["trigger"]]
+    kept_policy = tuple(resolved["keep"])
+    breakdown = token_breakdown(msgs, encoding=encoding)
+    fires = should_compact(msgs, triggers, max_input_tokens=max_input_tokens, encoding=encoding)
+    cutoff = find_cutoff(msgs, kept_policy, max_input_tokens, encoding=encoding)
+    return Report(
+        messages=len(msgs),
+        encoding=encoding,
+        total_tokens=breakdown.total,
+        system_and_tools=breakdown.system_and_tools,
+        per_role=dict(breakdown.per_role),
+        per_tool=dict(breakdown.per_tool),
+        largest=breakdown.largest(5),
+        max_input_tokens=max_input_tokens,
+        trigger=triggers,  # type: ignore[arg-type]
+        trigger_fires=fires,
+        keep=kept_policy,  # type: ignore[arg-type]
+        cutoff=cutoff,
+        kept_tokens=sum(m.tokens for m in breakdown.messages[cutoff:]),
+        plan=plan(msgs, cfg, max_input_tokens=max_input_tokens),
+        source=source,
+    )
