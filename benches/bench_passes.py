@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import fastcompact
-from fastcompact.samples import coding_session
+from fastcompact.samples import coding_session, load_session
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import tool
@@ -186,6 +186,13 @@ def main() -> None:
     print("| " + " | ".join(s.name for s in sides) + " |")
     print("|" + "---:|" * len(sides))
     print("| " + " | ".join(f"{prefix_ratio(s, session):.3f}" for s in sides) + " |")
+    print()
+    bundled = load_session("coding")
+    print(f"The same on the bundled coding session ({len(bundled)} messages):")
+    print()
+    print("| " + " | ".join(s.name for s in sides) + " |")
+    print("|" + "---:|" * len(sides))
+    print("| " + " | ".join(f"{prefix_ratio(s, bundled):.3f}" for s in sides) + " |")
 
 
 if __name__ == "__main__":
