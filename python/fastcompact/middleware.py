@@ -458,6 +458,27 @@ class CompactionMiddleware(AgentMiddleware):
         }
         return _Outcome(view=view, update={EVENT_KEY: event, STATE_KEY: counters}, committed=True, info=info)
 
+    def _settle(
+        self,
+        request: ModelRequest,
+        turn: _Turn,
+        draft: _Draft,
+        summary: str | None,
+        error: BaseException | None,
+        usage: dict[str, int] | None,
+        restored: list[tuple[str, str]],
+    ) -> tuple[_Outcome, str, BaseException | None]:
+        """The outcome with the model's summary, or with the extractive one when the
+        model gave none or one too long to help; and the summary and error used."""
+        if summary is not None:
+            outcome = self._finish(request, turn, draft, summary, error, restored, None, usage)
+            if outcome.committed:
+                return outcome, summary, error
+            error = summarize.SummaryError("the summary would have left the conversation over the trigger")
+            logger.warning("fastcompact: %s; trying the fallback summary", error)
+        summary = self._fallback(turn, draft)
+        return self._finish(request, turn, draft, summary, error, restored, None, None), summary, error
+
     # --- I/O, sync and async -------------------------------------------------------
 
     def _compact(self, request: ModelRequest, turn: _Turn, draft: _Draft) -> _Outcome:
@@ -477,14 +498,12 @@ class CompactionMiddleware(AgentMiddleware):
                     type(e).__name__,
                     e,
                 )
-        if summary is None:
-            summary = self._fallback(turn, draft)
         backend = storage.resolve_backend(self.backend, request.runtime)
         restored: list[tuple[str, str]] = []
         if backend is not None and draft.reads:
             r = self.config.restoration
             restored = storage.restore_files(backend, draft.reads, r.per_file_chars, r.file_budget_chars)
-        outcome = self._finish(request, turn, draft, summary, error, restored, None, usage)
+        outcome, summary, error = self._settle(request, turn, draft, summary, error, usage, restored)
         if outcome.committed and backend is not None and draft.leaving:
             text = storage.archive_text(draft.leaving, turn.prior_cutoff, draft.thread, draft.number)
             path = storage.write_archive(
@@ -510,8 +529,6 @@ class CompactionMiddleware(AgentMiddleware):
                     type(e).__name__,
                     e,
                 )
-        if summary is None:
-            summary = self._fallback(turn, draft)
         backend = storage.resolve_backend(self.backend, request.runtime)
         restored: list[tuple[str, str]] = []
         if backend is not None and draft.reads:
@@ -519,7 +536,7 @@ class CompactionMiddleware(AgentMiddleware):
             restored = await storage.arestore_files(
                 backend, draft.reads, r.per_file_chars, r.file_budget_chars
             )
-        outcome = self._finish(request, turn, draft, summary, error, restored, None, usage)
+        outcome, summary, error = self._settle(request, turn, draft, summary, error, usage, restored)
         if outcome.committed and backend is not None and draft.leaving:
             text = storage.archive_text(draft.leaving, turn.prior_cutoff, draft.thread, draft.number)
             path = await storage.awrite_archive(
