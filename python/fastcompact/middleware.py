@@ -161,6 +161,20 @@ def _thresholds(resolved: Mapping[str, Any], window: int | None) -> tuple[float 
     return (min(tokens) if tokens else None, min(messages) if messages else None)
 
 
+def _unplanned() -> Plan:
+    """The plan of a call that could not be planned: nothing done, nothing due."""
+    return Plan(
+        edits=[],
+        tokens_before=0,
+        tokens_after=0,
+        passes=[],
+        summary_needed=False,
+        summary_cutoff=None,
+        per_role={},
+        per_tool={},
+    )
+
+
 def _plan_info(plan: Plan) -> dict[str, Any]:
     return {
         "tokens_before": plan.tokens_before,
@@ -277,20 +291,29 @@ class CompactionMiddleware(AgentMiddleware):
         window = _window(request.model) or window
         counters["window"] = window
         now, timestamps = self._clock(counters, raw, prior, event is not None, len(effective))
-        raw_plan = _run(
-            effective,
-            self._resolved(window),
-            window,
-            now,
-            request.system_message,
-            request.tools,
-            timestamps,
-            None,
-            request.model,
-            None,
-            _make_edited,
-        )
-        view, plan = raw_plan["view"], _plan_of(raw_plan, [])
+        try:
+            raw_plan = _run(
+                effective,
+                self._resolved(window),
+                window,
+                now,
+                request.system_message,
+                request.tools,
+                timestamps,
+                None,
+                request.model,
+                None,
+                _make_edited,
+            )
+            view, plan = raw_plan["view"], _plan_of(raw_plan, [])
+        except Exception as e:
+            # Never take the agent down: the model gets the effective view as it is.
+            logger.warning(
+                "fastcompact: cannot plan this call (%s: %s); sending the messages unchanged",
+                type(e).__name__,
+                e,
+            )
+            view, plan = list(effective), _unplanned()
         return _Turn(
             raw=raw,
             event=event,
