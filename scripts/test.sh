@@ -24,6 +24,16 @@ echo "== ruff"
 ruff check python tests benches tools
 ruff format --check python tests benches tools
 
+echo "== postgresql (for the multi-worker test)"
+if [ -z "${FASTCOMPACT_PG_URL:-}" ]; then
+    if PG_ENV=$(bash scripts/pg.sh start); then
+        eval "$PG_ENV"
+        trap 'bash scripts/pg.sh stop' EXIT
+    else
+        echo "PostgreSQL unavailable: the multi-worker test is skipped (and fails under CI)"
+    fi
+fi
+
 echo "== pytest"
 # The installed package is tested (not the source folder, which lacks the compiled core).
 python -m pytest tests -p no:cacheprovider
