@@ -21,8 +21,8 @@ cargo clippy --all-features --all-targets --quiet -- -D warnings
 cargo test --quiet
 
 echo "== ruff"
-ruff check python tests benches tools
-ruff format --check python tests benches tools
+ruff check python tests benches tools fuzz
+ruff format --check python tests benches tools fuzz
 
 echo "== postgresql (for the multi-worker test)"
 if [ -z "${FASTCOMPACT_PG_URL:-}" ]; then
@@ -38,3 +38,6 @@ echo "== pytest"
 # The installed package is tested (not the source folder, which lacks the compiled core).
 python -m pytest tests -p no:cacheprovider
 python -m pytest --doctest-modules --pyargs fastcompact -p no:cacheprovider
+
+echo "== fuzz (a short run; see README for the long one)"
+python fuzz/fuzz_inputs.py --iterations 300
