@@ -2,8 +2,8 @@
 `PostgresSaver`, each with its own middleware instance: the compaction state stays
 consistent and no span is summarized twice.
 
-Needs a PostgreSQL server: `scripts/test.sh` starts one (see `scripts/pg.sh`) and sets
-FASTCOMPACT_PG_URL. Without it the test is skipped, except under CI, where it fails.
+Uses the server named by FASTCOMPACT_PG_URL (`scripts/test.sh` starts one), or starts
+a throwaway one itself with `scripts/pg.sh` (which installs PostgreSQL when missing).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +22,29 @@ import pytest
 from tests.scripted import messages_of_steps
 
 REPO = Path(__file__).resolve().parent.parent
-URL = os.environ.get("FASTCOMPACT_PG_URL")
 THREADS = ["pg-a", "pg-b", "pg-c"]
 STEPS = range(1, 41)
 
 
-def _worker() -> subprocess.Popen[str]:
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    found = os.environ.get("FASTCOMPACT_PG_URL")
+    if found:
+        yield found
+        return
+    env = {**os.environ, "FASTCOMPACT_PG_DIR": "/tmp/fastcompact-pg-test", "FASTCOMPACT_PG_PORT": "54330"}
+    started = subprocess.run(
+        ["bash", "scripts/pg.sh", "start"], cwd=REPO, env=env, capture_output=True, text=True
+    )
+    if started.returncode != 0:
+        pytest.fail(f"no PostgreSQL server and none could be started: {started.stderr.strip()}")
+    yield started.stdout.strip().split("=", 1)[1].strip("'")
+    subprocess.run(["bash", "scripts/pg.sh", "stop"], cwd=REPO, env=env, capture_output=True)
+
+
+def _worker(url: str) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.pg_worker", str(URL), *THREADS],
+        [sys.executable, "-m", "tests.pg_worker", url, *THREADS],
         cwd=REPO,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -52,22 +68,18 @@ def _turn(proc: subprocess.Popen[str], step: int) -> dict[str, Any]:
     return json.loads(_line(proc))
 
 
-def _fresh_database() -> None:
+def _fresh_database(url: str) -> None:
     import psycopg
 
-    with psycopg.connect(str(URL), autocommit=True) as conn:
+    with psycopg.connect(url, autocommit=True) as conn:
         for table in ("checkpoint_writes", "checkpoint_blobs", "checkpoints", "checkpoint_migrations"):
             conn.execute(f"DROP TABLE IF EXISTS {table}")
 
 
-@pytest.mark.skipif(
-    URL is None and not os.environ.get("CI"), reason="no PostgreSQL server (FASTCOMPACT_PG_URL)"
-)
-def test_two_workers_alternate_turns_through_postgres():
-    assert URL, "CI must provide a PostgreSQL server: scripts/test.sh starts one"
-    _fresh_database()
-    workers = [_worker()]
-    workers.append(_worker())
+def test_two_workers_alternate_turns_through_postgres(url: str):
+    _fresh_database(url)
+    workers = [_worker(url)]
+    workers.append(_worker(url))
     summaries = {t: 0 for t in THREADS}
     cutoffs: dict[str, list[int]] = {t: [] for t in THREADS}
     try:
@@ -92,7 +104,7 @@ def test_two_workers_alternate_turns_through_postgres():
 
     from tests.scripted import ScriptedChatModel
 
-    with PostgresSaver.from_conn_string(str(URL)) as saver:
+    with PostgresSaver.from_conn_string(url) as saver:
         reader = create_deep_agent(
             model=ScriptedChatModel(),
             backend=StateBackend(),
