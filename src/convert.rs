@@ -944,6 +944,67 @@ impl Entry {
     }
 }
 
+impl Entry {
+    /// Whether `item`, a different object at this entry's position, is an equal copy of
+    /// the message counted here (a conversation reloaded from a checkpointer arrives as
+    /// new objects). If so the entry adopts it and keeps its counts, conversion and
+    /// edited copy: equal fields give equal results.
+    fn adopt_equal(&mut self, item: &Bound<'_, PyAny>) -> bool {
+        let py = item.py();
+        let old = self.obj.bind(py);
+        // The same object with a reassigned content is not a copy: it was changed.
+        if old.is(item) || !old.get_type().is(item.get_type()) || !old.eq(item).unwrap_or(false) {
+            return false;
+        }
+        let fields = match &self.fields {
+            Some(f) => match corresponding_dict(old, f.bind(py), item) {
+                Some(d) => Some(d),
+                None => return false,
+            },
+            None => None,
+        };
+        let content = match &fields {
+            Some(d) => d
+                .get_item(intern!(py, "content"))
+                .ok()
+                .flatten()
+                .filter(|c| !c.is_none()),
+            None => content_of(item),
+        };
+        self.obj = item.clone().unbind();
+        self.fields = fields.map(Bound::unbind);
+        self.content = content.map(Bound::unbind);
+        true
+    }
+}
+
+/// In `new` (equal to `old`), the dict that plays the part `fields` plays in `old`:
+/// the item itself, its `data` / `kwargs` (serialized LangChain shapes), or its
+/// instance `__dict__`.
+fn corresponding_dict<'py>(
+    old: &Bound<'py, PyAny>,
+    fields: &Bound<'py, PyDict>,
+    new: &Bound<'py, PyAny>,
+) -> Option<Bound<'py, PyDict>> {
+    if fields.is(old) {
+        return new.cast::<PyDict>().ok().cloned();
+    }
+    if let (Ok(old), Ok(new)) = (old.cast::<PyDict>(), new.cast::<PyDict>()) {
+        for key in ["data", "kwargs"] {
+            if old
+                .get_item(key)
+                .ok()
+                .flatten()
+                .is_some_and(|d| d.is(fields))
+            {
+                return new.get_item(key).ok().flatten()?.cast_into::<PyDict>().ok();
+            }
+        }
+        return None;
+    }
+    instance_dict(new)
+}
+
 /// The address of `d[key]` (null when absent), without touching the value: taking a
 /// reference would write to its refcount, a cache miss per message on a warm turn.
 /// Only ever compared, never followed.
@@ -1043,6 +1104,12 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Vec<Entry>, want: Want)
             continue;
         }
         let Ok(item) = list.get_item(i) else { break };
+        if let Some(e) = entries.get_mut(i) {
+            if want.satisfied_by(e) && e.adopt_equal(&item) {
+                i += 1;
+                continue;
+            }
+        }
         let entry = if want.bpe.is_some() || want.message {
             let (m, origin) = read_message(&item).map_err(|e| e.at(i))?;
             let m = Arc::new(m);

@@ -374,11 +374,14 @@ def test_model_view_equals_plan_plus_apply_and_reuses_objects():
     assert edited, "the passes edited something"
     assert all(view2[i] is view[i] for i in edited)
     assert view2[-1] is msgs[-1]
-    # A replaced message is edited afresh.
-    i = edited[0]
+    # An equal copy (as a checkpointer reloads it) keeps its edited copy; a changed
+    # message is edited afresh.
+    i, j = edited[0], edited[1]
     msgs[i] = msgs[i].model_copy()
+    msgs[j] = msgs[j].model_copy(update={"content": msgs[j].content + " (changed)"})
     view3, _ = fastcompact.model_view(msgs, cfg, max_input_tokens=200_000)
-    assert view3[i] is not view2[i] and _same(view3[i], view2[i])
+    assert view3[i] is view2[i]
+    assert view3[j] is not view2[j] and view3[j].id == msgs[j].id
 
 
 def test_remembered_work_never_changes_a_plan():

@@ -283,3 +283,41 @@ def test_breakdown_attributes_tool_results():
     assert sum(b.per_role.values()) == b.total
     assert b.largest(1)[0].index == 2
     assert "grep" in str(b)
+
+
+def test_reloaded_copies_reuse_the_cache_and_changes_are_noticed():
+    """A conversation reloaded from a checkpointer arrives as new, equal objects."""
+    import copy
+
+    from langchain_core.messages import messages_from_dict, messages_to_dict
+
+    msgs = coding_session(300, seed=12)
+    dicts = messages_to_dict(msgs)
+    fastcompact.count_tokens(msgs, cache_key="reload")
+    fastcompact.count_tokens(dicts, cache_key="reload-dicts")
+
+    def fresh(m: list) -> int:
+        fastcompact.set_cache_capacity(0)
+        try:
+            return fastcompact.count_tokens(m)
+        finally:
+            fastcompact.set_cache_capacity(1_000)
+
+    reloaded = messages_from_dict(copy.deepcopy(dicts))
+    assert fastcompact.count_tokens(reloaded, cache_key="reload") == fresh(reloaded)
+    # Equal-looking but changed: a different content, a different tool call.
+    changed = messages_from_dict(copy.deepcopy(dicts))
+    changed[5] = changed[5].model_copy(update={"content": "a different text"})
+    ai = next(i for i, m in enumerate(changed) if getattr(m, "tool_calls", None))
+    calls = [dict(changed[ai].tool_calls[0], args={"file_path": "x" * 5_000})]
+    changed[ai] = changed[ai].model_copy(update={"tool_calls": calls})
+    assert fastcompact.count_tokens(changed, cache_key="reload") == fresh(changed)
+    # Serialized dicts, reloaded.
+    again = copy.deepcopy(dicts)
+    again[7]["data"]["content"] = "changed"
+    assert fastcompact.count_tokens(again, cache_key="reload-dicts") == fresh(again)
+    # The passes agree too.
+    view, p = fastcompact.model_view(reloaded, cache_key="reload")
+    fastcompact.clear_cache()
+    view2, p2 = fastcompact.model_view(reloaded)
+    assert p == p2 and [m.content for m in view] == [m.content for m in view2]
