@@ -953,7 +953,16 @@ impl Entry {
         let py = item.py();
         let old = self.obj.bind(py);
         // The same object with a reassigned content is not a copy: it was changed.
-        if old.is(item) || !old.get_type().is(item.get_type()) || !old.eq(item).unwrap_or(false) {
+        if old.is(item) || !old.get_type().is(item.get_type()) {
+            return false;
+        }
+        // Models compare by their field dicts (C-level equality, without the model's
+        // own __eq__); dicts, tuples and strings by value.
+        let equal = match (instance_dict(old), instance_dict(item)) {
+            (Some(a), Some(b)) => a.eq(&b),
+            _ => old.eq(item),
+        };
+        if !equal.unwrap_or(false) {
             return false;
         }
         let fields = match &self.fields {
