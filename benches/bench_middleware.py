@@ -10,7 +10,8 @@ same conversation of 100 / 1,000 / 10,000 messages plus one new question, with a
 window so large that no summary is due (the no-summary path). The overhead of a call is
 the time spent in the middleware's `wrap_model_call` minus the time spent in the model
 handler it wraps. The first call on a conversation is cold; the later ones (the same
-history, a new question appended) are warm, as in an agent's tool loop.
+history, a new question appended) are warm, as in an agent's tool loop; resumed calls
+start a turn of a conversation loaded from a checkpointer (equal messages, new objects).
 
 - fastcompact: `CompactionMiddleware`, which replaces DeepAgents' built-in by name;
 - deepagents: the built-in `SummarizationMiddleware`;
@@ -33,6 +34,7 @@ from fastcompact.samples import coding_session
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langgraph.checkpoint.memory import InMemorySaver
 
 WINDOW = 10**9
 
@@ -94,22 +96,21 @@ def _middleware_class(side: str) -> type:
     return PeerMiddleware
 
 
-def _agent(side: str, model: Answering) -> Any:
+def _agent(side: str, model: Answering, checkpointer: Any = None) -> Any:
     backend = StateBackend()
     if side == "fastcompact":
-        return create_deep_agent(
-            model=model, backend=backend, middleware=[CompactionMiddleware(backend=backend)]
-        )
-    if side == "deepagents":
-        return create_deep_agent(model=model, backend=backend)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        peer = _middleware_class(side)(model=model, backend=backend)
-    return create_deep_agent(model=model, backend=backend, middleware=[peer])
+        middleware: list[Any] = [CompactionMiddleware(backend=backend)]
+    elif side == "deepagents":
+        middleware = []
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            middleware = [_middleware_class(side)(model=model, backend=backend)]
+    return create_deep_agent(model=model, backend=backend, middleware=middleware, checkpointer=checkpointer)
 
 
-def bench(side: str, n: int, reps: int) -> tuple[float, float]:
-    """(cold, median warm) overhead in seconds on `n` messages."""
+def bench(side: str, n: int, reps: int) -> tuple[float, float, float]:
+    """(cold, median warm, median resumed) overhead in seconds on `n` messages."""
     model = Answering(profile={"max_input_tokens": WINDOW})
     history = coding_session(n, seed=42)
     samples: list[float] = []
@@ -120,9 +121,18 @@ def bench(side: str, n: int, reps: int) -> tuple[float, float]:
         for rep in range(reps + 1):
             messages = [*history, HumanMessage(f"question {rep}")]
             agent.invoke({"messages": messages}, {"configurable": {"thread_id": f"{side}-{n}"}})
+        cold, warm = samples[0], statistics.median(samples[1:])
+        # Resumed: each turn loads the conversation from a checkpointer (new objects).
+        samples.clear()
+        agent = _agent(side, model, checkpointer=InMemorySaver())
+        cfg = {"configurable": {"thread_id": f"{side}-{n}-saved"}}
+        agent.invoke({"messages": history}, cfg)
+        for rep in range(reps):
+            agent.invoke({"messages": [HumanMessage(f"question {rep}")]}, cfg)
+        resumed = statistics.median(samples[1:])
     finally:
         undo()
-    return samples[0], statistics.median(samples[1:])
+    return cold, warm, resumed
 
 
 def main() -> None:
@@ -131,15 +141,16 @@ def main() -> None:
     args = parser.parse_args()
     reps = 3 if args.quick else 7
     sides = ["fastcompact", "deepagents", "compact-middleware"]
-    print("Middleware overhead per model call in create_deep_agent, median ms (cold / warm):")
+    print("Middleware overhead per model call in create_deep_agent, median ms (cold / warm / resumed):")
     print()
-    print("| messages | " + " | ".join(sides) + " | lower than the faster peer (warm) |")
+    print("| messages | " + " | ".join(sides) + " | lower than the faster peer (warm; resumed) |")
     print("|---:|" + "---:|" * len(sides) + "---:|")
     for n in (100, 1_000, 10_000):
         r = {s: bench(s, n, reps if n < 10_000 else max(2, reps // 2)) for s in sides}
-        cells = [f"{r[s][0] * 1e3:.2f} / {r[s][1] * 1e3:.2f}" for s in sides]
-        best_peer = min(r[s][1] for s in sides[1:])
-        print(f"| {n:,} | " + " | ".join(cells) + f" | {best_peer / r['fastcompact'][1]:.1f}x |")
+        cells = [" / ".join(f"{x * 1e3:.2f}" for x in r[s]) for s in sides]
+        warm = min(r[s][1] for s in sides[1:]) / r["fastcompact"][1]
+        resumed = min(r[s][2] for s in sides[1:]) / r["fastcompact"][2]
+        print(f"| {n:,} | " + " | ".join(cells) + f" | {warm:.1f}x; {resumed:.1f}x |")
 
 
 if __name__ == "__main__":

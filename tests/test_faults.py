@@ -102,6 +102,7 @@ def test_backend_write_and_read_failures(tmp_path: Path, log: list[str]):
     assert event["fastcompact"]["restored_files"] == []
     assert "Files you read recently" not in event["summary_message"].content
     assert any("could not archive" in line and "disk full" in line for line in log)
+    assert any("could not restore" in line and "backend unavailable" in line for line in log)
     _intact(model, state, steps)
 
 

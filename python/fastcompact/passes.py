@@ -106,13 +106,7 @@ class Plan:
         total = max(self.tokens_before, 1)
 
         def bar(label: str, value: int, color: str) -> str:
-            width = 100 * value / total
-            return (
-                f"<div style='display:flex;align-items:center;gap:8px;font:12px monospace'>"
-                f"<span style='width:130px'>{html.escape(label)}</span>"
-                f"<span style='background:{color};height:12px;width:{width:.2f}%;min-width:1px'></span>"
-                f"<span>{value:,}</span></div>"
-            )
+            return html_bar(label, value, total, color)
 
         parts = [f"<div><b>{html.escape(repr(self).splitlines()[0])}</b>", "<p>where the tokens go</p>"]
         parts += [bar(role, n, "#4c78a8") for role, n in sorted(self.per_role.items(), key=lambda kv: -kv[1])]
@@ -126,6 +120,17 @@ class Plan:
         parts.append(bar("after passes", self.tokens_after, "#54a24b"))
         parts.append("</div>")
         return "".join(parts)
+
+
+def html_bar(label: str, value: int, total: int, color: str) -> str:
+    """One labelled horizontal bar, ``value`` as a share of ``total`` (for the notebook pictures)."""
+    width = 100 * value / max(total, 1)
+    return (
+        "<div style='display:flex;align-items:center;gap:8px;font:12px monospace'>"
+        f"<span style='width:150px'>{html.escape(label)}</span>"
+        f"<span style='background:{color};height:12px;min-width:1px;width:{width:.2f}%'>"
+        f"</span><span>{value:,}</span></div>"
+    )
 
 
 def plan(

@@ -17,7 +17,7 @@ from fastcompact.helpers import (
     should_compact,
     token_breakdown,
 )
-from fastcompact.passes import Plan, plan
+from fastcompact.passes import Plan, html_bar, plan
 
 
 @dataclass(frozen=True)
@@ -111,12 +111,7 @@ class Report:
         total = max(self.total_tokens, 1)
 
         def bar(label: str, value: int, color: str) -> str:
-            return (
-                "<div style='display:flex;align-items:center;gap:8px;font:12px monospace'>"
-                f"<span style='width:150px'>{html.escape(label)}</span>"
-                f"<span style='background:{color};height:12px;min-width:1px;"
-                f"width:{100 * value / total:.2f}%'></span><span>{value:,}</span></div>"
-            )
+            return html_bar(label, value, total, color)
 
         out = [f"<div><b>{html.escape(str(self).splitlines()[0])}</b>", "<p>where the tokens go</p>"]
         out += [bar(r, n, "#4c78a8") for r, n in sorted(self.per_role.items(), key=lambda kv: -kv[1])]

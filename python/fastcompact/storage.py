@@ -186,21 +186,13 @@ def _cut(text: str, limit: int) -> str:
     )
 
 
-def restore_files(
-    backend: Any, paths: Sequence[str], per_file_chars: int, total_chars: int
+def _within_budget(
+    found: Sequence[tuple[str, str]], per_file_chars: int, total_chars: int
 ) -> list[tuple[str, str]]:
-    """Re-read ``paths`` through the backend, each within ``per_file_chars`` and all
-    within ``total_chars``; files that cannot be read are left out."""
+    """The files read, each cut to ``per_file_chars``, until ``total_chars`` are used."""
     out: list[tuple[str, str]] = []
     used = 0
-    for path in paths:
-        try:
-            text = _file_text(backend.read(path))
-        except Exception as e:
-            logger.debug("fastcompact: could not restore %s: %s", path, e)
-            continue
-        if text is None:
-            continue
+    for path, text in found:
         room = min(per_file_chars, total_chars - used)
         if room <= 0:
             break
@@ -208,27 +200,43 @@ def restore_files(
         used += min(len(text), room)
         out.append((path, text))
     return out
+
+
+def _unreadable(path: str, error: Exception) -> None:
+    logger.warning(
+        "fastcompact: could not restore %s after the summary: %s: %s", path, type(error).__name__, error
+    )
+
+
+def restore_files(
+    backend: Any, paths: Sequence[str], per_file_chars: int, total_chars: int
+) -> list[tuple[str, str]]:
+    """Re-read ``paths`` through the backend, each within ``per_file_chars`` and all
+    within ``total_chars``; files that cannot be read are left out (and logged)."""
+    found: list[tuple[str, str]] = []
+    for path in paths:
+        try:
+            text = _file_text(backend.read(path))
+        except Exception as e:
+            _unreadable(path, e)
+            continue
+        if text is not None:
+            found.append((path, text))
+    return _within_budget(found, per_file_chars, total_chars)
 
 
 async def arestore_files(
     backend: Any, paths: Sequence[str], per_file_chars: int, total_chars: int
 ) -> list[tuple[str, str]]:
     """The async twin of :func:`restore_files`."""
-    out: list[tuple[str, str]] = []
-    used = 0
+    found: list[tuple[str, str]] = []
+    read = getattr(backend, "aread", None)
     for path in paths:
         try:
-            read = getattr(backend, "aread", None)
             text = _file_text(await read(path) if read is not None else backend.read(path))
         except Exception as e:
-            logger.debug("fastcompact: could not restore %s: %s", path, e)
+            _unreadable(path, e)
             continue
-        if text is None:
-            continue
-        room = min(per_file_chars, total_chars - used)
-        if room <= 0:
-            break
-        text = _cut(text, room)
-        used += min(len(text), room)
-        out.append((path, text))
-    return out
+        if text is not None:
+            found.append((path, text))
+    return _within_budget(found, per_file_chars, total_chars)
