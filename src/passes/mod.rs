@@ -197,22 +197,19 @@ pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
 
 /// Every `ToolMessage` in order, with its call when the call is in the conversation.
 pub fn tool_results<'a>(msgs: &[&'a Message]) -> Vec<ToolResult<'a>> {
-    let mut calls: FastMap<&str, (usize, &ToolCall)> = FastMap::default();
-    calls.reserve(msgs.len() / 2);
     let mut out = Vec::with_capacity(msgs.len() / 2);
     let mut names: FastMap<&str, usize> = FastMap::default();
+    // Calls seen so far, for the few results that are far from their call; built only
+    // when one is (a result almost always follows its call within a few messages).
+    let mut far = FarCalls::default();
     for (i, m) in msgs.iter().enumerate() {
-        if m.role == Role::Ai {
-            for c in &m.tool_calls {
-                if let Some(id) = c.id.as_deref() {
-                    calls.insert(id, (i, c));
-                }
-            }
-        }
         if m.role != Role::Tool {
             continue;
         }
-        let found = m.tool_call_id.as_deref().and_then(|id| calls.get(id));
+        let found = m
+            .tool_call_id
+            .as_deref()
+            .and_then(|id| near_call(msgs, i, id).or_else(|| far.find(msgs, i, id)));
         let tool = m
             .name
             .as_deref()
@@ -224,12 +221,55 @@ pub fn tool_results<'a>(msgs: &[&'a Message]) -> Vec<ToolResult<'a>> {
         out.push(ToolResult {
             index: i,
             tool,
-            call: found.map(|(_, c)| *c),
-            caller: found.map(|(i, _)| *i),
+            call: found.map(|(_, c)| c),
+            caller: found.map(|(i, _)| i),
             tool_id,
         });
     }
     out
+}
+
+/// How far back a result's call is looked for before the map of all calls is used.
+const NEAR: usize = 16;
+
+/// The newest call with this id among the `NEAR` messages before `i`.
+fn near_call<'a>(msgs: &[&'a Message], i: usize, id: &str) -> Option<(usize, &'a ToolCall)> {
+    let start = i.saturating_sub(NEAR);
+    (start..i).rev().find_map(|j| {
+        let m = msgs[j];
+        if m.role != Role::Ai {
+            return None;
+        }
+        m.tool_calls
+            .iter()
+            .rev()
+            .find(|c| c.id.as_deref() == Some(id))
+            .map(|c| (j, c))
+    })
+}
+
+/// Every call before some index, by id (the newest wins), extended on demand.
+#[derive(Default)]
+struct FarCalls<'a> {
+    calls: FastMap<&'a str, (usize, &'a ToolCall)>,
+    upto: usize,
+}
+
+impl<'a> FarCalls<'a> {
+    /// The newest call with this id before message `i`.
+    fn find(&mut self, msgs: &[&'a Message], i: usize, id: &str) -> Option<(usize, &'a ToolCall)> {
+        for (j, m) in msgs.iter().enumerate().take(i).skip(self.upto) {
+            if m.role == Role::Ai {
+                for c in &m.tool_calls {
+                    if let Some(cid) = c.id.as_deref() {
+                        self.calls.insert(cid, (j, c));
+                    }
+                }
+            }
+        }
+        self.upto = self.upto.max(i);
+        self.calls.get(id).copied()
+    }
 }
 
 impl View<'_> {
@@ -379,6 +419,69 @@ pub fn committed_prefix(savings: impl IntoIterator<Item = f64>, min: f64) -> usi
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The straightforward way: a map of every call seen so far.
+    fn results_by_map(msgs: &[&Message]) -> Vec<(usize, Option<usize>, Option<String>)> {
+        let mut calls: HashMap<&str, (usize, &ToolCall)> = HashMap::new();
+        let mut out = Vec::new();
+        for (i, m) in msgs.iter().enumerate() {
+            for c in &m.tool_calls {
+                if let Some(id) = c.id.as_deref() {
+                    calls.insert(id, (i, c));
+                }
+            }
+            if m.role == Role::Tool {
+                let found = m.tool_call_id.as_deref().and_then(|id| calls.get(id));
+                out.push((i, found.map(|f| f.0), found.map(|f| f.1.name.clone())));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn tool_results_find_near_far_repeated_and_missing_calls() {
+        let call = |id: &str, name: &str| ToolCall {
+            id: Some(id.into()),
+            name: name.into(),
+            args: json!({}),
+        };
+        let ai = |calls: Vec<ToolCall>| {
+            let mut m = Message::text(Role::Ai, "");
+            m.tool_calls = calls;
+            m
+        };
+        let result = |id: &str| {
+            let mut m = Message::text(Role::Tool, "r");
+            m.tool_call_id = Some(id.into());
+            m
+        };
+        let mut msgs = vec![ai(vec![call("far", "grep"), call("dup", "ls")])];
+        msgs.extend((0..40).map(|_| Message::text(Role::Human, "filler")));
+        msgs.push(ai(vec![call("dup", "read_file"), call("near", "execute")]));
+        msgs.push(result("near"));
+        msgs.push(result("far"));
+        msgs.push(result("dup"));
+        msgs.push(result("missing"));
+        msgs.push(ai(vec![call("later", "ls")]));
+        msgs.push(result("later"));
+        let refs: Vec<&Message> = msgs.iter().collect();
+        let got: Vec<_> = tool_results(&refs)
+            .iter()
+            .map(|r| (r.index, r.caller, r.call.map(|c| c.name.clone())))
+            .collect();
+        assert_eq!(got, results_by_map(&refs));
+        assert_eq!(
+            got[1],
+            (43, Some(0), Some("grep".into())),
+            "far from its call"
+        );
+        assert_eq!(
+            got[2],
+            (44, Some(41), Some("read_file".into())),
+            "the newest call wins"
+        );
+        assert_eq!(got[3], (45, None, None));
+    }
 
     #[test]
     fn committed_prefix_is_stable_under_appends() {
