@@ -530,3 +530,31 @@ def test_an_idle_gap_clears_old_results_for_good(tmp_path: Path, monkeypatch: py
     assert [m.content for m in later[: len(after_gap) - 8]] == [
         m.content for m in after_gap[: len(after_gap) - 8]
     ]
+
+
+def test_compact_tool_uses_the_window_remembered_from_the_agent(tmp_path: Path):
+    """Without a model of its own the tool cannot see the agent's window: it reads the
+    one the middleware saw (else it would wait for the 170,000-token default)."""
+
+    def script(messages: list[BaseMessage]) -> AIMessage:
+        last = messages[-1]
+        if isinstance(last, HumanMessage) and "compact now" in str(last.content):
+            call = {"name": "compact_conversation", "args": {}, "id": "c-9", "type": "tool_call"}
+            return AIMessage("", tool_calls=[call])
+        if getattr(last, "tool_call_id", None) == "c-9":
+            return AIMessage("Compacted.")
+        return coding_script(messages)
+
+    model = _model(script=script)
+    backend = LocalShellBackend(root_dir=tmp_path, virtual_mode=True)
+    mw = CompactionMiddleware(backend=backend)  # summaries with the agent's model
+    agent = _deep_agent(model, tmp_path, mw=mw, extra=[CompactionToolMiddleware(mw)])
+    cfg = {"configurable": {"thread_id": "w"}}
+    _run(agent, "w", range(2, 12))
+    assert agent.get_state(cfg).values["_fastcompact"]["window"] == WINDOW
+    agent.invoke({"messages": [HumanMessage("compact now")]}, cfg)
+    state = agent.get_state(cfg).values
+    reply = [m for m in state["messages"] if getattr(m, "tool_call_id", None) == "c-9"][-1]
+    assert reply.content.startswith("Compacted "), reply.content
+    # No model of its own: the extractive summary.
+    assert "without a language model" in state["_summarization_event"]["summary_message"].content

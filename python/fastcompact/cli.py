@@ -122,18 +122,8 @@ def _print_rich(report: fastcompact.Report) -> None:
         table("what each cheap pass would save", passes, [f"{p.edits} edits" for p in report.plan.passes])
     )
     console.print(f"after the cheap passes: {report.plan.tokens_after:,} tokens")
-    fires = "[bold red]FIRES[/bold red]" if report.trigger_fires else "not reached"
-    console.print(f"trigger {report._trigger_text()}: {fires}")
-    needed = "still needed" if report.plan.summary_needed else "not needed"
-    console.print(f"after the cheap passes a summary is {needed}")
-    kind, value = report.keep
-    if report.cutoff:
-        console.print(
-            f"keep {kind}={value:g}: cutoff at message {report.cutoff:,} "
-            f"(summarize {report.cutoff:,} messages, keep {report.kept_tokens:,} tokens)"
-        )
-    else:
-        console.print(f"keep {kind}={value:g}: nothing to summarize")
+    for line in report.verdict():
+        console.print(line.replace("FIRES", "[bold red]FIRES[/bold red]"))
 
 
 def _inspect(args: argparse.Namespace) -> int:

@@ -84,7 +84,6 @@ class _Turn:
 class _Draft:
     """A compaction worked out, before its I/O (summary call, archive, file reads)."""
 
-    cut: int
     state_cutoff: int
     leaving: list[Any]
     span: list[Any]
@@ -121,6 +120,13 @@ def _valid_event(event: Any, n: int) -> dict[str, Any] | None:
         logger.warning("fastcompact: ignoring %s with cutoff_index %r for %d messages", EVENT_KEY, cutoff, n)
         return None
     return dict(event)
+
+
+def _summarizer_failed(error: Exception) -> Exception:
+    logger.warning(
+        "fastcompact: the summarizer failed (%s: %s); using the fallback summary", type(error).__name__, error
+    )
+    return error
 
 
 def _now() -> float:
@@ -389,7 +395,6 @@ class CompactionMiddleware(AgentMiddleware):
         )
         paused_until = turn.counters.get("llm_paused_until") or 0
         return _Draft(
-            cut=cut,
             state_cutoff=state_cutoff,
             leaving=leaving,
             span=turn.view[:cut],
@@ -515,12 +520,7 @@ class CompactionMiddleware(AgentMiddleware):
                     retries=self.config.ptl_max_retries,
                 )
             except Exception as e:
-                error = e
-                logger.warning(
-                    "fastcompact: the summarizer failed (%s: %s); using the fallback summary",
-                    type(e).__name__,
-                    e,
-                )
+                error = _summarizer_failed(e)
         backend = storage.resolve_backend(self.backend, request.runtime)
         restored: list[tuple[str, str]] = []
         if backend is not None and draft.reads:
@@ -546,12 +546,7 @@ class CompactionMiddleware(AgentMiddleware):
                     retries=self.config.ptl_max_retries,
                 )
             except Exception as e:
-                error = e
-                logger.warning(
-                    "fastcompact: the summarizer failed (%s: %s); using the fallback summary",
-                    type(e).__name__,
-                    e,
-                )
+                error = _summarizer_failed(e)
         backend = storage.resolve_backend(self.backend, request.runtime)
         restored: list[tuple[str, str]] = []
         if backend is not None and draft.reads:

@@ -92,18 +92,25 @@ class Report:
             lines.append(f"  {p.name:<14} {p.saved:>12,}  ({p.edits} edits)")
         lines.append(f"  {'after passes':<14} {self.plan.tokens_after:>12,}")
         lines.append("")
-        lines.append(f"trigger {self._trigger_text()}: {'FIRES' if self.trigger_fires else 'not reached'}")
-        after = "still needed" if self.plan.summary_needed else "not needed"
-        lines.append(f"after the cheap passes a summary is {after}")
-        kind, value = self.keep
-        if self.cutoff:
-            lines.append(
-                f"keep {kind}={value:g}: cutoff at message {self.cutoff:,} "
-                f"(summarize {self.cutoff:,} messages, keep {self.kept_tokens:,} tokens)"
-            )
-        else:
-            lines.append(f"keep {kind}={value:g}: nothing to summarize")
+        lines += self.verdict()
         return "\n".join(lines)
+
+    def verdict(self) -> list[str]:
+        """Whether the trigger fires, whether a summary is still needed after the cheap
+        passes, and where the cutoff falls: one line each."""
+        kind, value = self.keep
+        needed = "still needed" if self.plan.summary_needed else "not needed"
+        cut = (
+            f"keep {kind}={value:g}: cutoff at message {self.cutoff:,} "
+            f"(summarize {self.cutoff:,} messages, keep {self.kept_tokens:,} tokens)"
+            if self.cutoff
+            else f"keep {kind}={value:g}: nothing to summarize"
+        )
+        return [
+            f"trigger {self._trigger_text()}: {'FIRES' if self.trigger_fires else 'not reached'}",
+            f"after the cheap passes a summary is {needed}",
+            cut,
+        ]
 
     __repr__ = __str__
 

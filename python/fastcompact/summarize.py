@@ -156,17 +156,16 @@ def summarize(
     summarizer's token usage (when it reports one). Raises ``SummaryError`` (or the
     model's own error) when no usable summary comes back."""
     span = list(messages)
-    for attempt in range(retries + 1):
+    attempt = 0
+    while True:
         prompt = build_prompt(span, custom_instructions)
         try:
             reply = model.invoke([HumanMessage(prompt)], config=summary_config())
         except Exception as e:
-            if is_prompt_too_long(e) and attempt < retries and len(span) > 1:
-                span = drop_oldest_chunk(span)
-                continue
-            raise
+            span = _shorter(e, span, attempt, retries)
+            attempt += 1
+            continue
         return _checked(reply)
-    raise SummaryError("the summarizer's prompt stayed too long after every retry")
 
 
 async def asummarize(
@@ -174,17 +173,24 @@ async def asummarize(
 ) -> tuple[str, dict[str, int] | None]:
     """The async twin of :func:`summarize`."""
     span = list(messages)
-    for attempt in range(retries + 1):
+    attempt = 0
+    while True:
         prompt = build_prompt(span, custom_instructions)
         try:
             reply = await model.ainvoke([HumanMessage(prompt)], config=summary_config())
         except Exception as e:
-            if is_prompt_too_long(e) and attempt < retries and len(span) > 1:
-                span = drop_oldest_chunk(span)
-                continue
-            raise
+            span = _shorter(e, span, attempt, retries)
+            attempt += 1
+            continue
         return _checked(reply)
-    raise SummaryError("the summarizer's prompt stayed too long after every retry")
+
+
+def _shorter(error: Exception, span: list[Any], attempt: int, retries: int) -> list[Any]:
+    """The span to retry with after a prompt-too-long error; any other error, or one
+    past the last retry, is raised again."""
+    if is_prompt_too_long(error) and attempt < retries and len(span) > 1:
+        return drop_oldest_chunk(span)
+    raise error
 
 
 def _checked(reply: Any) -> tuple[str, dict[str, int] | None]:
