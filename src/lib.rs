@@ -316,15 +316,26 @@ mod _core {
         // The heuristic counts (cached) and the converted messages (cached too).
         let (key, mut counted) =
             count(py, messages, &opts, false, true).map_err(|e| input_error(py, e))?;
-        let msgs: Vec<&Message> = counted
-            .read
-            .entries
-            .iter()
-            .filter_map(|e| e.message.as_deref())
-            .collect();
+        // Everything the passes need from the cached entries, gathered in one walk.
+        let entries = &counted.read.entries;
+        let n = entries.len();
+        let mut msgs: Vec<&Message> = Vec::with_capacity(n);
+        let mut shapes = Vec::with_capacity(n);
+        let mut memos = Vec::with_capacity(n);
+        let mut measures = Vec::with_capacity(n);
+        for e in entries {
+            let (Some(m), Some(shape)) = (e.message.as_deref(), e.shape.as_deref()) else {
+                continue;
+            };
+            msgs.push(m);
+            shapes.push(shape);
+            memos.push(&e.memo);
+            measures.push(e.counts.measure);
+        }
         let timestamps = timestamps.unwrap_or_else(|| msgs.iter().map(|m| m.timestamp).collect());
         let input = PlanInput {
             tokens: counted.per_message.clone(),
+            measures: Some(measures),
             msgs,
             fixed: counted.fixed,
             max_input_tokens,
@@ -332,15 +343,8 @@ mod _core {
             timestamps,
             now,
             archive: archive.unwrap_or_default(),
-            shapes: Some(
-                counted
-                    .read
-                    .entries
-                    .iter()
-                    .filter_map(|e| e.shape.as_deref())
-                    .collect(),
-            ),
-            memos: Some(counted.read.entries.iter().map(|e| &e.memo).collect()),
+            shapes: Some(shapes),
+            memos: Some(memos),
         };
         // A bug in a pass must not take the agent down: it becomes a Python error the
         // caller can handle (the middleware then sends the unedited view).
@@ -362,16 +366,18 @@ mod _core {
         }
         // Where the tokens go, from the counts already at hand (for `plan()`'s
         // picture; the model-view path does without).
-        let shapes: Vec<_> = counted
-            .read
-            .entries
-            .iter()
-            .filter_map(|e| e.shape.as_deref())
-            .collect();
-        if make_edited.is_none() && shapes.len() == counted.per_message.len() {
-            let b = tokens::breakdown(&shapes, &counted.per_message);
-            out.set_item("per_role", to_int_map(&b.per_role))?;
-            out.set_item("per_tool", to_int_map(&b.per_tool))?;
+        if make_edited.is_none() {
+            let shapes: Vec<_> = counted
+                .read
+                .entries
+                .iter()
+                .filter_map(|e| e.shape.as_deref())
+                .collect();
+            if shapes.len() == counted.per_message.len() {
+                let b = tokens::breakdown(&shapes, &counted.per_message);
+                out.set_item("per_role", to_int_map(&b.per_role))?;
+                out.set_item("per_tool", to_int_map(&b.per_tool))?;
+            }
         }
         store(key, counted);
         Ok(out)

@@ -7,7 +7,7 @@ use crate::config::PlanConfig;
 use crate::cutoff::{find_cutoff, should_trigger, PairShape};
 use crate::message::Message;
 use crate::passes::{self, Change, Edit, Memo, Pass, View};
-use crate::tokens::HeuristicParams;
+use crate::tokens::{HeuristicParams, Measure};
 
 /// What one pass did.
 #[derive(Clone, Debug, PartialEq)]
@@ -35,6 +35,8 @@ pub struct PlanInput<'a> {
     pub msgs: Vec<&'a Message>,
     /// Heuristic tokens of each message.
     pub tokens: Vec<f64>,
+    /// Each message's measure, when the caller has them at hand (computed otherwise).
+    pub measures: Option<Vec<Measure>>,
     /// Tokens of the system prompt and tools.
     pub fixed: f64,
     pub max_input_tokens: Option<u64>,
@@ -58,9 +60,24 @@ pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
     timestamps.resize(n, None);
     let mut archive = input.archive;
     archive.resize(n, None);
-    let total = |tokens: &[f64]| input.fixed + tokens.iter().sum::<f64>();
-    let tokens_before = total(&tokens);
+    // Kept up to date edit by edit: summing every message after every pass would cost
+    // more than some passes.
+    let mut total = input.fixed + tokens.iter().sum::<f64>();
+    let tokens_before = total;
+    let measures = match input.measures {
+        Some(m) if m.len() == n => m,
+        _ => input
+            .msgs
+            .iter()
+            .map(|m| crate::tokens::measure(m))
+            .collect(),
+    };
     let gap_template = cfg.microcompact.cleared_message.as_str();
+    let mut placeholders: Vec<bool> = input
+        .msgs
+        .iter()
+        .map(|m| passes::starts_as_placeholder(m, gap_template))
+        .collect();
     let results = passes::tool_results(&input.msgs);
     let fresh: Vec<Memo>;
     let memo: Vec<&Memo> = match &input.memos {
@@ -74,11 +91,13 @@ pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
     let mut edits = Vec::new();
     let mut stats = Vec::new();
     for pass in Pass::ALL {
-        let before = total(&tokens);
+        let before = total;
         let new = {
             let v = View {
                 msgs: &input.msgs,
+                measures: &measures,
                 overrides: &overrides,
+                placeholders: &placeholders,
                 tokens: &tokens,
                 total: before,
                 max_input_tokens: input.max_input_tokens,
@@ -90,32 +109,41 @@ pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
                 memo: &memo,
             };
             match pass {
-                Pass::Budget => passes::budget::run(&v, &cfg.budget, gap_template),
+                Pass::Budget => passes::budget::run(&v, &cfg.budget),
                 Pass::TruncateArgs => passes::truncate_args::run(&v, &cfg.truncate_args),
-                Pass::Clearing => passes::clearing::run(&v, &cfg.clearing, gap_template),
-                Pass::Dedupe => passes::dedupe::run(&v, &cfg.dedupe, gap_template),
-                Pass::Collapse => passes::collapse::run(&v, &cfg.collapse, gap_template),
+                Pass::Clearing => passes::clearing::run(&v, &cfg.clearing),
+                Pass::Dedupe => passes::dedupe::run(&v, &cfg.dedupe),
+                Pass::Collapse => passes::collapse::run(&v, &cfg.collapse),
                 Pass::TimeGap => passes::time_gap::run(&v, &cfg.microcompact),
             }
         };
         for e in &new {
             if e.index < n {
                 if let Change::Content(text) = &e.change {
+                    // Every pass but the budget writes placeholders only.
+                    placeholders[e.index] = match e.pass {
+                        Pass::Budget => passes::is_placeholder(text, gap_template),
+                        _ => true,
+                    };
+                    debug_assert!(
+                        !placeholders[e.index] || passes::is_placeholder(text, gap_template)
+                    );
                     overrides[e.index] = Some(Arc::clone(text));
                 }
+                total += e.tokens - tokens[e.index];
                 tokens[e.index] = e.tokens;
             }
         }
         stats.push(PassStats {
             pass,
             tokens_before: before,
-            tokens_after: total(&tokens),
+            tokens_after: total,
             edits: new.len(),
         });
         edits.extend(new);
     }
 
-    let tokens_after = total(&tokens);
+    let tokens_after = total;
     let summary_needed = !cfg.trigger.is_empty()
         && should_trigger(&cfg.trigger, n, tokens_after, input.max_input_tokens).unwrap_or(false);
     let summary_cutoff = match (summary_needed, cfg.keep) {

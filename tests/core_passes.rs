@@ -36,6 +36,7 @@ fn run(msgs: &[Message], cfg: &PlanConfig) -> Plan {
                 .iter()
                 .map(|m| measure(m).heuristic_tokens(&p))
                 .collect(),
+            measures: None,
             fixed: 0.0,
             max_input_tokens: None,
             params: p,

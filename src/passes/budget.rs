@@ -2,7 +2,7 @@
 //! tail with a marker saying how much was cut and where the full text is; the results
 //! answering one AI message are held to `per_message_chars` together.
 
-use super::{is_placeholder, keyed, Edit, Pass, View};
+use super::{keyed, Edit, Pass, View};
 use crate::config::BudgetConfig;
 use crate::message::Content;
 
@@ -38,7 +38,7 @@ pub fn head_and_tail(text: &str, keep: usize, archive: Option<&str>) -> String {
     )
 }
 
-pub fn run(view: &View<'_>, cfg: &BudgetConfig, gap_template: &str) -> Vec<Edit> {
+pub fn run(view: &View<'_>, cfg: &BudgetConfig) -> Vec<Edit> {
     if !cfg.enabled {
         return Vec::new();
     }
@@ -84,7 +84,7 @@ pub fn run(view: &View<'_>, cfg: &BudgetConfig, gap_template: &str) -> Vec<Edit>
         .filter_map(|(index, keep)| {
             let text = view.text(index)?;
             // Never cut a placeholder, or a result this pass already cut.
-            if is_placeholder(text, gap_template) || text.contains(CUT_MARK) {
+            if view.is_placeholder(index) || text.contains(CUT_MARK) {
                 return None;
             }
             let archive = view.archive.get(index).and_then(Option::as_deref);

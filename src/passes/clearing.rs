@@ -10,7 +10,7 @@ pub fn placeholder(tool: &str, arg: &str) -> String {
     format!("{CLEARED}{tool}({arg}). Call the tool again if you need this output.]")
 }
 
-pub fn run(view: &View<'_>, cfg: &ClearingConfig, gap_template: &str) -> Vec<Edit> {
+pub fn run(view: &View<'_>, cfg: &ClearingConfig) -> Vec<Edit> {
     if !cfg.enabled || !view.reached(cfg.trigger) {
         return Vec::new();
     }
@@ -26,7 +26,7 @@ pub fn run(view: &View<'_>, cfg: &ClearingConfig, gap_template: &str) -> Vec<Edi
     let old = eligible.len().saturating_sub(cfg.keep_recent);
     let candidates: Vec<(Edit, f64)> = eligible[..old]
         .iter()
-        .filter(|r| !view.is_placeholder(r.index, gap_template))
+        .filter(|r| !view.is_placeholder(r.index))
         .map(|r| {
             let (text, key) = view.memo[r.index]
                 .cleared

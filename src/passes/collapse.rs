@@ -40,8 +40,18 @@ fn step_end(view: &View<'_>, i: usize, is_listed: &mut impl FnMut(&str) -> bool)
     if m.role != Role::Ai || m.tool_calls.is_empty() {
         return None;
     }
+    let end = i + 1 + m.tool_calls.len();
+    let results = view.msgs.get(i + 1..end)?;
+    // The cheap structural checks first: most messages fail one of them.
+    if results.iter().any(|r| r.role != Role::Tool) {
+        return None;
+    }
     if !m.tool_calls.iter().all(|c| is_listed(c.name.as_str())) {
         return None;
+    }
+    if let ([call], [result]) = (m.tool_calls.as_slice(), results) {
+        let id = call.id.as_deref()?;
+        return (result.tool_call_id.as_deref()? == id).then_some(end);
     }
     // Steps are short: sorted small vectors beat hash sets here.
     let mut ids: Vec<&str> = Vec::with_capacity(m.tool_calls.len());
@@ -52,20 +62,15 @@ fn step_end(view: &View<'_>, i: usize, is_listed: &mut impl FnMut(&str) -> bool)
     if ids.windows(2).any(|w| w[0] == w[1]) {
         return None;
     }
-    let end = i + 1 + ids.len();
-    let results = view.msgs.get(i + 1..end)?;
     let mut answered: Vec<&str> = Vec::with_capacity(results.len());
     for r in results {
-        if r.role != Role::Tool {
-            return None;
-        }
         answered.push(r.tool_call_id.as_deref()?);
     }
     answered.sort_unstable();
     (answered == ids).then_some(end)
 }
 
-pub fn run(view: &View<'_>, cfg: &CollapseConfig, gap_template: &str) -> Vec<Edit> {
+pub fn run(view: &View<'_>, cfg: &CollapseConfig) -> Vec<Edit> {
     if !cfg.enabled || !view.reached(cfg.trigger) {
         return Vec::new();
     }
@@ -110,7 +115,7 @@ pub fn run(view: &View<'_>, cfg: &CollapseConfig, gap_template: &str) -> Vec<Edi
         let open: Vec<usize> = members
             .iter()
             .copied()
-            .filter(|&r| !view.is_placeholder(r, gap_template))
+            .filter(|&r| !view.is_placeholder(r))
             .collect();
         let Some((&first, rest)) = open.split_first() else {
             continue;

@@ -10,7 +10,7 @@ pub fn placeholder(tool: &str, arg: &str) -> String {
     format!("{SUPERSEDED}{tool}({arg}) was read again later in this conversation; that newer result is current.]")
 }
 
-pub fn run(view: &View<'_>, cfg: &DedupeConfig, gap_template: &str) -> Vec<Edit> {
+pub fn run(view: &View<'_>, cfg: &DedupeConfig) -> Vec<Edit> {
     if !cfg.enabled {
         return Vec::new();
     }
@@ -24,7 +24,7 @@ pub fn run(view: &View<'_>, cfg: &DedupeConfig, gap_template: &str) -> Vec<Edit>
             continue;
         }
         let Some(call) = r.call else { continue };
-        if view.is_placeholder(r.index, gap_template) {
+        if view.is_placeholder(r.index) {
             continue;
         }
         let args = view.memo[r.index]

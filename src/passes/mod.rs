@@ -141,7 +141,12 @@ pub type Shortened = (Vec<Edit>, f64);
 pub struct View<'a> {
     /// The messages as they came; `overrides` holds contents rewritten by earlier passes.
     pub msgs: &'a [&'a Message],
+    /// Each message's measure as it came (before any override).
+    pub measures: &'a [Measure],
     pub overrides: &'a [Option<Arc<str>>],
+    /// Per message, whether its content (as overridden) is one of the passes'
+    /// placeholders; kept up to date as edits land, so no pass reads texts to know.
+    pub placeholders: &'a [bool],
     pub tokens: &'a [f64],
     /// Tokens of the whole view, system prompt and tools included.
     pub total: f64,
@@ -286,17 +291,8 @@ impl View<'_> {
     }
 
     /// Whether message `i` now holds one of the passes' placeholders.
-    pub fn is_placeholder(&self, i: usize, gap_template: &str) -> bool {
-        if let (Some(None), Some(m)) = (self.overrides.get(i), self.msgs.get(i)) {
-            if let Content::Text(t) = &m.content {
-                // Ruled out from the first byte, without reading the text itself.
-                if !t.may_start_with("[") && !t.may_start_with(gap_template) {
-                    return false;
-                }
-            }
-        }
-        self.text(i)
-            .is_some_and(|t| is_placeholder(t, gap_template))
+    pub fn is_placeholder(&self, i: usize) -> bool {
+        self.placeholders.get(i).copied().unwrap_or(false)
     }
 
     /// Whether the view has reached a pass's trigger. Measured on the view before the
@@ -318,7 +314,7 @@ impl View<'_> {
         match &m.content {
             // Text content: swap its length in the measure, no copy of the message.
             Content::Text(old) => {
-                let base = measure(m);
+                let base = self.measures.get(i).copied().unwrap_or_else(|| measure(m));
                 let body = base.chars_without_name as usize - old.chars() + text.chars().count();
                 let name = (base.chars - base.chars_without_name) as usize;
                 Measure::new(body, name, base.images, base.documents).heuristic_tokens(self.params)
@@ -371,6 +367,18 @@ pub const CLEARED: &str = "[Old result cleared to save context: ";
 pub const SUPERSEDED: &str = "[Superseded: ";
 pub const COLLAPSED: &str = "[Collapsed ";
 pub const COLLAPSED_MEMBER: &str = "[Collapsed into the note on ";
+
+/// Whether a message as it came holds a placeholder (an earlier turn's view fed
+/// back, say). Most texts are ruled out by their first byte alone.
+pub fn starts_as_placeholder(m: &Message, gap_template: &str) -> bool {
+    match &m.content {
+        Content::Text(t) => {
+            (t.may_start_with("[") || t.may_start_with(gap_template))
+                && is_placeholder(t.as_str(), gap_template)
+        }
+        Content::Blocks(_) => false,
+    }
+}
 
 /// Whether a text is one of the passes' placeholders. `gap_template` is the
 /// configurable time-gap placeholder.

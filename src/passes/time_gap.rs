@@ -48,7 +48,7 @@ pub fn run(view: &View<'_>, cfg: &MicrocompactConfig) -> Vec<Edit> {
     compactable[..kept_from]
         .iter()
         .filter(|r| r.index < gap)
-        .filter(|r| !view.is_placeholder(r.index, &cfg.cleared_message))
+        .filter(|r| !view.is_placeholder(r.index))
         .filter_map(|r| {
             let (text, key) = keyed(placeholder(&cfg.cleared_message, r.tool, &main_arg(r.call)));
             let tokens = view.tokens_with_text(r.index, &text);
