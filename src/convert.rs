@@ -889,6 +889,10 @@ pub struct Entry {
     pub shape: Option<Box<PairShape>>,
     /// The converted message, when a caller (the passes) needed it.
     pub message: Option<Arc<Message>>,
+    /// The message's role and number of tool calls, kept beside the other cached
+    /// figures: the passes scan these for every message, and reading them here
+    /// saves a visit to each message.
+    pub skeleton: (Role, usize),
     /// The edited copy last built for this message, with the fingerprint of its
     /// edits: a later turn with the same edits reuses the same object.
     pub edited: Option<(u64, Py<PyAny>)>,
@@ -915,6 +919,7 @@ impl Entry {
             counts,
             shape: shape.map(Box::new),
             message: None,
+            skeleton: (Role::default(), 0),
             edited: None,
             memo: crate::passes::Memo::default(),
         }
@@ -1129,6 +1134,7 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Vec<Entry>, want: Want)
                 Some(PairShape::from(&*m)),
             );
             if want.message {
+                entry.skeleton = (m.role, m.tool_calls.len());
                 entry.message = Some(Arc::clone(&m));
             }
             if want.bpe.is_some() {

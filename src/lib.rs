@@ -21,7 +21,7 @@ mod convert;
 #[pyo3::pymodule]
 mod _core {
     use std::collections::BTreeMap;
-    use std::sync::{LazyLock, Mutex, MutexGuard};
+    use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 
     use pyo3::create_exception;
     use pyo3::exceptions::PyValueError;
@@ -292,6 +292,43 @@ mod _core {
         run().map_err(|e| input_error(py, e))
     }
 
+    fn parse_settings(resolved: &Bound<'_, PyAny>) -> PyResult<PlanConfig> {
+        pythonize::depythonize(resolved).map_err(|e| {
+            input_error(
+                resolved.py(),
+                CoreInputError::new(None, "config", e.to_string()),
+            )
+        })
+    }
+
+    /// Resolved pass settings, read once: a caller that plans many turns with the same
+    /// settings keeps one of these instead of handing the dict over every turn.
+    #[pyclass(frozen, module = "fastcompact._core")]
+    struct PlanSettings {
+        config: Arc<PlanConfig>,
+        /// What it was read from, so that it copies and pickles.
+        resolved: Py<PyAny>,
+    }
+
+    #[pymethods]
+    impl PlanSettings {
+        #[new]
+        fn new(resolved: &Bound<'_, PyAny>) -> PyResult<Self> {
+            Ok(PlanSettings {
+                config: Arc::new(parse_settings(resolved)?),
+                resolved: resolved.clone().unbind(),
+            })
+        }
+
+        fn __reduce__<'py>(slf: &Bound<'py, Self>) -> (Bound<'py, PyAny>, (Py<PyAny>,)) {
+            let py = slf.py();
+            (
+                slf.get_type().into_any(),
+                (slf.get().resolved.clone_ref(py),),
+            )
+        }
+    }
+
     /// The cheap passes and the summary decision for one turn. With `make_edited`
     /// (called as `make_edited(message, edits)` for each message whose edits changed
     /// since the last turn), the result holds the model view itself under `"view"`
@@ -310,8 +347,10 @@ mod _core {
         opts: Opts,
         make_edited: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
-        let cfg: PlanConfig = pythonize::depythonize(config)
-            .map_err(|e| input_error(py, CoreInputError::new(None, "config", e.to_string())))?;
+        let cfg = match config.cast::<PlanSettings>() {
+            Ok(settings) => Arc::clone(&settings.get().config),
+            Err(_) => Arc::new(parse_settings(config)?),
+        };
         let p = opts.params().map_err(|e| input_error(py, e))?;
         // The heuristic counts (cached) and the converted messages (cached too).
         let (key, mut counted) =
@@ -323,6 +362,7 @@ mod _core {
         let mut shapes = Vec::with_capacity(n);
         let mut memos = Vec::with_capacity(n);
         let mut measures = Vec::with_capacity(n);
+        let mut skeletons = Vec::with_capacity(n);
         for e in entries {
             let (Some(m), Some(shape)) = (e.message.as_deref(), e.shape.as_deref()) else {
                 continue;
@@ -331,11 +371,13 @@ mod _core {
             shapes.push(shape);
             memos.push(&e.memo);
             measures.push(e.counts.measure);
+            skeletons.push(e.skeleton);
         }
         let timestamps = timestamps.unwrap_or_else(|| msgs.iter().map(|m| m.timestamp).collect());
         let input = PlanInput {
             tokens: counted.per_message.clone(),
             measures: Some(measures),
+            skeletons: Some(skeletons),
             msgs,
             fixed: counted.fixed,
             max_input_tokens,
@@ -351,7 +393,7 @@ mod _core {
         let result = py
             .detach(|| {
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    crate::plan::plan(input, &cfg)
+                    crate::plan::plan(input, cfg.as_ref())
                 }))
             })
             .map_err(|_| {

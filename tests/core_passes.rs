@@ -37,6 +37,7 @@ fn run(msgs: &[Message], cfg: &PlanConfig) -> Plan {
                 .map(|m| measure(m).heuristic_tokens(&p))
                 .collect(),
             measures: None,
+            skeletons: None,
             fixed: 0.0,
             max_input_tokens: None,
             params: p,

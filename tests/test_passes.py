@@ -345,6 +345,44 @@ def test_config_validation_names_the_field():
         plan(["x"], config="nope")  # type: ignore[arg-type]
 
 
+def test_a_config_changed_in_place_changes_the_next_plan():
+    """Settings are read once per config; any change to it, a tool set changed in place
+    included, is seen by the next plan."""
+    msgs = coding_session(600, seed=1)
+    cfg = CompactionConfig()
+
+    def cleared() -> int:
+        return plan(msgs, cfg, max_input_tokens=200_000).passes[2].edits
+
+    assert cleared() > 0
+    cfg.clearing.tools.clear()
+    assert cleared() == 0
+    cfg.clearing.tools |= {"read_file", "grep", "glob", "execute"}
+    assert cleared() > 0
+    cfg.clearing.enabled = False
+    assert cleared() == 0
+    cfg.clearing = ClearingConfig()
+    assert cleared() > 0
+
+
+def test_configs_and_read_settings_copy_and_pickle():
+    import copy
+    import pickle
+
+    cfg = CompactionConfig(clearing={"tools": {"grep"}})
+    for clone in (copy.deepcopy(cfg), pickle.loads(pickle.dumps(cfg))):
+        assert clone == cfg and clone.clearing.tools == {"grep"}
+        clone.clearing.tools.add("ls")  # still noticed in the copy
+        assert clone.clearing.tools == {"grep", "ls"} and cfg.clearing.tools == {"grep"}
+    assert repr(cfg.clearing.tools) == "{'grep'}"
+    settings = fastcompact._core.PlanSettings(cfg.resolved(200_000))
+    again = pickle.loads(pickle.dumps(settings))
+    msgs = coding_session(600, seed=2)
+    raw = fastcompact.passes._run(msgs, again, 200_000, None, None, None, None, None, None, None, None)
+    expected = plan(msgs, cfg, max_input_tokens=200_000).edits
+    assert expected and [fastcompact.Edit(*e) for e in raw["edits"]] == expected
+
+
 def test_defaults_follow_deepagents():
     r = CompactionConfig().resolved()
     assert r["trigger"] == [("tokens", 170_000)] and r["keep"] == ("messages", 6)

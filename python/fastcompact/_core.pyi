@@ -56,9 +56,14 @@ class _Plan(TypedDict):
     per_role: dict[str, int]
     per_tool: dict[str, int]
 
+class PlanSettings:
+    """Resolved pass settings, read once."""
+
+    def __init__(self, resolved: dict[str, Any]) -> None: ...
+
 def plan(
     messages: Any,
-    config: dict[str, Any],
+    config: dict[str, Any] | PlanSettings,
     max_input_tokens: int | None,
     now: float | None,
     timestamps: list[float | None] | None,

@@ -105,17 +105,77 @@ def _check_str(owner: str, name: str, value: Any, *, optional: bool = False) -> 
         raise ValueError(f"{owner}.{name}: expected a string, got {value!r}")
 
 
+# Bumped by every change to any config object: settings derived from a config are
+# kept (see `passes._settings`) until a change anywhere makes them stale.
+_generation = 0
+
+
+def _changed() -> None:
+    global _generation
+    _generation += 1
+
+
+def generation() -> int:
+    """A number that changes whenever any config object (or one of its tool sets) does."""
+    return _generation
+
+
+class _Watched:
+    """A config class whose attribute changes are noted."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        _changed()
+        object.__setattr__(self, name, value)
+
+
+class _ToolNames(set[str]):
+    """A set of tool names that notes its own changes; otherwise a plain set."""
+
+    def __repr__(self) -> str:
+        return repr(set(self))
+
+
+def _noting(name: str) -> Any:
+    base = getattr(set, name)
+
+    def method(self: _ToolNames, *args: Any) -> Any:
+        _changed()
+        return base(self, *args)
+
+    method.__name__ = name
+    return method
+
+
+for _name in (
+    "add",
+    "discard",
+    "remove",
+    "pop",
+    "clear",
+    "update",
+    "intersection_update",
+    "difference_update",
+    "symmetric_difference_update",
+    "__ior__",
+    "__iand__",
+    "__isub__",
+    "__ixor__",
+):
+    setattr(_ToolNames, _name, _noting(_name))
+del _name
+
+
 def _tool_set(owner: str, name: str, value: Any) -> set[str]:
     if isinstance(value, str) or not isinstance(value, Iterable):
         raise ValueError(f"{owner}.{name}: expected a set of tool names, got {value!r}")
-    out = set(value)
+    out = _ToolNames(value)
     if not all(isinstance(t, str) for t in out):
         raise ValueError(f"{owner}.{name}: tool names must be strings, got {value!r}")
     return out
 
 
 @dataclass
-class TokenBudgetConfig:
+class TokenBudgetConfig(_Watched):
     """Pass 1: a tool result over ``per_tool_chars`` keeps a head and a tail
     (``file_preview_chars`` in all) with a marker; the results of one AI turn are held
     to ``per_message_chars`` together. The three thresholds are for telemetry."""
@@ -142,7 +202,7 @@ class TokenBudgetConfig:
 
 
 @dataclass
-class TruncateArgsConfig:
+class TruncateArgsConfig(_Watched):
     """Pass 2: string arguments longer than ``max_length`` in tool calls older than
     ``keep`` are shortened once ``trigger`` is reached. ``trigger=None`` turns the
     pass off; left out, it follows DeepAgents (85% of the window, else 20 messages).
@@ -166,7 +226,7 @@ class TruncateArgsConfig:
 
 
 @dataclass
-class ClearingConfig:
+class ClearingConfig(_Watched):
     """Pass 3: once the view reaches ``trigger``, results of ``tools`` (minus
     ``exclude_tools``) older than the newest ``keep_recent`` become a one-line
     placeholder naming the call, in batches that save ``clear_at_least`` tokens.
@@ -194,7 +254,7 @@ class ClearingConfig:
 
 
 @dataclass
-class DedupeConfig:
+class DedupeConfig(_Watched):
     """Pass 4a: a read repeated with the same arguments replaces the earlier result
     with a pointer to the newer one, in batches saving ``min_batch_tokens``."""
 
@@ -210,7 +270,7 @@ class DedupeConfig:
 
 
 @dataclass
-class CollapseConfig:
+class CollapseConfig(_Watched):
     """Pass 4b: once the view reaches ``trigger``, runs of at least
     ``min_group_size`` consecutive read/search results (``collapse_tools``) older than
     the newest ``keep_recent_messages`` fold into a one-line note. Left out, the
@@ -234,7 +294,7 @@ class CollapseConfig:
 
 
 @dataclass
-class MicrocompactConfig:
+class MicrocompactConfig(_Watched):
     """Pass 5: after an idle gap of ``gap_threshold_minutes`` (the prompt cache has
     expired), results of ``compactable_tools`` from before the gap are cleared, except
     the newest ``keep_recent``. ``{tool}`` and ``{arg}`` in ``cleared_message`` name
@@ -271,7 +331,7 @@ class MicrocompactConfig:
 
 
 @dataclass
-class RestorationConfig:
+class RestorationConfig(_Watched):
     """After a summary: re-read up to ``max_files`` recently read files (each within
     ``per_file_chars``, all within ``file_budget_chars``) and the current plan."""
 
@@ -298,7 +358,7 @@ class RestorationConfig:
 
 
 @dataclass
-class CompactionConfig:
+class CompactionConfig(_Watched):
     """All of compaction's settings. ``trigger`` (one size or a list, any fires) and
     ``keep`` left out follow DeepAgents' model-aware defaults.
 

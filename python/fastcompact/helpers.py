@@ -86,12 +86,15 @@ def _tool_key(tool: Any) -> tuple[tuple[Any, ...], Any]:
 
 def _tool_json(tool: Any) -> str:
     """The tool schema as langchain-core's counter serializes it."""
-    if isinstance(tool, Mapping):
+    if type(tool) is dict:
         return json.dumps(tool)
     key, anchor = _tool_key(tool)
     hit = _TOOL_JSON.get(key)
+    # Mappings are never stored, so a hit is never one (a mapping may change).
     if hit is not None and hit[0] is anchor:
         return hit[1]
+    if isinstance(tool, Mapping):
+        return json.dumps(tool)
     from langchain_core.tools import BaseTool
 
     if isinstance(tool, BaseTool):

@@ -33,7 +33,7 @@ from langchain.tools import ToolRuntime
 from langchain_core.messages import ToolMessage
 from langgraph.types import Command
 
-from fastcompact import storage, summarize
+from fastcompact import _core, storage, summarize
 from fastcompact.config import CompactionConfig
 from fastcompact.helpers import count_tokens, find_cutoff
 from fastcompact.passes import Plan, _make_edited, _plan_of, _run
@@ -262,6 +262,7 @@ class CompactionMiddleware(AgentMiddleware):
         # Read once: the settings are resolved per model window and kept.
         self._config = copy.deepcopy(config) if config is not None else CompactionConfig()
         self._resolved_by_window: dict[int | None, dict[str, Any]] = {}
+        self._settings_by_window: dict[int | None, Any] = {}
         self.tools = []
         # Resolved "provider:name" models; shared by every conversation.
         self._models: dict[str, Any] = {}
@@ -276,6 +277,12 @@ class CompactionMiddleware(AgentMiddleware):
         found = self._resolved_by_window.get(window)
         if found is None:
             found = self._resolved_by_window[window] = self._config.resolved(window)
+        return found
+
+    def _plan_settings(self, window: int | None) -> Any:
+        found = self._settings_by_window.get(window)
+        if found is None:
+            found = self._settings_by_window[window] = _core.PlanSettings(self._resolved(window))
         return found
 
     @property
@@ -300,7 +307,7 @@ class CompactionMiddleware(AgentMiddleware):
         try:
             raw_plan = _run(
                 effective,
-                self._resolved(window),
+                self._plan_settings(window),
                 window,
                 now,
                 request.system_message,

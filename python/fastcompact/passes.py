@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import json
+import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
@@ -25,6 +26,7 @@ from fastcompact.config import (
     TokenBudgetConfig,
     TruncateArgsConfig,
 )
+from fastcompact.config import generation as config_generation
 from fastcompact.helpers import _as_list, _input_error, _opts
 
 __all__ = [
@@ -227,6 +229,29 @@ def _make_edited(message: Any, edits: list[tuple[Any, ...]]) -> Any:
     return _edit_message(message, [Edit(*e) for e in edits])
 
 
+# What `_run` plans with when no config is given; never handed out, so never changed.
+_DEFAULT_CONFIG = CompactionConfig()
+
+# Settings read by the core, per (config, window), until any config changes.
+_SETTINGS: dict[tuple[int, int | None], tuple[weakref.ref[CompactionConfig], int, Any]] = {}
+_SETTINGS_LIMIT = 64
+
+
+def _settings(cfg: CompactionConfig, window: int | None) -> Any:
+    """The core's copy of ``cfg.resolved(window)``, made once and kept while no config
+    changes (planning every turn with the same config then costs no conversion)."""
+    key = (id(cfg), window)
+    now = config_generation()
+    hit = _SETTINGS.get(key)
+    if hit is not None and hit[0]() is cfg and hit[1] == now:
+        return hit[2]
+    settings = _core.PlanSettings(cfg.resolved(window))
+    if len(_SETTINGS) >= _SETTINGS_LIMIT:
+        _SETTINGS.clear()
+    _SETTINGS[key] = (weakref.ref(cfg), now, settings)
+    return settings
+
+
 def _run(
     messages: Iterable[Any],
     config: CompactionConfig | dict[str, Any] | None,
@@ -240,14 +265,14 @@ def _run(
     cache_key: str | None,
     make_edited: Any,
 ) -> dict[str, Any]:
-    if isinstance(config, dict):
+    if isinstance(config, dict | _core.PlanSettings):
         # Already resolved (the middleware resolves its settings once).
-        resolved = config
+        settings = config
     else:
-        cfg = config if config is not None else CompactionConfig()
+        cfg = config if config is not None else _DEFAULT_CONFIG
         if not isinstance(cfg, CompactionConfig):
             raise _input_error("config", f"expected a CompactionConfig, got {type(cfg).__name__}")
-        resolved = cfg.resolved(max_input_tokens)
+        settings = _settings(cfg, max_input_tokens)
     opts = _opts(
         encoding="heuristic",
         tools=tools,
@@ -259,7 +284,7 @@ def _run(
     )
     return _core.plan(
         _as_list(messages),
-        resolved,
+        settings,
         max_input_tokens,
         now,
         None if timestamps is None else list(timestamps),

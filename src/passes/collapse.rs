@@ -36,16 +36,22 @@ pub fn member() -> String {
 /// A read/search step starting at `i`: the AI message and its results. Returns the
 /// index after the step.
 fn step_end(view: &View<'_>, i: usize, is_listed: &mut impl FnMut(&str) -> bool) -> Option<usize> {
+    // The cheap structural checks first, on the skeletons: most messages fail one.
+    let &(role, calls) = view.skeletons.get(i)?;
+    if role != Role::Ai || calls == 0 {
+        return None;
+    }
+    let end = i + 1 + calls;
+    if view
+        .skeletons
+        .get(i + 1..end)?
+        .iter()
+        .any(|s| s.0 != Role::Tool)
+    {
+        return None;
+    }
     let m = view.msgs.get(i)?;
-    if m.role != Role::Ai || m.tool_calls.is_empty() {
-        return None;
-    }
-    let end = i + 1 + m.tool_calls.len();
     let results = view.msgs.get(i + 1..end)?;
-    // The cheap structural checks first: most messages fail one of them.
-    if results.iter().any(|r| r.role != Role::Tool) {
-        return None;
-    }
     if !m.tool_calls.iter().all(|c| is_listed(c.name.as_str())) {
         return None;
     }

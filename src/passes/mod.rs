@@ -143,6 +143,8 @@ pub struct View<'a> {
     pub msgs: &'a [&'a Message],
     /// Each message's measure as it came (before any override).
     pub measures: &'a [Measure],
+    /// Each message's role and number of tool calls, to scan without visiting them.
+    pub skeletons: &'a [(Role, usize)],
     pub overrides: &'a [Option<Arc<str>>],
     /// Per message, whether its content (as overridden) is one of the passes'
     /// placeholders; kept up to date as edits land, so no pass reads texts to know.
@@ -201,20 +203,21 @@ impl Hasher for FastHasher {
 pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
 
 /// Every `ToolMessage` in order, with its call when the call is in the conversation.
-pub fn tool_results<'a>(msgs: &[&'a Message]) -> Vec<ToolResult<'a>> {
+pub fn tool_results<'a>(msgs: &[&'a Message], skeletons: &[(Role, usize)]) -> Vec<ToolResult<'a>> {
     let mut out = Vec::with_capacity(msgs.len() / 2);
     let mut names: FastMap<&str, usize> = FastMap::default();
     // Calls seen so far, for the few results that are far from their call; built only
     // when one is (a result almost always follows its call within a few messages).
     let mut far = FarCalls::default();
-    for (i, m) in msgs.iter().enumerate() {
-        if m.role != Role::Tool {
+    for (i, &(role, _)) in skeletons.iter().enumerate() {
+        if role != Role::Tool {
             continue;
         }
+        let Some(m) = msgs.get(i) else { break };
         let found = m
             .tool_call_id
             .as_deref()
-            .and_then(|id| near_call(msgs, i, id).or_else(|| far.find(msgs, i, id)));
+            .and_then(|id| near_call(msgs, skeletons, i, id).or_else(|| far.find(msgs, i, id)));
         let tool = m
             .name
             .as_deref()
@@ -238,14 +241,22 @@ pub fn tool_results<'a>(msgs: &[&'a Message]) -> Vec<ToolResult<'a>> {
 const NEAR: usize = 16;
 
 /// The newest call with this id among the `NEAR` messages before `i`.
-fn near_call<'a>(msgs: &[&'a Message], i: usize, id: &str) -> Option<(usize, &'a ToolCall)> {
+fn near_call<'a>(
+    msgs: &[&'a Message],
+    skeletons: &[(Role, usize)],
+    i: usize,
+    id: &str,
+) -> Option<(usize, &'a ToolCall)> {
     let start = i.saturating_sub(NEAR);
     (start..i).rev().find_map(|j| {
-        let m = msgs[j];
-        if m.role != Role::Ai {
+        if skeletons
+            .get(j)
+            .is_none_or(|&(role, calls)| role != Role::Ai || calls == 0)
+        {
             return None;
         }
-        m.tool_calls
+        msgs[j]
+            .tool_calls
             .iter()
             .rev()
             .find(|c| c.id.as_deref() == Some(id))
@@ -473,7 +484,8 @@ mod tests {
         msgs.push(ai(vec![call("later", "ls")]));
         msgs.push(result("later"));
         let refs: Vec<&Message> = msgs.iter().collect();
-        let got: Vec<_> = tool_results(&refs)
+        let skeletons: Vec<_> = msgs.iter().map(|m| (m.role, m.tool_calls.len())).collect();
+        let got: Vec<_> = tool_results(&refs, &skeletons)
             .iter()
             .map(|r| (r.index, r.caller, r.call.map(|c| c.name.clone())))
             .collect();

@@ -168,7 +168,11 @@ pub fn run(view: &View<'_>, cfg: &TruncateArgsConfig) -> Vec<Edit> {
     // Candidate messages in order, with their edits and what they save.
     let mut candidates: Vec<(Vec<Edit>, f64)> = Vec::new();
     for (i, m) in view.msgs.iter().enumerate().take(start) {
-        if m.role != Role::Ai || m.tool_calls.is_empty() {
+        if view
+            .skeletons
+            .get(i)
+            .is_none_or(|&(role, calls)| role != Role::Ai || calls == 0)
+        {
             continue;
         }
         let memo = &view.memo[i].truncated;
