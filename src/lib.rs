@@ -212,13 +212,7 @@ mod _core {
     ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
         let (key, counted) =
             count(py, messages, &opts, true, false).map_err(|e| input_error(py, e))?;
-        let shapes: Vec<_> = counted
-            .read
-            .entries
-            .iter()
-            .filter_map(|e| e.shape.as_deref())
-            .collect();
-        let b = tokens::breakdown(&shapes, &counted.per_message);
+        let b = breakdown(&counted).unwrap_or_default();
         let out = pyo3::types::PyDict::new(py);
         out.set_item("total", counted.total as u64)?;
         out.set_item("system_and_tools", counted.fixed as u64)?;
@@ -236,6 +230,19 @@ mod _core {
         out.set_item("per_tool", to_int_map(&b.per_tool))?;
         store(key, counted);
         Ok(out)
+    }
+
+    /// Where the counted tokens go, per role and per tool (`None` if an entry was read
+    /// without its pair shape).
+    fn breakdown(counted: &Counted) -> Option<tokens::Breakdown> {
+        let shapes: Vec<_> = counted
+            .read
+            .entries
+            .iter()
+            .filter_map(|e| e.shape.as_deref())
+            .collect();
+        (shapes.len() == counted.per_message.len())
+            .then(|| tokens::breakdown(&shapes, &counted.per_message))
     }
 
     fn to_int_map(m: &BTreeMap<String, f64>) -> BTreeMap<String, u64> {
@@ -408,18 +415,9 @@ mod _core {
         }
         // Where the tokens go, from the counts already at hand (for `plan()`'s
         // picture; the model-view path does without).
-        if make_edited.is_none() {
-            let shapes: Vec<_> = counted
-                .read
-                .entries
-                .iter()
-                .filter_map(|e| e.shape.as_deref())
-                .collect();
-            if shapes.len() == counted.per_message.len() {
-                let b = tokens::breakdown(&shapes, &counted.per_message);
-                out.set_item("per_role", to_int_map(&b.per_role))?;
-                out.set_item("per_tool", to_int_map(&b.per_tool))?;
-            }
+        if let Some(b) = make_edited.is_none().then(|| breakdown(&counted)).flatten() {
+            out.set_item("per_role", to_int_map(&b.per_role))?;
+            out.set_item("per_tool", to_int_map(&b.per_tool))?;
         }
         store(key, counted);
         Ok(out)
