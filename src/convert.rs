@@ -889,15 +889,15 @@ pub struct Entry {
     pub shape: Option<Box<PairShape>>,
     /// The converted message, when a caller (the passes) needed it.
     pub message: Option<Arc<Message>>,
-    /// The message's role and number of tool calls, kept beside the other cached
-    /// figures: the passes scan these for every message, and reading them here
-    /// saves a visit to each message.
-    pub skeleton: (Role, usize),
+    /// What the passes scan of the message, kept beside the other cached figures:
+    /// reading it here saves a visit to each message.
+    pub skeleton: crate::passes::Skeleton,
     /// The edited copy last built for this message, with the fingerprint of its
     /// edits: a later turn with the same edits reuses the same object.
     pub edited: Option<(u64, Py<PyAny>)>,
-    /// What the passes worked out about this message.
-    pub memo: crate::passes::Memo,
+    /// What the passes worked out about this message; made with `message` (boxed:
+    /// entries that are only counted never need one).
+    pub memo: Option<Box<crate::passes::Memo>>,
 }
 
 impl Entry {
@@ -919,9 +919,9 @@ impl Entry {
             counts,
             shape: shape.map(Box::new),
             message: None,
-            skeleton: (Role::default(), 0),
+            skeleton: crate::passes::Skeleton::default(),
             edited: None,
-            memo: crate::passes::Memo::default(),
+            memo: None,
         }
     }
 
@@ -1134,8 +1134,9 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Vec<Entry>, want: Want)
                 Some(PairShape::from(&*m)),
             );
             if want.message {
-                entry.skeleton = (m.role, m.tool_calls.len());
+                entry.skeleton = crate::passes::Skeleton::of(&m);
                 entry.message = Some(Arc::clone(&m));
+                entry.memo = Some(Box::default());
             }
             if want.bpe.is_some() {
                 fresh.push((i, m));

@@ -371,16 +371,19 @@ mod _core {
         let mut measures = Vec::with_capacity(n);
         let mut skeletons = Vec::with_capacity(n);
         for e in entries {
-            let (Some(m), Some(shape)) = (e.message.as_deref(), e.shape.as_deref()) else {
+            let (Some(m), Some(shape), Some(memo)) =
+                (e.message.as_deref(), e.shape.as_deref(), e.memo.as_deref())
+            else {
                 continue;
             };
             msgs.push(m);
             shapes.push(shape);
-            memos.push(&e.memo);
+            memos.push(memo);
             measures.push(e.counts.measure);
             skeletons.push(e.skeleton);
         }
-        let timestamps = timestamps.unwrap_or_else(|| msgs.iter().map(|m| m.timestamp).collect());
+        let timestamps =
+            timestamps.unwrap_or_else(|| skeletons.iter().map(|s| s.timestamp).collect());
         let input = PlanInput {
             tokens: counted.per_message.clone(),
             measures: Some(measures),

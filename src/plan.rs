@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use crate::config::PlanConfig;
 use crate::cutoff::{find_cutoff, should_trigger, PairShape};
-use crate::message::{Message, Role};
-use crate::passes::{self, Change, Edit, Memo, Pass, View};
+use crate::message::Message;
+use crate::passes::{self, Change, Edit, Memo, Pass, Skeleton, View};
 use crate::tokens::{HeuristicParams, Measure};
 
 /// What one pass did.
@@ -37,8 +37,8 @@ pub struct PlanInput<'a> {
     pub tokens: Vec<f64>,
     /// Each message's measure, when the caller has them at hand (computed otherwise).
     pub measures: Option<Vec<Measure>>,
-    /// Each message's role and number of tool calls, when the caller has them.
-    pub skeletons: Option<Vec<(Role, usize)>>,
+    /// What the passes scan of each message, when the caller has it.
+    pub skeletons: Option<Vec<Skeleton>>,
     /// Tokens of the system prompt and tools.
     pub fixed: f64,
     pub max_input_tokens: Option<u64>,
@@ -77,18 +77,13 @@ pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
     let gap_template = cfg.microcompact.cleared_message.as_str();
     let skeletons = match input.skeletons {
         Some(s) if s.len() == n => s,
-        _ => input
-            .msgs
-            .iter()
-            .map(|m| (m.role, m.tool_calls.len()))
-            .collect(),
+        _ => input.msgs.iter().map(|m| Skeleton::of(m)).collect(),
     };
     let mut placeholders: Vec<bool> = input
         .msgs
         .iter()
         .map(|m| passes::starts_as_placeholder(m, gap_template))
         .collect();
-    let results = passes::tool_results(&input.msgs, &skeletons);
     let fresh: Vec<Memo>;
     let memo: Vec<&Memo> = match &input.memos {
         Some(m) if m.len() == n => m.clone(),
@@ -97,6 +92,7 @@ pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
             fresh.iter().collect()
         }
     };
+    let results = passes::tool_results(&input.msgs, &skeletons);
 
     let mut edits = Vec::new();
     let mut stats = Vec::new();

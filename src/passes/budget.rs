@@ -4,7 +4,6 @@
 
 use super::{keyed, Edit, Pass, View};
 use crate::config::BudgetConfig;
-use crate::message::Content;
 
 /// In every marker, so that a cut result is recognised.
 const CUT_MARK: &str = " characters cut from this result";
@@ -47,10 +46,10 @@ pub fn run(view: &View<'_>, cfg: &BudgetConfig) -> Vec<Edit> {
     let mut kept: Vec<(usize, usize, usize)> = Vec::with_capacity(view.results.len());
     let mut cut: Vec<(usize, usize)> = Vec::new();
     for r in view.results {
-        let chars = match (&view.overrides[r.index], &view.msgs[r.index].content) {
+        let chars = match (&view.overrides[r.index], view.skeletons[r.index].text_chars) {
             (Some(text), _) => text.chars().count(),
-            (None, Content::Text(text)) => text.chars(),
-            (None, Content::Blocks(_)) => continue,
+            (None, Some(chars)) => chars,
+            (None, None) => continue,
         };
         let k = if chars > cfg.per_tool_chars {
             cut.push((r.index, cfg.file_preview_chars));

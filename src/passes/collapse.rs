@@ -37,16 +37,16 @@ pub fn member() -> String {
 /// index after the step.
 fn step_end(view: &View<'_>, i: usize, is_listed: &mut impl FnMut(&str) -> bool) -> Option<usize> {
     // The cheap structural checks first, on the skeletons: most messages fail one.
-    let &(role, calls) = view.skeletons.get(i)?;
-    if role != Role::Ai || calls == 0 {
+    let s = view.skeletons.get(i)?;
+    if !s.calls_tools() {
         return None;
     }
-    let end = i + 1 + calls;
+    let end = i + 1 + s.calls;
     if view
         .skeletons
         .get(i + 1..end)?
         .iter()
-        .any(|s| s.0 != Role::Tool)
+        .any(|s| s.role != Role::Tool)
     {
         return None;
     }

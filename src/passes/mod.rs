@@ -137,14 +137,44 @@ pub struct Memo {
 /// The edits that shorten a message's arguments, and its tokens after them.
 pub type Shortened = (Vec<Edit>, f64);
 
+/// What the passes read of every message, kept beside the cached counts: a scan over
+/// these never visits the messages themselves (scattered over the heap).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Skeleton {
+    pub role: Role,
+    /// Number of tool calls.
+    pub calls: usize,
+    /// Characters of a text content; `None` for a list of blocks.
+    pub text_chars: Option<usize>,
+    pub timestamp: Option<f64>,
+}
+
+impl Skeleton {
+    pub fn of(m: &Message) -> Self {
+        Skeleton {
+            role: m.role,
+            calls: m.tool_calls.len(),
+            text_chars: match &m.content {
+                Content::Text(t) => Some(t.chars()),
+                Content::Blocks(_) => None,
+            },
+            timestamp: m.timestamp,
+        }
+    }
+
+    /// An AI message with tool calls.
+    pub fn calls_tools(&self) -> bool {
+        self.role == Role::Ai && self.calls > 0
+    }
+}
+
 /// The view a pass works on.
 pub struct View<'a> {
     /// The messages as they came; `overrides` holds contents rewritten by earlier passes.
     pub msgs: &'a [&'a Message],
     /// Each message's measure as it came (before any override).
     pub measures: &'a [Measure],
-    /// Each message's role and number of tool calls, to scan without visiting them.
-    pub skeletons: &'a [(Role, usize)],
+    pub skeletons: &'a [Skeleton],
     pub overrides: &'a [Option<Arc<str>>],
     /// Per message, whether its content (as overridden) is one of the passes'
     /// placeholders; kept up to date as edits land, so no pass reads texts to know.
@@ -203,14 +233,14 @@ impl Hasher for FastHasher {
 pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
 
 /// Every `ToolMessage` in order, with its call when the call is in the conversation.
-pub fn tool_results<'a>(msgs: &[&'a Message], skeletons: &[(Role, usize)]) -> Vec<ToolResult<'a>> {
+pub fn tool_results<'a>(msgs: &[&'a Message], skeletons: &[Skeleton]) -> Vec<ToolResult<'a>> {
     let mut out = Vec::with_capacity(msgs.len() / 2);
     let mut names: FastMap<&str, usize> = FastMap::default();
     // Calls seen so far, for the few results that are far from their call; built only
     // when one is (a result almost always follows its call within a few messages).
     let mut far = FarCalls::default();
-    for (i, &(role, _)) in skeletons.iter().enumerate() {
-        if role != Role::Tool {
+    for (i, s) in skeletons.iter().enumerate() {
+        if s.role != Role::Tool {
             continue;
         }
         let Some(m) = msgs.get(i) else { break };
@@ -243,16 +273,13 @@ const NEAR: usize = 16;
 /// The newest call with this id among the `NEAR` messages before `i`.
 fn near_call<'a>(
     msgs: &[&'a Message],
-    skeletons: &[(Role, usize)],
+    skeletons: &[Skeleton],
     i: usize,
     id: &str,
 ) -> Option<(usize, &'a ToolCall)> {
     let start = i.saturating_sub(NEAR);
     (start..i).rev().find_map(|j| {
-        if skeletons
-            .get(j)
-            .is_none_or(|&(role, calls)| role != Role::Ai || calls == 0)
-        {
+        if !skeletons.get(j).is_some_and(Skeleton::calls_tools) {
             return None;
         }
         msgs[j]
@@ -321,17 +348,16 @@ impl View<'_> {
 
     /// Tokens a message would have with `text` as its whole content.
     pub fn tokens_with_text(&self, i: usize, text: &str) -> f64 {
-        let m = self.msgs[i];
-        match &m.content {
-            // Text content: swap its length in the measure, no copy of the message.
-            Content::Text(old) => {
-                let base = self.measures.get(i).copied().unwrap_or_else(|| measure(m));
-                let body = base.chars_without_name as usize - old.chars() + text.chars().count();
+        let old = self.skeletons.get(i).and_then(|s| s.text_chars);
+        match (old, self.measures.get(i)) {
+            // Text content: swap its length in the measure, without visiting the message.
+            (Some(old), Some(base)) => {
+                let body = base.chars_without_name as usize - old + text.chars().count();
                 let name = (base.chars - base.chars_without_name) as usize;
                 Measure::new(body, name, base.images, base.documents).heuristic_tokens(self.params)
             }
-            Content::Blocks(_) => {
-                let mut m = m.clone();
+            _ => {
+                let mut m = self.msgs[i].clone();
                 m.content = Content::Text(text.into());
                 measure(&m).heuristic_tokens(self.params)
             }
@@ -484,7 +510,7 @@ mod tests {
         msgs.push(ai(vec![call("later", "ls")]));
         msgs.push(result("later"));
         let refs: Vec<&Message> = msgs.iter().collect();
-        let skeletons: Vec<_> = msgs.iter().map(|m| (m.role, m.tool_calls.len())).collect();
+        let skeletons: Vec<_> = msgs.iter().map(Skeleton::of).collect();
         let got: Vec<_> = tool_results(&refs, &skeletons)
             .iter()
             .map(|r| (r.index, r.caller, r.call.map(|c| c.name.clone())))

@@ -4,10 +4,9 @@
 
 use serde_json::Value;
 
-use super::{committed_prefix, Change, Edit, Pass, Shortened, View};
+use super::{committed_prefix, Change, Edit, Pass, Shortened, Skeleton, View};
 use crate::config::TruncateArgsConfig;
 use crate::cutoff::Size;
-use crate::message::Role;
 
 /// Tools whose arguments are shortened when `truncate_all_tools` is off.
 const FILE_WRITING_TOOLS: [&str; 2] = ["write_file", "edit_file"];
@@ -168,11 +167,7 @@ pub fn run(view: &View<'_>, cfg: &TruncateArgsConfig) -> Vec<Edit> {
     // Candidate messages in order, with their edits and what they save.
     let mut candidates: Vec<(Vec<Edit>, f64)> = Vec::new();
     for (i, m) in view.msgs.iter().enumerate().take(start) {
-        if view
-            .skeletons
-            .get(i)
-            .is_none_or(|&(role, calls)| role != Role::Ai || calls == 0)
-        {
+        if !view.skeletons.get(i).is_some_and(Skeleton::calls_tools) {
             continue;
         }
         let memo = &view.memo[i].truncated;
