@@ -1106,6 +1106,10 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Vec<Entry>, want: Want)
     entries.truncate(list.len());
     entries.reserve(list.len().saturating_sub(entries.len()));
     let mut fresh = Vec::new();
+    let cached_len = entries.len();
+    // The first cached entry replaced by another message: what the results after it
+    // know of their calls (in the messages before them) is stale from there on.
+    let mut first_replaced: Option<usize> = None;
     // The length is read each time round: reading a message may run Python code
     // (a property, a __getattr__) that changes the list.
     let mut i = 0;
@@ -1147,12 +1151,23 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Vec<Entry>, want: Want)
             Entry::new(&item, scanned.origin, scanned.counts, scanned.shape)
         };
         match entries.get_mut(i) {
-            Some(slot) => *slot = entry,
+            Some(slot) => {
+                *slot = entry;
+                first_replaced.get_or_insert(i);
+            }
             None => entries.push(entry),
         }
         i += 1;
     }
     entries.truncate(i);
+    if let Some(k) = first_replaced {
+        for e in entries.iter_mut().take(cached_len).skip(k + 1) {
+            e.skeleton.link = crate::passes::Link::Unknown;
+            if let Some(memo) = e.memo.as_mut() {
+                memo.forget_call();
+            }
+        }
+    }
     Ok(ReadSet { entries, fresh })
 }
 

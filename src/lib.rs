@@ -369,7 +369,7 @@ mod _core {
         let mut shapes = Vec::with_capacity(n);
         let mut memos = Vec::with_capacity(n);
         let mut measures = Vec::with_capacity(n);
-        let mut skeletons = Vec::with_capacity(n);
+        let mut skeletons: Vec<crate::passes::Skeleton> = Vec::with_capacity(n);
         for e in entries {
             let (Some(m), Some(shape), Some(memo)) =
                 (e.message.as_deref(), e.shape.as_deref(), e.memo.as_deref())
@@ -382,6 +382,12 @@ mod _core {
             measures.push(e.counts.measure);
             skeletons.push(e.skeleton);
         }
+        // Results new to the cache get their links now; kept on the entries below.
+        let linked: Vec<(usize, crate::passes::Link)> =
+            crate::passes::link_results(&msgs, &mut skeletons)
+                .into_iter()
+                .map(|i| (i, skeletons[i].link))
+                .collect();
         let timestamps =
             timestamps.unwrap_or_else(|| skeletons.iter().map(|s| s.timestamp).collect());
         let input = PlanInput {
@@ -411,6 +417,11 @@ mod _core {
                     "fastcompact: internal error while planning",
                 )
             })?;
+        for (i, link) in linked {
+            if let Some(e) = counted.read.entries.get_mut(i) {
+                e.skeleton.link = link;
+            }
+        }
         let out = plan_to_dict(py, &result, make_edited.is_none())?;
         if let Some(make) = make_edited {
             let view = build_view(py, &mut counted.read.entries, &result.edits, make)?;

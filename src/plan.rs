@@ -75,7 +75,7 @@ pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
             .collect(),
     };
     let gap_template = cfg.microcompact.cleared_message.as_str();
-    let skeletons = match input.skeletons {
+    let mut skeletons = match input.skeletons {
         Some(s) if s.len() == n => s,
         _ => input.msgs.iter().map(|m| Skeleton::of(m)).collect(),
     };
@@ -92,7 +92,9 @@ pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
             fresh.iter().collect()
         }
     };
-    let results = passes::tool_results(&input.msgs, &skeletons);
+    // Links the caller kept from earlier turns are reused; the rest are worked out.
+    passes::link_results(&input.msgs, &mut skeletons);
+    let (results, tool_names) = passes::tool_results(&input.msgs, &skeletons);
 
     let mut edits = Vec::new();
     let mut stats = Vec::new();
@@ -113,6 +115,7 @@ pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
                 now: input.now,
                 archive: &archive,
                 results: &results,
+                tool_names: &tool_names,
                 memo: &memo,
             };
             match pass {

@@ -440,3 +440,36 @@ def test_remembered_work_never_changes_a_plan():
     fastcompact.clear_cache()
     cold = plan(shifted, cfg, cache_key="thread-1").edits
     assert warm == again == cold and warm
+
+
+def test_a_replaced_call_is_seen_by_the_results_after_it():
+    """What a result knows of its call (the call itself, the tool's name, the text of
+    its placeholder) is kept between turns, and forgotten when a message before the
+    result is replaced."""
+    cfg = CompactionConfig(
+        trigger=("tokens", 10**9),
+        clearing=ClearingConfig(trigger=("messages", 1), keep_recent=1, clear_at_least=0),
+    )
+    msgs: list[Any] = [HumanMessage("go")]
+    for i in range(3):
+        # Results without a name: the tool's name comes from the call.
+        msgs += [_call("read_file", f"c{i}", file_path=f"f{i}.py"), _result("body\n" * 80, f"c{i}", "")]
+
+    def cleared() -> dict[int, str]:
+        return {e.index: e.value for e in plan(msgs, cfg, cache_key="replaced").edits}
+
+    first = cleared()
+    assert sorted(first) == [2, 4] and "read_file(f0.py)" in first[2]
+    msgs[1] = _call("grep", "c0", pattern="TODO")
+    # The call moves within its message: a kept link would point at the other call.
+    msgs[3] = AIMessage(
+        "",
+        tool_calls=[
+            {"name": "ls", "args": {"path": "src"}, "id": "c9"},
+            {"name": "read_file", "args": {"file_path": "other.py"}, "id": "c1"},
+        ],
+    )
+    warm = cleared()
+    assert "grep(TODO)" in warm[2] and "read_file(other.py)" in warm[4]
+    fastcompact.clear_cache()
+    assert warm == cleared()

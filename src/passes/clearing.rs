@@ -14,7 +14,7 @@ pub fn run(view: &View<'_>, cfg: &ClearingConfig) -> Vec<Edit> {
     if !cfg.enabled || !view.reached(cfg.trigger) {
         return Vec::new();
     }
-    let listed = tool_flags(view.results, |t| {
+    let listed = tool_flags(view, |t| {
         cfg.tools.contains(t) && !cfg.exclude_tools.contains(t)
     });
     let eligible: Vec<_> = view
@@ -30,7 +30,7 @@ pub fn run(view: &View<'_>, cfg: &ClearingConfig) -> Vec<Edit> {
         .map(|r| {
             let (text, key) = view.memo[r.index]
                 .cleared
-                .get_or_init(|| keyed(placeholder(r.tool, &main_arg(r.call))))
+                .get_or_init(|| keyed(placeholder(view.tool(r), &main_arg(view.call(r)))))
                 .clone();
             let tokens = view.tokens_with_text(r.index, &text);
             let edit = Edit::content(r.index, Pass::Clearing, text, key, tokens);

@@ -3,10 +3,10 @@
 //! recent window has its results folded into a one-line note on the first result.
 
 use super::{
-    committed_prefix, keyed, main_arg, Edit, FastMap, Pass, View, COLLAPSED, COLLAPSED_MEMBER,
+    committed_prefix, keyed, main_arg, Edit, FastMap, Pass, ToolResult, View, COLLAPSED,
+    COLLAPSED_MEMBER,
 };
 use crate::config::CollapseConfig;
-use crate::message::Role;
 
 /// Calls listed in a note before the rest is counted.
 const LISTED: usize = 8;
@@ -33,61 +33,72 @@ pub fn member() -> String {
     format!("{COLLAPSED_MEMBER}an earlier result above.]")
 }
 
-/// A read/search step starting at `i`: the AI message and its results. Returns the
-/// index after the step.
-fn step_end(view: &View<'_>, i: usize, is_listed: &mut impl FnMut(&str) -> bool) -> Option<usize> {
+/// A read/search step starting at `i`: an AI message calling only listed tools, then
+/// exactly one result for each of its calls. Returns the index after the step.
+/// `at` is a position in `view.results` at or before the first result after `i`
+/// (moved forward here: steps are looked for in order).
+fn step_end(
+    view: &View<'_>,
+    i: usize,
+    at: &mut usize,
+    is_listed: &mut impl FnMut(&ToolResult) -> bool,
+) -> Option<usize> {
     // The cheap structural checks first, on the skeletons: most messages fail one.
     let s = view.skeletons.get(i)?;
     if !s.calls_tools() {
         return None;
     }
     let end = i + 1 + s.calls;
-    if view
-        .skeletons
-        .get(i + 1..end)?
-        .iter()
-        .any(|s| s.role != Role::Tool)
-    {
+    // The results right after the message: as many as it has calls, and nothing else
+    // between (results are in order, one per index).
+    while view.results.get(*at).is_some_and(|r| r.index <= i) {
+        *at += 1;
+    }
+    let results = view.results.get(*at..*at + s.calls)?;
+    if results.first()?.index != i + 1 || results.last()?.index != end - 1 {
         return None;
     }
-    let m = view.msgs.get(i)?;
-    let results = view.msgs.get(i + 1..end)?;
-    if !m.tool_calls.iter().all(|c| is_listed(c.name.as_str())) {
+    // Each answers a call of this message (the links say which), of a listed tool.
+    if !results.iter().all(|r| r.caller == Some(i) && is_listed(r)) {
         return None;
     }
-    if let ([call], [result]) = (m.tool_calls.as_slice(), results) {
-        let id = call.id.as_deref()?;
-        return (result.tool_call_id.as_deref()? == id).then_some(end);
+    // ... and no call is answered twice, so every call is answered.
+    all_distinct(results.iter().map(|r| r.position), s.calls).then_some(end)
+}
+
+/// Whether `positions` are distinct and all below `n`.
+fn all_distinct(positions: impl Iterator<Item = usize>, n: usize) -> bool {
+    if n <= 64 {
+        let mut seen = 0u64;
+        for p in positions {
+            if p >= n || seen & (1 << p) != 0 {
+                return false;
+            }
+            seen |= 1 << p;
+        }
+        return true;
     }
-    // Steps are short: sorted small vectors beat hash sets here.
-    let mut ids: Vec<&str> = Vec::with_capacity(m.tool_calls.len());
-    for c in &m.tool_calls {
-        ids.push(c.id.as_deref()?);
+    let mut seen = vec![false; n];
+    for p in positions {
+        match seen.get_mut(p) {
+            Some(s @ false) => *s = true,
+            _ => return false,
+        }
     }
-    ids.sort_unstable();
-    if ids.windows(2).any(|w| w[0] == w[1]) {
-        return None;
-    }
-    let mut answered: Vec<&str> = Vec::with_capacity(results.len());
-    for r in results {
-        answered.push(r.tool_call_id.as_deref()?);
-    }
-    answered.sort_unstable();
-    (answered == ids).then_some(end)
+    true
 }
 
 pub fn run(view: &View<'_>, cfg: &CollapseConfig) -> Vec<Edit> {
     if !cfg.enabled || !view.reached(cfg.trigger) {
         return Vec::new();
     }
-    let mut seen: FastMap<String, bool> = FastMap::default();
-    let mut is_listed = |name: &str| match seen.get(name) {
-        Some(&listed) => listed,
-        None => {
-            let listed = cfg.collapse_tools.contains(name);
-            seen.insert(name.to_owned(), listed);
-            listed
-        }
+    // Whether a result's call is of a listed tool, by the key of the call's name.
+    let mut seen: FastMap<u64, bool> = FastMap::default();
+    let mut is_listed = |r: &ToolResult| {
+        *seen.entry(r.call_key).or_insert_with(|| {
+            view.call(r)
+                .is_some_and(|c| cfg.collapse_tools.contains(c.name.as_str()))
+        })
     };
     let limit = view.msgs.len().saturating_sub(cfg.keep_recent_messages);
     // The call a result answers, named only for the runs that collapse.
@@ -97,15 +108,16 @@ pub fn run(view: &View<'_>, cfg: &CollapseConfig) -> Vec<Edit> {
             .binary_search_by_key(&index, |r| r.index)
             .ok()?;
         let r = &view.results[at];
-        Some(format!("{}({})", r.tool, main_arg(r.call)))
+        Some(format!("{}({})", view.tool(r), main_arg(view.call(r))))
     };
     let member_text = keyed(member());
 
     let mut candidates: Vec<(Vec<Edit>, f64)> = Vec::new();
+    let mut at = 0;
     let mut i = 0;
     while i < view.msgs.len() {
         let mut members: Vec<usize> = Vec::new();
-        while let Some(end) = step_end(view, i, &mut is_listed) {
+        while let Some(end) = step_end(view, i, &mut at, &mut is_listed) {
             members.extend(i + 1..end);
             i = end;
         }
@@ -143,4 +155,122 @@ pub fn run(view: &View<'_>, cfg: &CollapseConfig) -> Vec<Edit> {
     }
     let n = committed_prefix(candidates.iter().map(|c| c.1), cfg.min_batch_tokens as f64);
     candidates.into_iter().take(n).flat_map(|c| c.0).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{Message, Role, ToolCall};
+    use crate::passes::{link_results, tool_results, Memo, Skeleton};
+    use crate::tokens::{measure, HeuristicParams};
+    use proptest::prelude::*;
+
+    const LISTED: [&str; 2] = ["read_file", "grep"];
+
+    /// The step rule spelled out with ids: every call has an id and a listed name,
+    /// the ids are distinct, and the next messages are exactly one result per id.
+    fn step_by_ids(msgs: &[Message], i: usize) -> Option<usize> {
+        let m = msgs.get(i)?;
+        if m.role != Role::Ai || m.tool_calls.is_empty() {
+            return None;
+        }
+        let end = i + 1 + m.tool_calls.len();
+        let results = msgs.get(i + 1..end)?;
+        let mut ids = Vec::new();
+        for c in &m.tool_calls {
+            if !LISTED.contains(&c.name.as_str()) {
+                return None;
+            }
+            ids.push(c.id.clone()?);
+        }
+        ids.sort();
+        if ids.windows(2).any(|w| w[0] == w[1]) {
+            return None;
+        }
+        let mut answered = Vec::new();
+        for r in results {
+            if r.role != Role::Tool {
+                return None;
+            }
+            answered.push(r.tool_call_id.clone()?);
+        }
+        answered.sort();
+        (answered == ids).then_some(end)
+    }
+
+    fn steps_by_links(msgs: &[Message]) -> Vec<Option<usize>> {
+        let refs: Vec<&Message> = msgs.iter().collect();
+        let mut skeletons: Vec<Skeleton> = msgs.iter().map(Skeleton::of).collect();
+        link_results(&refs, &mut skeletons);
+        let (results, tool_names) = tool_results(&refs, &skeletons);
+        let params = HeuristicParams::default();
+        let measures: Vec<_> = msgs.iter().map(measure).collect();
+        let n = msgs.len();
+        let memos: Vec<Memo> = (0..n).map(|_| Memo::default()).collect();
+        let memo: Vec<&Memo> = memos.iter().collect();
+        let view = View {
+            msgs: &refs,
+            measures: &measures,
+            skeletons: &skeletons,
+            overrides: &vec![None; n],
+            placeholders: &vec![false; n],
+            tokens: &vec![1.0; n],
+            total: n as f64,
+            max_input_tokens: None,
+            params: &params,
+            timestamps: &vec![None; n],
+            now: None,
+            archive: &[],
+            results: &results,
+            tool_names: &tool_names,
+            memo: &memo,
+        };
+        let mut is_listed = |r: &ToolResult| {
+            view.call(r)
+                .is_some_and(|c| LISTED.contains(&c.name.as_str()))
+        };
+        let mut at = 0;
+        (0..n)
+            .map(|i| step_end(&view, i, &mut at, &mut is_listed))
+            .collect()
+    }
+
+    /// AI messages with one to three calls, results, and humans, over a few ids (some
+    /// missing, some repeated) and tool names.
+    fn message() -> impl Strategy<Value = Message> {
+        let id = prop::option::weighted(0.9, prop::sample::select(vec!["a", "b", "c", "d"]));
+        let name = prop::sample::select(vec!["read_file", "grep", "edit_file"]);
+        prop_oneof![
+            prop::collection::vec((id.clone(), name), 1..4).prop_map(|calls| {
+                let mut m = Message::text(Role::Ai, "");
+                m.tool_calls = calls
+                    .into_iter()
+                    .map(|(id, name)| ToolCall {
+                        id: id.map(String::from),
+                        name: name.into(),
+                        args: serde_json::json!({}),
+                    })
+                    .collect();
+                m
+            }),
+            id.prop_map(|id| {
+                let mut m = Message::text(Role::Tool, "out");
+                m.tool_call_id = id.map(String::from);
+                m
+            }),
+            Just(Message::text(Role::Human, "go")),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn steps_found_by_links_are_the_steps_by_ids(
+            msgs in prop::collection::vec(message(), 0..14)
+        ) {
+            let expected: Vec<_> = (0..msgs.len()).map(|i| step_by_ids(&msgs, i)).collect();
+            prop_assert_eq!(steps_by_links(&msgs), expected);
+        }
+    }
 }

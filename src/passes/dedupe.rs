@@ -16,24 +16,28 @@ pub fn run(view: &View<'_>, cfg: &DedupeConfig) -> Vec<Edit> {
     }
     // Candidates in the order they became candidates: when the repeat arrived. That
     // order only ever grows at its end, which keeps the batches stable.
-    let mut last: FastMap<(&str, &str), usize> = FastMap::default();
+    let mut last: FastMap<(usize, &str), usize> = FastMap::default();
     let mut candidates: Vec<(Edit, f64)> = Vec::new();
-    let listed = tool_flags(view.results, |t| cfg.tools.contains(t));
+    let listed = tool_flags(view, |t| cfg.tools.contains(t));
     for (r, listed) in view.results.iter().zip(listed) {
         if !listed {
             continue;
         }
-        let Some(call) = r.call else { continue };
-        if view.is_placeholder(r.index) {
+        if r.caller.is_none() || view.is_placeholder(r.index) {
             continue;
         }
-        let args = view.memo[r.index]
-            .read_key
-            .get_or_init(|| call.args.to_string());
-        if let Some(earlier) = last.insert((r.tool, args.as_str()), r.index) {
+        let memo = &view.memo[r.index];
+        let args = match memo.read_key.get() {
+            Some(args) => args,
+            None => {
+                let Some(call) = view.call(r) else { continue };
+                memo.read_key.get_or_init(|| call.args.to_string())
+            }
+        };
+        if let Some(earlier) = last.insert((r.tool_id, args.as_str()), r.index) {
             let (text, key) = view.memo[earlier]
                 .superseded
-                .get_or_init(|| keyed(placeholder(r.tool, &main_arg(Some(call)))))
+                .get_or_init(|| keyed(placeholder(view.tool(r), &main_arg(view.call(r)))))
                 .clone();
             let tokens = view.tokens_with_text(earlier, &text);
             let saved = view.tokens[earlier] - tokens;

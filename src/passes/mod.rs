@@ -122,7 +122,9 @@ impl Edit {
 
 /// What the passes worked out about one message and can reuse on later turns (the
 /// message is immutable while cached; anything that depends on settings carries the
-/// fingerprint of the settings it was made with).
+/// fingerprint of the settings it was made with). A result's placeholders and read
+/// key come from its call, in an earlier message: `forget_call` drops them when that
+/// may have changed.
 #[derive(Debug, Default)]
 pub struct Memo {
     /// Clearing's placeholder for this result.
@@ -132,6 +134,15 @@ pub struct Memo {
     pub read_key: OnceLock<String>,
     /// Argument truncation of this AI message, under the settings fingerprinted.
     pub truncated: OnceLock<(u64, Option<Shortened>)>,
+}
+
+impl Memo {
+    /// Forget what was worked out from the call this message answers.
+    pub fn forget_call(&mut self) {
+        self.cleared = OnceLock::new();
+        self.superseded = OnceLock::new();
+        self.read_key = OnceLock::new();
+    }
 }
 
 /// The edits that shorten a message's arguments, and its tokens after them.
@@ -147,6 +158,33 @@ pub struct Skeleton {
     /// Characters of a text content; `None` for a list of blocks.
     pub text_chars: Option<usize>,
     pub timestamp: Option<f64>,
+    /// For a tool result, its call, once worked out.
+    pub link: Link,
+}
+
+/// A tool result's call and names, worked out once per cached message. It depends on
+/// the messages before the result, so the cache forgets it when any of them is
+/// replaced (appending messages after it changes nothing).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Link {
+    #[default]
+    Unknown,
+    Known {
+        /// The calling message, this many messages back, and the call's position in it.
+        call: Option<(u32, u32)>,
+        /// Keys of the result's tool name and of the call's name (`name_key`).
+        tool_key: u64,
+        call_key: u64,
+    },
+}
+
+/// A key standing for a tool name, so that scans compare numbers, not strings (a
+/// 64-bit SipHash: two names of one conversation do not collide in practice).
+pub fn name_key(name: &str) -> u64 {
+    use std::hash::Hash;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    name.hash(&mut h);
+    h.finish()
 }
 
 impl Skeleton {
@@ -159,6 +197,7 @@ impl Skeleton {
                 Content::Blocks(_) => None,
             },
             timestamp: m.timestamp,
+            link: Link::Unknown,
         }
     }
 
@@ -191,20 +230,25 @@ pub struct View<'a> {
     /// Per message: where its full text is archived, if it is.
     pub archive: &'a [Option<String>],
     /// The tool results, found once per plan (edits never change them).
-    pub results: &'a [ToolResult<'a>],
+    pub results: &'a [ToolResult],
+    /// Tool names by `ToolResult::tool_id`.
+    pub tool_names: &'a [&'a str],
     /// Per message, what earlier turns worked out.
     pub memo: &'a [&'a Memo],
 }
 
-/// A tool result message with what is known of the call it answers.
-pub struct ToolResult<'a> {
+/// A tool result message with what is known of the call it answers (the call and
+/// the tool's name are looked up through the view, only when needed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ToolResult {
     pub index: usize,
-    pub tool: &'a str,
-    pub call: Option<&'a ToolCall>,
-    /// Index of the AI message that made the call.
+    /// Index of the AI message that made the call, and the call's position in it.
     pub caller: Option<usize>,
+    pub position: usize,
     /// The same number for the same tool name, counting from 0 in order of first use.
     pub tool_id: usize,
+    /// `name_key` of the call's name.
+    pub call_key: u64,
 }
 
 /// A small fast hash for short keys (call ids, argument texts) that come from the
@@ -232,39 +276,104 @@ impl Hasher for FastHasher {
 
 pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
 
-/// Every `ToolMessage` in order, with its call when the call is in the conversation.
-pub fn tool_results<'a>(msgs: &[&'a Message], skeletons: &[Skeleton]) -> Vec<ToolResult<'a>> {
-    let mut out = Vec::with_capacity(msgs.len() / 2);
-    let mut names: FastMap<&str, usize> = FastMap::default();
+/// Work out the link of every tool result whose skeleton lacks one. Returns the
+/// results linked, so a caller can keep the links for later turns.
+pub fn link_results(msgs: &[&Message], skeletons: &mut [Skeleton]) -> Vec<usize> {
     // Calls seen so far, for the few results that are far from their call; built only
     // when one is (a result almost always follows its call within a few messages).
+    let mut far = FarCalls::default();
+    let mut linked = Vec::new();
+    for i in 0..skeletons.len().min(msgs.len()) {
+        let s = &skeletons[i];
+        if s.role == Role::Tool && s.link == Link::Unknown {
+            skeletons[i].link = link_of(msgs, skeletons, i, &mut far);
+            linked.push(i);
+        }
+    }
+    linked
+}
+
+/// The link of the tool result at `i`.
+fn link_of<'a>(
+    msgs: &[&'a Message],
+    skeletons: &[Skeleton],
+    i: usize,
+    far: &mut FarCalls<'a>,
+) -> Link {
+    let Some(m) = msgs.get(i) else {
+        return Link::Unknown;
+    };
+    let found = m
+        .tool_call_id
+        .as_deref()
+        .and_then(|id| near_call(msgs, skeletons, i, id).or_else(|| far.find(msgs, i, id)));
+    let call_name = found.map_or("", |(_, c)| c.name.as_str());
+    let tool = m
+        .name
+        .as_deref()
+        .filter(|n| !n.is_empty())
+        .unwrap_or(call_name);
+    let call = found.and_then(|(j, c)| {
+        let position = msgs[j].tool_calls.iter().position(|x| std::ptr::eq(x, c))?;
+        Some((u32::try_from(i - j).ok()?, u32::try_from(position).ok()?))
+    });
+    Link::Known {
+        call,
+        tool_key: name_key(tool),
+        call_key: name_key(call_name),
+    }
+}
+
+/// Every `ToolMessage` in order, with its call when the call is in the conversation,
+/// and the tool names by id. Reads the links of `skeletons` (see `link_results`).
+pub fn tool_results<'a>(
+    msgs: &[&'a Message],
+    skeletons: &[Skeleton],
+) -> (Vec<ToolResult>, Vec<&'a str>) {
+    let mut out = Vec::with_capacity(msgs.len() / 2);
+    let mut ids: FastMap<u64, usize> = FastMap::default();
+    let mut names: Vec<&str> = Vec::new();
     let mut far = FarCalls::default();
     for (i, s) in skeletons.iter().enumerate() {
         if s.role != Role::Tool {
             continue;
         }
-        let Some(m) = msgs.get(i) else { break };
-        let found = m
-            .tool_call_id
-            .as_deref()
-            .and_then(|id| near_call(msgs, skeletons, i, id).or_else(|| far.find(msgs, i, id)));
-        let tool = m
-            .name
-            .as_deref()
-            .filter(|n| !n.is_empty())
-            .or(found.map(|(_, c)| c.name.as_str()))
-            .unwrap_or("");
-        let next = names.len();
-        let tool_id = *names.entry(tool).or_insert(next);
+        let link = match s.link {
+            Link::Unknown => link_of(msgs, skeletons, i, &mut far),
+            known => known,
+        };
+        let Link::Known {
+            call,
+            tool_key,
+            call_key,
+        } = link
+        else {
+            break;
+        };
+        let caller = call.and_then(|(back, _)| i.checked_sub(back as usize));
+        let position = call.map_or(0, |(_, p)| p as usize);
+        let next = ids.len();
+        let tool_id = *ids.entry(tool_key).or_insert(next);
+        if tool_id == names.len() {
+            // First use of this name: read it once.
+            let from_call = caller.and_then(|j| msgs.get(j)?.tool_calls.get(position));
+            let tool = msgs
+                .get(i)
+                .and_then(|m| m.name.as_deref())
+                .filter(|n| !n.is_empty())
+                .or(from_call.map(|c| c.name.as_str()))
+                .unwrap_or("");
+            names.push(tool);
+        }
         out.push(ToolResult {
             index: i,
-            tool,
-            call: found.map(|(_, c)| c),
-            caller: found.map(|(i, _)| i),
+            caller,
+            position,
             tool_id,
+            call_key,
         });
     }
-    out
+    (out, names)
 }
 
 /// How far back a result's call is looked for before the map of all calls is used.
@@ -315,7 +424,17 @@ impl<'a> FarCalls<'a> {
     }
 }
 
-impl View<'_> {
+impl<'a> View<'a> {
+    /// The call a result answers, when it is in the conversation.
+    pub fn call(&self, r: &ToolResult) -> Option<&'a ToolCall> {
+        self.msgs.get(r.caller?)?.tool_calls.get(r.position)
+    }
+
+    /// The tool a result came from (its own name, else its call's).
+    pub fn tool(&self, r: &ToolResult) -> &'a str {
+        self.tool_names.get(r.tool_id).copied().unwrap_or("")
+    }
+
     /// The text content of message `i` as the earlier passes left it; `None` for
     /// list contents.
     pub fn text(&self, i: usize) -> Option<&str> {
@@ -431,16 +550,11 @@ pub fn is_placeholder(text: &str, gap_template: &str) -> bool {
 
 /// Per tool result, whether its tool passes `test`; each distinct name is tested once
 /// (a conversation calls few tools many times).
-pub fn tool_flags(results: &[ToolResult<'_>], test: impl Fn(&str) -> bool) -> Vec<bool> {
-    let mut seen: Vec<Option<bool>> = Vec::new();
-    results
+pub fn tool_flags(view: &View<'_>, test: impl Fn(&str) -> bool) -> Vec<bool> {
+    let by_id: Vec<bool> = view.tool_names.iter().map(|t| test(t)).collect();
+    view.results
         .iter()
-        .map(|r| {
-            if seen.len() <= r.tool_id {
-                seen.resize(r.tool_id + 1, None);
-            }
-            *seen[r.tool_id].get_or_insert_with(|| test(r.tool))
-        })
+        .map(|r| by_id.get(r.tool_id).copied().unwrap_or(false))
         .collect()
 }
 
@@ -510,12 +624,29 @@ mod tests {
         msgs.push(ai(vec![call("later", "ls")]));
         msgs.push(result("later"));
         let refs: Vec<&Message> = msgs.iter().collect();
-        let skeletons: Vec<_> = msgs.iter().map(Skeleton::of).collect();
-        let got: Vec<_> = tool_results(&refs, &skeletons)
+        let fresh: Vec<_> = msgs.iter().map(Skeleton::of).collect();
+        let (results, names) = tool_results(&refs, &fresh);
+        let got: Vec<_> = results
             .iter()
-            .map(|r| (r.index, r.caller, r.call.map(|c| c.name.clone())))
+            .map(|r| {
+                let call = r.caller.map(|j| &refs[j].tool_calls[r.position]);
+                (r.index, r.caller, call.map(|c| c.name.clone()))
+            })
             .collect();
         assert_eq!(got, results_by_map(&refs));
+        assert_eq!(
+            names,
+            ["execute", "grep", "read_file", "", "ls"],
+            "tools by id, in order of first use"
+        );
+        // Links worked out beforehand (kept from an earlier turn) give the same results.
+        let mut linked = fresh.clone();
+        assert_eq!(link_results(&refs, &mut linked), [42, 43, 44, 45, 47]);
+        assert!(
+            link_results(&refs, &mut linked).is_empty(),
+            "nothing left to link"
+        );
+        assert_eq!(tool_results(&refs, &linked), (results, names));
         assert_eq!(
             got[1],
             (43, Some(0), Some("grep".into())),

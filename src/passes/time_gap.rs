@@ -37,7 +37,7 @@ pub fn run(view: &View<'_>, cfg: &MicrocompactConfig) -> Vec<Edit> {
     let Some(gap) = last_gap(view.timestamps, view.now, cfg.gap_threshold_minutes * 60.0) else {
         return Vec::new();
     };
-    let listed = tool_flags(view.results, |t| cfg.compactable_tools.contains(t));
+    let listed = tool_flags(view, |t| cfg.compactable_tools.contains(t));
     let compactable: Vec<_> = view
         .results
         .iter()
@@ -50,7 +50,11 @@ pub fn run(view: &View<'_>, cfg: &MicrocompactConfig) -> Vec<Edit> {
         .filter(|r| r.index < gap)
         .filter(|r| !view.is_placeholder(r.index))
         .filter_map(|r| {
-            let (text, key) = keyed(placeholder(&cfg.cleared_message, r.tool, &main_arg(r.call)));
+            let (text, key) = keyed(placeholder(
+                &cfg.cleared_message,
+                view.tool(r),
+                &main_arg(view.call(r)),
+            ));
             let tokens = view.tokens_with_text(r.index, &text);
             // A placeholder longer than the result saves nothing.
             (tokens < view.tokens[r.index])
