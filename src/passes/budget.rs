@@ -87,9 +87,9 @@ pub fn run(view: &View<'_>, cfg: &BudgetConfig) -> Vec<Edit> {
                 return None;
             }
             let archive = view.archive.get(index).and_then(Option::as_deref);
-            let (new, key) = keyed(head_and_tail(text, keep, archive));
-            let tokens = view.tokens_with_text(index, &new);
-            Some(Edit::content(index, Pass::Budget, new, key, tokens))
+            let new = keyed(head_and_tail(text, keep, archive));
+            let tokens = view.tokens_with_keyed(index, &new);
+            Some(Edit::keyed(index, Pass::Budget, &new, tokens))
         })
         .collect()
 }

@@ -28,12 +28,11 @@ pub fn run(view: &View<'_>, cfg: &ClearingConfig) -> Vec<Edit> {
         .iter()
         .filter(|r| !view.is_placeholder(r.index))
         .map(|r| {
-            let (text, key) = view.memo[r.index]
+            let new = view.memo[r.index]
                 .cleared
-                .get_or_init(|| keyed(placeholder(view.tool(r), &main_arg(view.call(r)))))
-                .clone();
-            let tokens = view.tokens_with_text(r.index, &text);
-            let edit = Edit::content(r.index, Pass::Clearing, text, key, tokens);
+                .get_or_init(|| keyed(placeholder(view.tool(r), &main_arg(view.call(r)))));
+            let tokens = view.tokens_with_keyed(r.index, new);
+            let edit = Edit::keyed(r.index, Pass::Clearing, new, tokens);
             (edit, view.tokens[r.index] - tokens)
         })
         // A placeholder longer than the result saves nothing.

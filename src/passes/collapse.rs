@@ -139,13 +139,12 @@ pub fn run(view: &View<'_>, cfg: &CollapseConfig) -> Vec<Edit> {
             continue;
         };
         let listed: Vec<String> = members.iter().filter_map(|&r| name(r)).collect();
-        let mut texts = vec![(first, keyed(note(&listed)))];
-        texts.extend(rest.iter().map(|&r| (r, member_text.clone())));
+        let note = keyed(note(&listed));
+        let texts = std::iter::once((first, &note)).chain(rest.iter().map(|&r| (r, &member_text)));
         let edits: Vec<Edit> = texts
-            .into_iter()
-            .map(|(index, (text, key))| {
-                let tokens = view.tokens_with_text(index, &text);
-                Edit::content(index, Pass::Collapse, text, key, tokens)
+            .map(|(index, new)| {
+                let tokens = view.tokens_with_keyed(index, new);
+                Edit::keyed(index, Pass::Collapse, new, tokens)
             })
             .collect();
         let saved: f64 = edits.iter().map(|e| view.tokens[e.index] - e.tokens).sum();

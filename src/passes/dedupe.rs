@@ -35,19 +35,15 @@ pub fn run(view: &View<'_>, cfg: &DedupeConfig) -> Vec<Edit> {
             }
         };
         if let Some(earlier) = last.insert((r.tool_id, args.as_str()), r.index) {
-            let (text, key) = view.memo[earlier]
+            let new = view.memo[earlier]
                 .superseded
-                .get_or_init(|| keyed(placeholder(view.tool(r), &main_arg(view.call(r)))))
-                .clone();
-            let tokens = view.tokens_with_text(earlier, &text);
+                .get_or_init(|| keyed(placeholder(view.tool(r), &main_arg(view.call(r)))));
+            let tokens = view.tokens_with_keyed(earlier, new);
             let saved = view.tokens[earlier] - tokens;
             if saved <= 0.0 {
                 continue;
             }
-            candidates.push((
-                Edit::content(earlier, Pass::Dedupe, text, key, tokens),
-                saved,
-            ));
+            candidates.push((Edit::keyed(earlier, Pass::Dedupe, new, tokens), saved));
         }
     }
     let n = committed_prefix(candidates.iter().map(|c| c.1), cfg.min_batch_tokens as f64);

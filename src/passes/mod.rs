@@ -100,10 +100,28 @@ pub fn text_key(text: &str) -> u64 {
     h.finish()
 }
 
-/// A placeholder with its key, made once and shared.
-pub fn keyed(text: String) -> (Arc<str>, u64) {
-    let key = text_key(&text);
-    (Arc::from(text), key)
+/// A replacement text with its key and length, made once and shared.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Keyed {
+    pub text: Arc<str>,
+    pub key: u64,
+    /// Length in code points.
+    pub chars: usize,
+}
+
+pub fn keyed(text: String) -> Keyed {
+    Keyed {
+        key: text_key(&text),
+        chars: text.chars().count(),
+        text: Arc::from(text),
+    }
+}
+
+impl Edit {
+    /// The edit that makes message `index`'s content `new`, which brings it to `tokens`.
+    pub fn keyed(index: usize, pass: Pass, new: &Keyed, tokens: f64) -> Edit {
+        Edit::content(index, pass, Arc::clone(&new.text), new.key, tokens)
+    }
 }
 
 impl Edit {
@@ -128,9 +146,9 @@ impl Edit {
 #[derive(Debug, Default)]
 pub struct Memo {
     /// Clearing's placeholder for this result.
-    pub cleared: OnceLock<(Arc<str>, u64)>,
+    pub cleared: OnceLock<Keyed>,
     /// Dedupe's placeholder for this result, and its read key.
-    pub superseded: OnceLock<(Arc<str>, u64)>,
+    pub superseded: OnceLock<Keyed>,
     pub read_key: OnceLock<String>,
     /// Argument truncation of this AI message, under the settings fingerprinted.
     pub truncated: OnceLock<(u64, Option<Shortened>)>,
@@ -465,19 +483,19 @@ impl<'a> View<'a> {
         }
     }
 
-    /// Tokens a message would have with `text` as its whole content.
-    pub fn tokens_with_text(&self, i: usize, text: &str) -> f64 {
+    /// Tokens a message would have with `new` as its whole content.
+    pub fn tokens_with_keyed(&self, i: usize, new: &Keyed) -> f64 {
         let old = self.skeletons.get(i).and_then(|s| s.text_chars);
         match (old, self.measures.get(i)) {
             // Text content: swap its length in the measure, without visiting the message.
             (Some(old), Some(base)) => {
-                let body = base.chars_without_name as usize - old + text.chars().count();
+                let body = base.chars_without_name as usize - old + new.chars;
                 let name = (base.chars - base.chars_without_name) as usize;
                 Measure::new(body, name, base.images, base.documents).heuristic_tokens(self.params)
             }
             _ => {
                 let mut m = self.msgs[i].clone();
-                m.content = Content::Text(text.into());
+                m.content = Content::Text(new.text.as_ref().into());
                 measure(&m).heuristic_tokens(self.params)
             }
         }

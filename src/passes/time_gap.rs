@@ -50,15 +50,15 @@ pub fn run(view: &View<'_>, cfg: &MicrocompactConfig) -> Vec<Edit> {
         .filter(|r| r.index < gap)
         .filter(|r| !view.is_placeholder(r.index))
         .filter_map(|r| {
-            let (text, key) = keyed(placeholder(
+            let new = keyed(placeholder(
                 &cfg.cleared_message,
                 view.tool(r),
                 &main_arg(view.call(r)),
             ));
-            let tokens = view.tokens_with_text(r.index, &text);
+            let tokens = view.tokens_with_keyed(r.index, &new);
             // A placeholder longer than the result saves nothing.
             (tokens < view.tokens[r.index])
-                .then(|| Edit::content(r.index, Pass::TimeGap, text, key, tokens))
+                .then(|| Edit::keyed(r.index, Pass::TimeGap, &new, tokens))
         })
         .collect()
 }

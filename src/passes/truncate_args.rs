@@ -171,18 +171,19 @@ pub fn run(view: &View<'_>, cfg: &TruncateArgsConfig) -> Vec<Edit> {
             continue;
         }
         let memo = &view.memo[i].truncated;
+        let fresh;
         let shortened = match memo.get() {
-            Some((fp, done)) if *fp == settings => done.clone(),
+            Some((fp, done)) if *fp == settings => done,
             _ => {
-                let done = shorten_message(settings, i, m, cfg, view);
+                fresh = shorten_message(settings, i, m, cfg, view);
                 // Kept for later turns (unless made under other settings earlier).
-                let _ = memo.set((settings, done.clone()));
-                done
+                let _ = memo.set((settings, fresh.clone()));
+                &fresh
             }
         };
         if let Some((edits, tokens)) = shortened {
             // The message may sit elsewhere than when this was worked out.
-            let edits = edits.into_iter().map(|e| Edit { index: i, ..e }).collect();
+            let edits = edits.iter().map(|e| Edit { index: i, ..e.clone() }).collect();
             candidates.push((edits, view.tokens[i] - tokens));
         }
     }
