@@ -388,10 +388,20 @@ mod _core {
                 .into_iter()
                 .map(|i| (i, skeletons[i].link))
                 .collect();
-        let timestamps =
-            timestamps.unwrap_or_else(|| skeletons.iter().map(|s| s.timestamp).collect());
+        let timestamps = timestamps.unwrap_or_else(|| {
+            if skeletons.iter().any(|s| s.timestamp.is_some()) {
+                skeletons.iter().map(|s| s.timestamp).collect()
+            } else {
+                Vec::new()
+            }
+        });
         let input = PlanInput {
-            tokens: counted.per_message.clone(),
+            // The model view needs no breakdown afterwards: the counts can move.
+            tokens: if make_edited.is_some() {
+                std::mem::take(&mut counted.per_message)
+            } else {
+                counted.per_message.clone()
+            },
             measures: Some(measures),
             skeletons: Some(skeletons),
             msgs,

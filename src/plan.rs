@@ -59,9 +59,11 @@ pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
     let mut tokens = input.tokens;
     tokens.resize(n, 0.0);
     let mut timestamps = input.timestamps;
-    timestamps.resize(n, None);
-    let mut archive = input.archive;
-    archive.resize(n, None);
+    // None at all is the same as none for every message (no gap can be found).
+    if !timestamps.is_empty() {
+        timestamps.resize(n, None);
+    }
+    let archive = input.archive;
     // Kept up to date edit by edit: summing every message after every pass would cost
     // more than some passes.
     let mut total = input.fixed + tokens.iter().sum::<f64>();
@@ -75,7 +77,7 @@ pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
             .collect(),
     };
     let gap_template = cfg.microcompact.cleared_message.as_str();
-    let mut skeletons = match input.skeletons {
+    let skeletons = match input.skeletons {
         Some(s) if s.len() == n => s,
         _ => input.msgs.iter().map(|m| Skeleton::of(m)).collect(),
     };
@@ -93,7 +95,6 @@ pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
         }
     };
     // Links the caller kept from earlier turns are reused; the rest are worked out.
-    passes::link_results(&input.msgs, &mut skeletons);
     let (results, tool_names) = passes::tool_results(&input.msgs, &skeletons);
 
     let mut edits = Vec::new();

@@ -241,11 +241,13 @@ pub struct View<'a> {
     pub total: f64,
     pub max_input_tokens: Option<u64>,
     pub params: &'a HeuristicParams,
-    /// Per message: when it was sent, in seconds since the epoch.
+    /// Per message: when it was sent, in seconds since the epoch (empty when no
+    /// message says).
     pub timestamps: &'a [Option<f64>],
     /// The time of this call, in seconds since the epoch.
     pub now: Option<f64>,
-    /// Per message: where its full text is archived, if it is.
+    /// Per message: where its full text is archived, if it is (may be shorter than
+    /// the messages).
     pub archive: &'a [Option<String>],
     /// The tool results, found once per plan (edits never change them).
     pub results: &'a [ToolResult],
