@@ -388,6 +388,7 @@ mod _core {
                 .into_iter()
                 .map(|i| (i, skeletons[i].link))
                 .collect();
+        let n_planned = msgs.len();
         let timestamps = timestamps.unwrap_or_else(|| {
             if skeletons.iter().any(|s| s.timestamp.is_some()) {
                 skeletons.iter().map(|s| s.timestamp).collect()
@@ -427,9 +428,12 @@ mod _core {
                     "fastcompact: internal error while planning",
                 )
             })?;
-        for (i, link) in linked {
-            if let Some(e) = counted.read.entries.get_mut(i) {
-                e.skeleton.link = link;
+        // Kept only where the messages planned are the entries, one for one.
+        if n_planned == counted.read.entries.len() {
+            for (i, link) in linked {
+                if let Some(e) = counted.read.entries.get_mut(i) {
+                    e.skeleton.link = link;
+                }
             }
         }
         let out = plan_to_dict(py, &result, make_edited.is_none())?;

@@ -122,9 +122,7 @@ impl Edit {
     pub fn keyed(index: usize, pass: Pass, new: &Keyed, tokens: f64) -> Edit {
         Edit::content(index, pass, Arc::clone(&new.text), new.key, tokens)
     }
-}
 
-impl Edit {
     /// Apply to a message (the core's copy, to count what follows).
     pub fn apply(&self, m: &mut Message) {
         match &self.change {

@@ -183,7 +183,13 @@ pub fn run(view: &View<'_>, cfg: &TruncateArgsConfig) -> Vec<Edit> {
         };
         if let Some((edits, tokens)) = shortened {
             // The message may sit elsewhere than when this was worked out.
-            let edits = edits.iter().map(|e| Edit { index: i, ..e.clone() }).collect();
+            let edits = edits
+                .iter()
+                .map(|e| Edit {
+                    index: i,
+                    ..e.clone()
+                })
+                .collect();
             candidates.push((edits, view.tokens[i] - tokens));
         }
     }
