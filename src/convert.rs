@@ -1138,7 +1138,10 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Vec<Entry>, want: Want)
                 Some(PairShape::from(&*m)),
             );
             if want.message {
-                entry.skeleton = crate::passes::Skeleton::of(&m);
+                entry.skeleton = crate::passes::Skeleton {
+                    serial: crate::passes::next_serial(),
+                    ..crate::passes::Skeleton::of(&m)
+                };
                 entry.message = Some(Arc::clone(&m));
                 entry.memo = Some(Box::default());
             }

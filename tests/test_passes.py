@@ -473,3 +473,22 @@ def test_a_replaced_call_is_seen_by_the_results_after_it():
     assert "grep(TODO)" in warm[2] and "read_file(other.py)" in warm[4]
     fastcompact.clear_cache()
     assert warm == cleared()
+
+
+def test_a_collapse_note_follows_the_messages_of_its_run():
+    """The note of a collapsed run is remembered between turns and made again when a
+    message of the run is replaced."""
+    msgs: list[Any] = [HumanMessage("look around")]
+    for i, tool in enumerate(["read_file", "grep", "glob"]):
+        msgs += [_call(tool, f"c{i}", pattern=f"p{i}"), _result("x" * 200, f"c{i}", tool)]
+    msgs += [AIMessage("Found it."), HumanMessage("thanks")]
+
+    def note() -> str:
+        return fastcompact.collapse_reads(msgs, keep_recent_messages=2)[2].content
+
+    first = note()
+    assert "grep(p1)" in first and note() == first
+    msgs[3] = _call("grep", "c1", pattern="TODO")  # same call id, other arguments
+    assert "grep(TODO)" in note()
+    fastcompact.clear_cache()
+    assert "grep(TODO)" in note()

@@ -3,8 +3,8 @@
 //! recent window has its results folded into a one-line note on the first result.
 
 use super::{
-    committed_prefix, keyed, main_arg, Edit, FastMap, Pass, ToolResult, View, COLLAPSED,
-    COLLAPSED_MEMBER,
+    committed_prefix, keyed, main_arg, Edit, FastHasher, FastMap, Pass, ToolResult, View,
+    COLLAPSED, COLLAPSED_MEMBER,
 };
 use crate::config::CollapseConfig;
 
@@ -66,6 +66,20 @@ fn step_end(
     all_distinct(results.iter().map(|r| r.position), s.calls).then_some(end)
 }
 
+/// A key for the messages in `span` as cached (their serials); `None` when some
+/// message is not from the cache.
+fn run_key(view: &View<'_>, span: std::ops::Range<usize>) -> Option<u64> {
+    use std::hash::Hasher;
+    let mut h = FastHasher::default();
+    for s in view.skeletons.get(span)? {
+        if s.serial == 0 {
+            return None;
+        }
+        h.write_u64(s.serial);
+    }
+    Some(h.finish())
+}
+
 /// Whether `positions` are distinct and all below `n`.
 fn all_distinct(positions: impl Iterator<Item = usize>, n: usize) -> bool {
     if n <= 64 {
@@ -116,6 +130,7 @@ pub fn run(view: &View<'_>, cfg: &CollapseConfig) -> Vec<Edit> {
     let mut at = 0;
     let mut i = 0;
     while i < view.msgs.len() {
+        let start = i;
         let mut members: Vec<usize> = Vec::new();
         while let Some(end) = step_end(view, i, &mut at, &mut is_listed) {
             members.extend(i + 1..end);
@@ -138,9 +153,29 @@ pub fn run(view: &View<'_>, cfg: &CollapseConfig) -> Vec<Edit> {
         let Some((&first, rest)) = open.split_first() else {
             continue;
         };
-        let listed: Vec<String> = members.iter().filter_map(|&r| name(r)).collect();
-        let note = keyed(note(&listed));
-        let texts = std::iter::once((first, &note)).chain(rest.iter().map(|&r| (r, &member_text)));
+        let make_note = || {
+            let listed: Vec<String> = members.iter().filter_map(|&r| name(r)).collect();
+            keyed(note(&listed))
+        };
+        // The note follows from the messages of the run alone: remembered on its first
+        // result under the serials of those messages.
+        let memo = &view.memo[first].note;
+        let fresh;
+        let note = match run_key(view, start..i) {
+            Some(key) => match memo.get() {
+                Some((k, note)) if *k == key => note,
+                _ => {
+                    fresh = make_note();
+                    let _ = memo.set((key, fresh.clone()));
+                    &fresh
+                }
+            },
+            None => {
+                fresh = make_note();
+                &fresh
+            }
+        };
+        let texts = std::iter::once((first, note)).chain(rest.iter().map(|&r| (r, &member_text)));
         let edits: Vec<Edit> = texts
             .map(|(index, new)| {
                 let tokens = view.tokens_with_keyed(index, new);

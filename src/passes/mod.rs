@@ -150,6 +150,8 @@ pub struct Memo {
     pub read_key: OnceLock<String>,
     /// Argument truncation of this AI message, under the settings fingerprinted.
     pub truncated: OnceLock<(u64, Option<Shortened>)>,
+    /// The collapse note on this result, under the key of the run's messages.
+    pub note: OnceLock<(u64, Keyed)>,
 }
 
 impl Memo {
@@ -158,6 +160,7 @@ impl Memo {
         self.cleared = OnceLock::new();
         self.superseded = OnceLock::new();
         self.read_key = OnceLock::new();
+        self.note = OnceLock::new();
     }
 }
 
@@ -171,6 +174,11 @@ pub struct Skeleton {
     pub role: Role,
     /// Number of tool calls.
     pub calls: usize,
+    /// Bytes of the longest string argument of any call (keys aside), which bounds
+    /// what argument truncation can find to shorten.
+    pub longest_arg: usize,
+    /// Tells cached messages apart (0: not cached): equal serials, same message.
+    pub serial: u64,
     /// Characters of a text content; `None` for a list of blocks.
     pub text_chars: Option<usize>,
     pub timestamp: Option<f64>,
@@ -208,6 +216,13 @@ impl Skeleton {
         Skeleton {
             role: m.role,
             calls: m.tool_calls.len(),
+            longest_arg: m
+                .tool_calls
+                .iter()
+                .map(|c| longest_string(&c.args))
+                .max()
+                .unwrap_or(0),
+            serial: 0,
             text_chars: match &m.content {
                 Content::Text(t) => Some(t.chars()),
                 Content::Blocks(_) => None,
@@ -221,6 +236,29 @@ impl Skeleton {
     pub fn calls_tools(&self) -> bool {
         self.role == Role::Ai && self.calls > 0
     }
+}
+
+/// Bytes of the longest string value in `v`, nested ones included (without
+/// recursion: arguments can nest deeply).
+fn longest_string(v: &Value) -> usize {
+    let mut longest = 0;
+    let mut pending = vec![v];
+    while let Some(v) = pending.pop() {
+        match v {
+            Value::String(s) => longest = longest.max(s.len()),
+            Value::Array(items) => pending.extend(items),
+            Value::Object(map) => pending.extend(map.values()),
+            _ => {}
+        }
+    }
+    longest
+}
+
+/// A fresh serial for a message entering the cache.
+pub fn next_serial() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 /// The view a pass works on.
@@ -688,6 +726,17 @@ mod tests {
         }
         assert_eq!(committed_prefix([10.0], 5.0), 1);
         assert_eq!(committed_prefix([1.0, 1.0], 5.0), 0);
+    }
+
+    #[test]
+    fn longest_string_looks_into_nested_values_not_keys() {
+        let v = json!({"a_very_long_key_name": "ab", "n": [1, {"deep": "abcdef"}], "x": null});
+        assert_eq!(longest_string(&v), 6);
+        let mut deep = json!("abc");
+        for _ in 0..500 {
+            deep = json!([deep]);
+        }
+        assert_eq!(longest_string(&deep), 3);
     }
 
     #[test]

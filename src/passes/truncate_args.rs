@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::{committed_prefix, Change, Edit, Pass, Shortened, Skeleton, View};
+use super::{committed_prefix, Change, Edit, Pass, Shortened, View};
 use crate::config::TruncateArgsConfig;
 use crate::cutoff::Size;
 
@@ -167,7 +167,12 @@ pub fn run(view: &View<'_>, cfg: &TruncateArgsConfig) -> Vec<Edit> {
     // Candidate messages in order, with their edits and what they save.
     let mut candidates: Vec<(Vec<Edit>, f64)> = Vec::new();
     for (i, m) in view.msgs.iter().enumerate().take(start) {
-        if !view.skeletons.get(i).is_some_and(Skeleton::calls_tools) {
+        // Nothing longer than the limit, nothing to shorten: the memo is not read.
+        if !view
+            .skeletons
+            .get(i)
+            .is_some_and(|s| s.calls_tools() && s.longest_arg > cfg.max_length)
+        {
             continue;
         }
         let memo = &view.memo[i].truncated;
