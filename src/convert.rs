@@ -1138,10 +1138,7 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Vec<Entry>, want: Want)
                 Some(PairShape::from(&*m)),
             );
             if want.message {
-                entry.skeleton = crate::passes::Skeleton {
-                    serial: crate::passes::next_serial(),
-                    ..crate::passes::Skeleton::of(&m)
-                };
+                entry.skeleton = crate::passes::Skeleton::cached(&m);
                 entry.message = Some(Arc::clone(&m));
                 entry.memo = Some(Box::default());
             }
@@ -1165,7 +1162,7 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Vec<Entry>, want: Want)
     entries.truncate(i);
     if let Some(k) = first_replaced {
         for e in entries.iter_mut().take(cached_len).skip(k + 1) {
-            e.skeleton.link = crate::passes::Link::Unknown;
+            e.skeleton.link = None;
             if let Some(memo) = e.memo.as_mut() {
                 memo.forget_call();
             }

@@ -383,7 +383,7 @@ mod _core {
             skeletons.push(e.skeleton);
         }
         // Results new to the cache get their links now; kept on the entries below.
-        let linked: Vec<(usize, crate::passes::Link)> =
+        let linked: Vec<(usize, Option<crate::passes::Link>)> =
             crate::passes::link_results(&msgs, &mut skeletons)
                 .into_iter()
                 .map(|i| (i, skeletons[i].link))

@@ -46,7 +46,10 @@ pub fn run(view: &View<'_>, cfg: &BudgetConfig) -> Vec<Edit> {
     let mut kept: Vec<(usize, usize, usize)> = Vec::with_capacity(view.results.len());
     let mut cut: Vec<(usize, usize)> = Vec::new();
     for r in view.results {
-        let chars = match (&view.overrides[r.index], view.skeletons[r.index].text_chars) {
+        let chars = match (
+            &view.overrides[r.index],
+            view.skeletons[r.index].text_chars(),
+        ) {
             (Some(text), _) => text.chars().count(),
             (None, Some(chars)) => chars,
             (None, None) => continue,

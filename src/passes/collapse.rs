@@ -48,13 +48,13 @@ fn step_end(
     if !s.calls_tools() {
         return None;
     }
-    let end = i + 1 + s.calls;
+    let end = i + 1 + s.calls();
     // The results right after the message: as many as it has calls, and nothing else
     // between (results are in order, one per index).
     while view.results.get(*at).is_some_and(|r| r.index <= i) {
         *at += 1;
     }
-    let results = view.results.get(*at..*at + s.calls)?;
+    let results = view.results.get(*at..*at + s.calls())?;
     if results.first()?.index != i + 1 || results.last()?.index != end - 1 {
         return None;
     }
@@ -63,7 +63,7 @@ fn step_end(
         return None;
     }
     // ... and no call is answered twice, so every call is answered.
-    all_distinct(results.iter().map(|r| r.position), s.calls).then_some(end)
+    all_distinct(results.iter().map(|r| r.position), s.calls()).then_some(end)
 }
 
 /// A key for the messages in `span` as cached (their serials); `None` when some
@@ -107,7 +107,7 @@ pub fn run(view: &View<'_>, cfg: &CollapseConfig) -> Vec<Edit> {
         return Vec::new();
     }
     // Whether a result's call is of a listed tool, by the key of the call's name.
-    let mut seen: FastMap<u64, bool> = FastMap::default();
+    let mut seen: FastMap<std::num::NonZeroU64, bool> = FastMap::default();
     let mut is_listed = |r: &ToolResult| {
         *seen.entry(r.call_key).or_insert_with(|| {
             view.call(r)

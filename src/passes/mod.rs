@@ -16,6 +16,7 @@ pub mod truncate_args;
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::num::NonZeroU64;
 use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
@@ -168,73 +169,95 @@ impl Memo {
 pub type Shortened = (Vec<Edit>, f64);
 
 /// What the passes read of every message, kept beside the cached counts: a scan over
-/// these never visits the messages themselves (scattered over the heap).
+/// these never visits the messages themselves (scattered over the heap). Kept small
+/// (64 bytes): every pass scans them.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Skeleton {
     pub role: Role,
     /// Number of tool calls.
-    pub calls: usize,
+    pub calls: u32,
     /// Bytes of the longest string argument of any call (keys aside), which bounds
-    /// what argument truncation can find to shorten.
-    pub longest_arg: usize,
+    /// what argument truncation can find to shorten (saturating).
+    pub longest_arg: u32,
+    /// Characters of a text content; `NO_TEXT` for a list of blocks (or a text too
+    /// long to say here).
+    text_len: u32,
     /// Tells cached messages apart (0: not cached): equal serials, same message.
     pub serial: u64,
-    /// Characters of a text content; `None` for a list of blocks.
-    pub text_chars: Option<usize>,
     pub timestamp: Option<f64>,
     /// For a tool result, its call, once worked out.
-    pub link: Link,
+    pub link: Option<Link>,
 }
+
+const NO_TEXT: u32 = u32::MAX;
 
 /// A tool result's call and names, worked out once per cached message. It depends on
 /// the messages before the result, so the cache forgets it when any of them is
 /// replaced (appending messages after it changes nothing).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Link {
-    #[default]
-    Unknown,
-    Known {
-        /// The calling message, this many messages back, and the call's position in it.
-        call: Option<(u32, u32)>,
-        /// Keys of the result's tool name and of the call's name (`name_key`).
-        tool_key: u64,
-        call_key: u64,
-    },
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Link {
+    /// The calling message, this many messages back (0: the call was not found).
+    pub back: u32,
+    /// The call's position in that message.
+    pub position: u32,
+    /// Keys of the result's tool name and of the call's name (`name_key`).
+    pub tool_key: NonZeroU64,
+    pub call_key: NonZeroU64,
 }
 
 /// A key standing for a tool name, so that scans compare numbers, not strings (a
 /// 64-bit SipHash: two names of one conversation do not collide in practice).
-pub fn name_key(name: &str) -> u64 {
+pub fn name_key(name: &str) -> NonZeroU64 {
     use std::hash::Hash;
     let mut h = std::collections::hash_map::DefaultHasher::new();
     name.hash(&mut h);
-    h.finish()
+    NonZeroU64::new(h.finish()).unwrap_or(NonZeroU64::MIN)
 }
 
 impl Skeleton {
     pub fn of(m: &Message) -> Self {
+        let saturate = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
         Skeleton {
             role: m.role,
-            calls: m.tool_calls.len(),
-            longest_arg: m
-                .tool_calls
-                .iter()
-                .map(|c| longest_string(&c.args))
-                .max()
-                .unwrap_or(0),
-            serial: 0,
-            text_chars: match &m.content {
-                Content::Text(t) => Some(t.chars()),
-                Content::Blocks(_) => None,
+            calls: saturate(m.tool_calls.len()),
+            longest_arg: saturate(
+                m.tool_calls
+                    .iter()
+                    .map(|c| longest_string(&c.args))
+                    .max()
+                    .unwrap_or(0),
+            ),
+            text_len: match &m.content {
+                Content::Text(t) => u32::try_from(t.chars()).unwrap_or(NO_TEXT),
+                Content::Blocks(_) => NO_TEXT,
             },
+            serial: 0,
             timestamp: m.timestamp,
-            link: Link::Unknown,
+            link: None,
+        }
+    }
+
+    /// The skeleton of a message entering the cache, with a fresh serial.
+    pub fn cached(m: &Message) -> Self {
+        Skeleton {
+            serial: next_serial(),
+            ..Skeleton::of(m)
         }
     }
 
     /// An AI message with tool calls.
     pub fn calls_tools(&self) -> bool {
         self.role == Role::Ai && self.calls > 0
+    }
+
+    /// Number of tool calls.
+    pub fn calls(&self) -> usize {
+        self.calls as usize
+    }
+
+    /// Characters of a text content; `None` for a list of blocks.
+    pub fn text_chars(&self) -> Option<usize> {
+        (self.text_len != NO_TEXT).then_some(self.text_len as usize)
     }
 }
 
@@ -255,7 +278,7 @@ fn longest_string(v: &Value) -> usize {
 }
 
 /// A fresh serial for a message entering the cache.
-pub fn next_serial() -> u64 {
+fn next_serial() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(1);
     NEXT.fetch_add(1, Ordering::Relaxed)
@@ -304,7 +327,7 @@ pub struct ToolResult {
     /// The same number for the same tool name, counting from 0 in order of first use.
     pub tool_id: usize,
     /// `name_key` of the call's name.
-    pub call_key: u64,
+    pub call_key: NonZeroU64,
 }
 
 /// A small fast hash for short keys (call ids, argument texts) that come from the
@@ -341,7 +364,7 @@ pub fn link_results(msgs: &[&Message], skeletons: &mut [Skeleton]) -> Vec<usize>
     let mut linked = Vec::new();
     for i in 0..skeletons.len().min(msgs.len()) {
         let s = &skeletons[i];
-        if s.role == Role::Tool && s.link == Link::Unknown {
+        if s.role == Role::Tool && s.link.is_none() {
             skeletons[i].link = link_of(msgs, skeletons, i, &mut far);
             linked.push(i);
         }
@@ -355,10 +378,8 @@ fn link_of<'a>(
     skeletons: &[Skeleton],
     i: usize,
     far: &mut FarCalls<'a>,
-) -> Link {
-    let Some(m) = msgs.get(i) else {
-        return Link::Unknown;
-    };
+) -> Option<Link> {
+    let m = msgs.get(i)?;
     let found = m
         .tool_call_id
         .as_deref()
@@ -369,15 +390,18 @@ fn link_of<'a>(
         .as_deref()
         .filter(|n| !n.is_empty())
         .unwrap_or(call_name);
-    let call = found.and_then(|(j, c)| {
-        let position = msgs[j].tool_calls.iter().position(|x| std::ptr::eq(x, c))?;
-        Some((u32::try_from(i - j).ok()?, u32::try_from(position).ok()?))
-    });
-    Link::Known {
-        call,
+    let (back, position) = found
+        .and_then(|(j, c)| {
+            let position = msgs[j].tool_calls.iter().position(|x| std::ptr::eq(x, c))?;
+            Some((u32::try_from(i - j).ok()?, u32::try_from(position).ok()?))
+        })
+        .unwrap_or((0, 0));
+    Some(Link {
+        back,
+        position,
         tool_key: name_key(tool),
         call_key: name_key(call_name),
-    }
+    })
 }
 
 /// Every `ToolMessage` in order, with its call when the call is in the conversation,
@@ -387,27 +411,21 @@ pub fn tool_results<'a>(
     skeletons: &[Skeleton],
 ) -> (Vec<ToolResult>, Vec<&'a str>) {
     let mut out = Vec::with_capacity(msgs.len() / 2);
-    let mut ids: FastMap<u64, usize> = FastMap::default();
+    let mut ids: FastMap<NonZeroU64, usize> = FastMap::default();
     let mut names: Vec<&str> = Vec::new();
     let mut far = FarCalls::default();
     for (i, s) in skeletons.iter().enumerate() {
         if s.role != Role::Tool {
             continue;
         }
-        let link = match s.link {
-            Link::Unknown => link_of(msgs, skeletons, i, &mut far),
-            known => known,
-        };
-        let Link::Known {
-            call,
-            tool_key,
-            call_key,
-        } = link
-        else {
+        let Some(link) = s.link.or_else(|| link_of(msgs, skeletons, i, &mut far)) else {
             break;
         };
-        let caller = call.and_then(|(back, _)| i.checked_sub(back as usize));
-        let position = call.map_or(0, |(_, p)| p as usize);
+        let caller = (link.back > 0)
+            .then(|| i.checked_sub(link.back as usize))
+            .flatten();
+        let position = link.position as usize;
+        let (tool_key, call_key) = (link.tool_key, link.call_key);
         let next = ids.len();
         let tool_id = *ids.entry(tool_key).or_insert(next);
         if tool_id == names.len() {
@@ -523,7 +541,7 @@ impl<'a> View<'a> {
 
     /// Tokens a message would have with `new` as its whole content.
     pub fn tokens_with_keyed(&self, i: usize, new: &Keyed) -> f64 {
-        let old = self.skeletons.get(i).and_then(|s| s.text_chars);
+        let old = self.skeletons.get(i).and_then(Skeleton::text_chars);
         match (old, self.measures.get(i)) {
             // Text content: swap its length in the measure, without visiting the message.
             (Some(old), Some(base)) => {
@@ -726,6 +744,11 @@ mod tests {
         }
         assert_eq!(committed_prefix([10.0], 5.0), 1);
         assert_eq!(committed_prefix([1.0, 1.0], 5.0), 0);
+    }
+
+    #[test]
+    fn skeletons_stay_small() {
+        assert!(std::mem::size_of::<Skeleton>() <= 64);
     }
 
     #[test]

@@ -171,7 +171,7 @@ pub fn run(view: &View<'_>, cfg: &TruncateArgsConfig) -> Vec<Edit> {
         if !view
             .skeletons
             .get(i)
-            .is_some_and(|s| s.calls_tools() && s.longest_arg > cfg.max_length)
+            .is_some_and(|s| s.calls_tools() && s.longest_arg as usize > cfg.max_length)
         {
             continue;
         }
