@@ -1104,7 +1104,13 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Vec<Entry>, want: Want)
     // Entries are updated in place: a warm turn touches only what changed.
     let mut entries = cached;
     entries.truncate(list.len());
-    entries.reserve(list.len().saturating_sub(entries.len()));
+    let needed = list.len();
+    if entries.capacity() < needed {
+        // Room for the next turns' messages too: a conversation grows a little every
+        // turn, and growing a full vector moves every entry (the turn after a
+        // conversation is first seen would always pay for that).
+        entries.reserve_exact(needed + needed / 4 + 8 - entries.len());
+    }
     let mut fresh = Vec::new();
     let cached_len = entries.len();
     // The first cached entry replaced by another message: what the results after it
