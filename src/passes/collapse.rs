@@ -3,8 +3,8 @@
 //! recent window has its results folded into a one-line note on the first result.
 
 use super::{
-    committed_prefix, keyed, main_arg, Edit, FastHasher, FastMap, Pass, ToolResult, View,
-    COLLAPSED, COLLAPSED_MEMBER,
+    committed_prefix, keyed, main_arg, remembered, Edit, FastHasher, FastMap, Pass, ToolResult,
+    View, COLLAPSED, COLLAPSED_MEMBER,
 };
 use crate::config::CollapseConfig;
 
@@ -159,22 +159,13 @@ pub fn run(view: &View<'_>, cfg: &CollapseConfig) -> Vec<Edit> {
         };
         // The note follows from the messages of the run alone: remembered on its first
         // result under the serials of those messages.
-        let memo = &view.memo[first].note;
-        let fresh;
-        let note = match run_key(view, start..i) {
-            Some(key) => match memo.get() {
-                Some((k, note)) if *k == key => note,
-                _ => {
-                    fresh = make_note();
-                    let _ = memo.set((key, fresh.clone()));
-                    &fresh
-                }
-            },
-            None => {
-                fresh = make_note();
-                &fresh
-            }
-        };
+        let mut fresh = None;
+        let note = remembered(
+            &view.memo[first].note,
+            run_key(view, start..i),
+            &mut fresh,
+            make_note,
+        );
         let texts = std::iter::once((first, note)).chain(rest.iter().map(|&r| (r, &member_text)));
         let edits: Vec<Edit> = texts
             .map(|(index, new)| {

@@ -156,12 +156,34 @@ pub struct Memo {
 }
 
 impl Memo {
-    /// Forget what was worked out from the call this message answers.
+    /// Forget what was worked out from the call this message answers (and the
+    /// collapse note: its key would no longer match, and an empty memo can keep the
+    /// next one).
     pub fn forget_call(&mut self) {
         self.cleared = OnceLock::new();
         self.superseded = OnceLock::new();
         self.read_key = OnceLock::new();
         self.note = OnceLock::new();
+    }
+}
+
+/// What `memo` holds under `key`, else `make()`, kept in `memo` for later turns when
+/// the memo is still empty (a value made under another key stays and is not used).
+/// Without a key nothing is kept. A value not kept lives in `fresh`.
+pub fn remembered<'a, T>(
+    memo: &'a OnceLock<(u64, T)>,
+    key: Option<u64>,
+    fresh: &'a mut Option<T>,
+    make: impl Fn() -> T,
+) -> &'a T {
+    let Some(key) = key else {
+        return fresh.insert(make());
+    };
+    let (kept_under, value) = memo.get_or_init(|| (key, make()));
+    if *kept_under == key {
+        value
+    } else {
+        fresh.insert(make())
     }
 }
 
@@ -744,6 +766,26 @@ mod tests {
         }
         assert_eq!(committed_prefix([10.0], 5.0), 1);
         assert_eq!(committed_prefix([1.0, 1.0], 5.0), 0);
+    }
+
+    #[test]
+    fn remembered_keeps_the_first_value_under_its_key_only() {
+        let memo = OnceLock::new();
+        let mut fresh = None;
+        assert_eq!(*remembered(&memo, None, &mut fresh, || 1), 1);
+        assert!(memo.get().is_none(), "no key, nothing kept");
+        assert_eq!(*remembered(&memo, Some(7), &mut None, || 2), 2);
+        assert_eq!(
+            *remembered(&memo, Some(7), &mut None, || 3),
+            2,
+            "kept under 7"
+        );
+        assert_eq!(
+            *remembered(&memo, Some(8), &mut None, || 4),
+            4,
+            "another key"
+        );
+        assert_eq!(memo.get(), Some(&(7, 2)));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::{committed_prefix, Change, Edit, Pass, Shortened, View};
+use super::{committed_prefix, remembered, Change, Edit, Pass, Shortened, View};
 use crate::config::TruncateArgsConfig;
 use crate::cutoff::Size;
 
@@ -175,17 +175,10 @@ pub fn run(view: &View<'_>, cfg: &TruncateArgsConfig) -> Vec<Edit> {
         {
             continue;
         }
-        let memo = &view.memo[i].truncated;
-        let fresh;
-        let shortened = match memo.get() {
-            Some((fp, done)) if *fp == settings => done,
-            _ => {
-                fresh = shorten_message(settings, i, m, cfg, view);
-                // Kept for later turns (unless made under other settings earlier).
-                let _ = memo.set((settings, fresh.clone()));
-                &fresh
-            }
-        };
+        let mut fresh = None;
+        let shortened = remembered(&view.memo[i].truncated, Some(settings), &mut fresh, || {
+            shorten_message(settings, i, m, cfg, view)
+        });
         if let Some((edits, tokens)) = shortened {
             // The message may sit elsewhere than when this was worked out.
             let edits = edits
