@@ -895,9 +895,6 @@ pub struct Entry {
     /// The edited copy last built for this message, with the fingerprint of its
     /// edits: a later turn with the same edits reuses the same object.
     pub edited: Option<(u64, Py<PyAny>)>,
-    /// What the passes worked out about this message; made with `message` (boxed:
-    /// entries that are only counted never need one).
-    pub memo: Option<Box<crate::passes::Memo>>,
 }
 
 impl Entry {
@@ -921,7 +918,6 @@ impl Entry {
             message: None,
             skeleton: crate::passes::Skeleton::default(),
             edited: None,
-            memo: None,
         }
     }
 
@@ -1070,10 +1066,21 @@ pub fn conversation_key(key: Option<&str>, list: &Bound<'_, PyList>) -> u64 {
     h.finish()
 }
 
+/// What the cache keeps of one conversation.
+#[derive(Default)]
+pub struct Conversation {
+    pub entries: Vec<Entry>,
+    /// What the passes worked out, per message: `memos[i]` goes with `entries[i]`
+    /// while that entry holds its converted message. Kept dense, beside the entries
+    /// rather than in each one, so that a pass reading thousands of them walks
+    /// memory in order; empty while the conversation is only counted.
+    pub memos: Vec<crate::passes::Memo>,
+}
+
 /// Messages read for this call: cached entries where the same objects were seen
 /// before, fresh ones elsewhere.
 pub struct ReadSet {
-    pub entries: Vec<Entry>,
+    pub kept: Conversation,
     /// `(index, message)` of each entry converted by this call that still needs its
     /// BPE count.
     pub fresh: Vec<(usize, Arc<Message>)>,
@@ -1100,16 +1107,24 @@ impl Want {
 
 /// Read `items` against the conversation's cached entries, converting only messages
 /// not seen before, edited since, or lacking something `want` asks for.
-pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Vec<Entry>, want: Want) -> Res<ReadSet> {
+pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Want) -> Res<ReadSet> {
     // Entries are updated in place: a warm turn touches only what changed.
-    let mut entries = cached;
+    let Conversation {
+        mut entries,
+        mut memos,
+    } = cached;
     entries.truncate(list.len());
+    memos.truncate(list.len());
     let needed = list.len();
+    // Room for the next turns' messages too: a conversation grows a little every
+    // turn, and growing a full vector moves every entry (the turn after a
+    // conversation is first seen would always pay for that).
+    let room = needed + needed / 4 + 8;
     if entries.capacity() < needed {
-        // Room for the next turns' messages too: a conversation grows a little every
-        // turn, and growing a full vector moves every entry (the turn after a
-        // conversation is first seen would always pay for that).
-        entries.reserve_exact(needed + needed / 4 + 8 - entries.len());
+        entries.reserve_exact(room - entries.len());
+    }
+    if want.message && memos.capacity() < needed {
+        memos.reserve_exact(room - memos.len());
     }
     let mut fresh = Vec::new();
     let cached_len = entries.len();
@@ -1146,7 +1161,6 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Vec<Entry>, want: Want)
             if want.message {
                 entry.skeleton = crate::passes::Skeleton::cached(&m);
                 entry.message = Some(Arc::clone(&m));
-                entry.memo = Some(Box::default());
             }
             if want.bpe.is_some() {
                 fresh.push((i, m));
@@ -1163,18 +1177,29 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Vec<Entry>, want: Want)
             }
             None => entries.push(entry),
         }
+        if let Some(memo) = memos.get_mut(i) {
+            *memo = crate::passes::Memo::default();
+        }
         i += 1;
     }
     entries.truncate(i);
+    memos.truncate(i);
+    if want.message {
+        // New messages start with empty memos.
+        memos.resize_with(i, crate::passes::Memo::default);
+    }
     if let Some(k) = first_replaced {
         for e in entries.iter_mut().take(cached_len).skip(k + 1) {
             e.skeleton.link = None;
-            if let Some(memo) = e.memo.as_mut() {
-                memo.forget_call();
-            }
+        }
+        for memo in memos.iter_mut().take(cached_len).skip(k + 1) {
+            memo.forget_call();
         }
     }
-    Ok(ReadSet { entries, fresh })
+    Ok(ReadSet {
+        kept: Conversation { entries, memos },
+        fresh,
+    })
 }
 
 /// The address of `list[i]`, without touching the item (taking a reference would
@@ -1196,4 +1221,4 @@ fn list_item_ptr(list: &Bound<'_, PyList>, i: usize) -> *mut pyo3::ffi::PyObject
 }
 
 /// The process-wide cache type the bindings keep.
-pub type Cache = ConversationCache<Entry>;
+pub type Cache = ConversationCache<Conversation>;

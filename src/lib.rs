@@ -150,12 +150,13 @@ mod _core {
             let fresh = &read.fresh;
             let counts = py.detach(|| tokens::bpe_counts(enc, fresh, &p));
             for (i, n) in counts {
-                if let Some(e) = read.entries.get_mut(i) {
+                if let Some(e) = read.kept.entries.get_mut(i) {
                     e.counts.set_bpe(enc, n);
                 }
             }
         }
         let per_message: Vec<f64> = read
+            .kept
             .entries
             .iter()
             .map(|e| e.counts.tokens(enc, &p))
@@ -173,7 +174,7 @@ mod _core {
         }
         let total = if opts.use_usage {
             let usage: Vec<Option<(u64, u64)>> =
-                read.entries.iter().map(|e| e.counts.usage).collect();
+                read.kept.entries.iter().map(|e| e.counts.usage).collect();
             tokens::anchored_total(fixed, &per_message, &usage, 0).total
         } else {
             (fixed + per_message.iter().sum::<f64>()).ceil()
@@ -190,7 +191,7 @@ mod _core {
     }
 
     fn store(key: u64, counted: Counted) {
-        cache().put(key, counted.read.entries);
+        cache().put(key, counted.read.kept);
     }
 
     /// Total tokens of `messages` (plus system prompt and tools in `opts`).
@@ -237,6 +238,7 @@ mod _core {
     fn breakdown(counted: &Counted) -> Option<tokens::Breakdown> {
         let shapes: Vec<_> = counted
             .read
+            .kept
             .entries
             .iter()
             .filter_map(|e| e.shape.as_deref())
@@ -264,6 +266,7 @@ mod _core {
             let (key, counted) = count(py, messages, &opts, true, false)?;
             let shapes: Vec<_> = counted
                 .read
+                .kept
                 .entries
                 .iter()
                 .filter_map(|e| e.shape.as_deref().cloned())
@@ -363,25 +366,24 @@ mod _core {
         let (key, mut counted) =
             count(py, messages, &opts, false, true).map_err(|e| input_error(py, e))?;
         // Everything the passes need from the cached entries, gathered in one walk.
-        let entries = &counted.read.entries;
+        let entries = &counted.read.kept.entries;
         let n = entries.len();
         let mut msgs: Vec<&Message> = Vec::with_capacity(n);
         let mut shapes = Vec::with_capacity(n);
-        let mut memos = Vec::with_capacity(n);
         let mut measures = Vec::with_capacity(n);
         let mut skeletons: Vec<crate::passes::Skeleton> = Vec::with_capacity(n);
         for e in entries {
-            let (Some(m), Some(shape), Some(memo)) =
-                (e.message.as_deref(), e.shape.as_deref(), e.memo.as_deref())
-            else {
+            let (Some(m), Some(shape)) = (e.message.as_deref(), e.shape.as_deref()) else {
                 continue;
             };
             msgs.push(m);
             shapes.push(shape);
-            memos.push(memo);
             measures.push(e.counts.measure);
             skeletons.push(e.skeleton);
         }
+        // The kept memos line up with the messages only when every entry is planned.
+        let memos = &counted.read.kept.memos;
+        let memos = (msgs.len() == n && memos.len() == n).then_some(memos.as_slice());
         // Results new to the cache get their links now; kept on the entries below.
         let linked: Vec<(usize, Option<crate::passes::Link>)> =
             crate::passes::link_results(&msgs, &mut skeletons)
@@ -413,7 +415,7 @@ mod _core {
             now,
             archive: archive.unwrap_or_default(),
             shapes: Some(shapes),
-            memos: Some(memos),
+            memos,
         };
         // A bug in a pass must not take the agent down: it becomes a Python error the
         // caller can handle (the middleware then sends the unedited view).
@@ -429,16 +431,16 @@ mod _core {
                 )
             })?;
         // Kept only where the messages planned are the entries, one for one.
-        if n_planned == counted.read.entries.len() {
+        if n_planned == counted.read.kept.entries.len() {
             for (i, link) in linked {
-                if let Some(e) = counted.read.entries.get_mut(i) {
+                if let Some(e) = counted.read.kept.entries.get_mut(i) {
                     e.skeleton.link = link;
                 }
             }
         }
         let out = plan_to_dict(py, &result, make_edited.is_none())?;
         if let Some(make) = make_edited {
-            let view = build_view(py, &mut counted.read.entries, &result.edits, make)?;
+            let view = build_view(py, &mut counted.read.kept.entries, &result.edits, make)?;
             out.set_item("view", view)?;
         }
         // Where the tokens go, from the counts already at hand (for `plan()`'s

@@ -49,7 +49,7 @@ pub struct PlanInput<'a> {
     /// The messages' pair shapes, when the caller has them at hand.
     pub shapes: Option<Vec<&'a PairShape>>,
     /// What earlier turns worked out per message, when the caller keeps it.
-    pub memos: Option<Vec<&'a Memo>>,
+    pub memos: Option<&'a [Memo]>,
 }
 
 pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
@@ -87,11 +87,11 @@ pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
         .map(|m| passes::starts_as_placeholder(m, gap_template))
         .collect();
     let fresh: Vec<Memo>;
-    let memo: Vec<&Memo> = match &input.memos {
-        Some(m) if m.len() == n => m.clone(),
+    let memo: &[Memo] = match input.memos {
+        Some(m) if m.len() == n => m,
         _ => {
             fresh = (0..n).map(|_| Memo::default()).collect();
-            fresh.iter().collect()
+            &fresh
         }
     };
     // Links the caller kept from earlier turns are reused; the rest are worked out.
@@ -117,7 +117,7 @@ pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
                 archive: &archive,
                 results: &results,
                 tool_names: &tool_names,
-                memo: &memo,
+                memo,
             };
             match pass {
                 Pass::Budget => passes::budget::run(&v, &cfg.budget),

@@ -397,15 +397,16 @@ impl CachedCounts {
 
 /// Per-conversation memory of the messages last counted, so that a turn counts only
 /// what it has not seen. Bounded: the least recently used conversation is dropped.
-/// `E` is one message's entry (the bindings keep the Python object's identity beside
-/// its counts); the cache is only an accelerator, never a source of truth.
-pub struct ConversationCache<E> {
+/// `C` is what is kept of one conversation (the bindings keep each Python object's
+/// identity beside its counts); the cache is only an accelerator, never a source of
+/// truth.
+pub struct ConversationCache<C> {
     capacity: usize,
     tick: u64,
-    conversations: HashMap<u64, (u64, Vec<E>)>,
+    conversations: HashMap<u64, (u64, C)>,
 }
 
-impl<E> ConversationCache<E> {
+impl<C: Default> ConversationCache<C> {
     pub fn new(capacity: usize) -> Self {
         ConversationCache {
             capacity,
@@ -436,22 +437,21 @@ impl<E> ConversationCache<E> {
         self.conversations.clear();
     }
 
-    /// Take a conversation's entries out, so the caller can work on them without
-    /// holding the cache, then `put` them back.
-    pub fn take(&mut self, conversation: u64) -> Vec<E> {
+    /// Take a conversation out, so the caller can work on it without holding the
+    /// cache, then `put` it back.
+    pub fn take(&mut self, conversation: u64) -> C {
         self.conversations
             .remove(&conversation)
             .map(|(_, v)| v)
             .unwrap_or_default()
     }
 
-    pub fn put(&mut self, conversation: u64, entries: Vec<E>) {
+    pub fn put(&mut self, conversation: u64, kept: C) {
         if self.capacity == 0 {
             return;
         }
         self.tick += 1;
-        self.conversations
-            .insert(conversation, (self.tick, entries));
+        self.conversations.insert(conversation, (self.tick, kept));
         self.evict();
     }
 
@@ -544,7 +544,7 @@ mod tests {
 
     #[test]
     fn cache_is_bounded_lru() {
-        let mut c: ConversationCache<(u32, CachedCounts)> = ConversationCache::new(2);
+        let mut c: ConversationCache<Vec<(u32, CachedCounts)>> = ConversationCache::new(2);
         c.put(1, vec![(1, CachedCounts::default())]);
         c.put(2, vec![]);
         c.put(3, vec![]);

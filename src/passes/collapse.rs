@@ -231,8 +231,7 @@ mod tests {
         let params = HeuristicParams::default();
         let measures: Vec<_> = msgs.iter().map(measure).collect();
         let n = msgs.len();
-        let memos: Vec<Memo> = (0..n).map(|_| Memo::default()).collect();
-        let memo: Vec<&Memo> = memos.iter().collect();
+        let memo: Vec<Memo> = (0..n).map(|_| Memo::default()).collect();
         let view = View {
             msgs: &refs,
             measures: &measures,

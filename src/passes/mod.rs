@@ -335,7 +335,7 @@ pub struct View<'a> {
     /// Tool names by `ToolResult::tool_id`.
     pub tool_names: &'a [&'a str],
     /// Per message, what earlier turns worked out.
-    pub memo: &'a [&'a Memo],
+    pub memo: &'a [Memo],
 }
 
 /// A tool result message with what is known of the call it answers (the call and
