@@ -80,6 +80,11 @@ impl Text {
         (*self.data).as_ref()
     }
 
+    /// The first byte (0 when empty).
+    pub fn first_byte(&self) -> u8 {
+        self.first
+    }
+
     /// Length in code points (what Python's `len()` returns).
     pub fn chars(&self) -> usize {
         self.chars

@@ -1,8 +1,6 @@
 //! The per-turn cascade: the cheap passes in order over the effective view, then
 //! whether a summary is still needed and where it would cut.
 
-use std::sync::Arc;
-
 use crate::config::PlanConfig;
 use crate::cutoff::{find_cutoff, should_trigger, PairShape};
 use crate::message::Message;
@@ -54,8 +52,6 @@ pub struct PlanInput<'a> {
 
 pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
     let n = input.msgs.len();
-    // Contents rewritten so far; the messages themselves are never copied.
-    let mut overrides: Vec<Option<Arc<str>>> = vec![None; n];
     let mut tokens = input.tokens;
     tokens.resize(n, 0.0);
     let mut timestamps = input.timestamps;
@@ -84,7 +80,10 @@ pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
     let mut placeholders: Vec<bool> = input
         .msgs
         .iter()
-        .map(|m| passes::starts_as_placeholder(m, gap_template))
+        .zip(&skeletons)
+        .map(|(m, s)| {
+            s.may_be_placeholder(gap_template) && passes::starts_as_placeholder(m, gap_template)
+        })
         .collect();
     let fresh: Vec<Memo>;
     let memo: &[Memo] = match input.memos {
@@ -106,7 +105,6 @@ pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
                 msgs: &input.msgs,
                 measures: &measures,
                 skeletons: &skeletons,
-                overrides: &overrides,
                 placeholders: &placeholders,
                 tokens: &tokens,
                 total: before,
@@ -139,7 +137,6 @@ pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
                     debug_assert!(
                         !placeholders[e.index] || passes::is_placeholder(text, gap_template)
                     );
-                    overrides[e.index] = Some(Arc::clone(text));
                 }
                 total += e.tokens - tokens[e.index];
                 tokens[e.index] = e.tokens;

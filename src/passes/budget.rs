@@ -46,13 +46,8 @@ pub fn run(view: &View<'_>, cfg: &BudgetConfig) -> Vec<Edit> {
     let mut kept: Vec<(usize, usize, usize)> = Vec::with_capacity(view.results.len());
     let mut cut: Vec<(usize, usize)> = Vec::new();
     for r in view.results {
-        let chars = match (
-            &view.overrides[r.index],
-            view.skeletons[r.index].text_chars(),
-        ) {
-            (Some(text), _) => text.chars().count(),
-            (None, Some(chars)) => chars,
-            (None, None) => continue,
+        let Some(chars) = view.skeletons[r.index].text_chars() else {
+            continue;
         };
         let k = if chars > cfg.per_tool_chars {
             cut.push((r.index, cfg.file_preview_chars));

@@ -236,7 +236,6 @@ mod tests {
             msgs: &refs,
             measures: &measures,
             skeletons: &skeletons,
-            overrides: &vec![None; n],
             placeholders: &vec![false; n],
             tokens: &vec![1.0; n],
             total: n as f64,

@@ -37,6 +37,8 @@ pub enum Pass {
 }
 
 impl Pass {
+    /// The order they run in. The budget comes first: it is the only pass that reads
+    /// message texts, and it reads them as they came.
     pub const ALL: [Pass; 6] = [
         Pass::Budget,
         Pass::TruncateArgs,
@@ -204,6 +206,9 @@ pub struct Skeleton {
     /// Characters of a text content; `NO_TEXT` for a list of blocks (or a text too
     /// long to say here).
     text_len: u32,
+    /// The first byte of a text content (0 for none, or for blocks), enough to rule
+    /// out most messages as placeholders without visiting them.
+    first: u8,
     /// Tells cached messages apart (0: not cached): equal serials, same message.
     pub serial: u64,
     pub timestamp: Option<f64>,
@@ -253,6 +258,10 @@ impl Skeleton {
                 Content::Text(t) => u32::try_from(t.chars()).unwrap_or(NO_TEXT),
                 Content::Blocks(_) => NO_TEXT,
             },
+            first: match &m.content {
+                Content::Text(t) => t.first_byte(),
+                Content::Blocks(_) => 0,
+            },
             serial: 0,
             timestamp: m.timestamp,
             link: None,
@@ -281,6 +290,12 @@ impl Skeleton {
     pub fn text_chars(&self) -> Option<usize> {
         (self.text_len != NO_TEXT).then_some(self.text_len as usize)
     }
+
+    /// Whether the message may hold a placeholder (`starts_as_placeholder` says for
+    /// sure); `false` is certain.
+    pub fn may_be_placeholder(&self, gap_template: &str) -> bool {
+        self.first == b'[' || gap_template.as_bytes().first() == Some(&self.first)
+    }
 }
 
 /// Bytes of the longest string value in `v`, nested ones included (without
@@ -308,12 +323,11 @@ fn next_serial() -> u64 {
 
 /// The view a pass works on.
 pub struct View<'a> {
-    /// The messages as they came; `overrides` holds contents rewritten by earlier passes.
+    /// The messages as they came (edits land in `tokens` and `placeholders`).
     pub msgs: &'a [&'a Message],
     /// Each message's measure as it came (before any override).
     pub measures: &'a [Measure],
     pub skeletons: &'a [Skeleton],
-    pub overrides: &'a [Option<Arc<str>>],
     /// Per message, whether its content (as overridden) is one of the passes'
     /// placeholders; kept up to date as edits land, so no pass reads texts to know.
     pub placeholders: &'a [bool],
@@ -531,15 +545,12 @@ impl<'a> View<'a> {
         self.tool_names.get(r.tool_id).copied().unwrap_or("")
     }
 
-    /// The text content of message `i` as the earlier passes left it; `None` for
-    /// list contents.
+    /// The text content of message `i` as it came; `None` for list contents. Only
+    /// the budget reads texts, and it runs first: no earlier pass has rewritten them.
     pub fn text(&self, i: usize) -> Option<&str> {
-        match self.overrides.get(i) {
-            Some(Some(text)) => Some(text),
-            _ => match &self.msgs.get(i)?.content {
-                Content::Text(t) => Some(t.as_str()),
-                Content::Blocks(_) => None,
-            },
+        match &self.msgs.get(i)?.content {
+            Content::Text(t) => Some(t.as_str()),
+            Content::Blocks(_) => None,
         }
     }
 
@@ -786,6 +797,26 @@ mod tests {
             "another key"
         );
         assert_eq!(memo.get(), Some(&(7, 2)));
+    }
+
+    proptest::proptest! {
+        /// The skeleton's first-byte filter never rules out a message that holds a
+        /// placeholder, whatever the time-gap template.
+        #[test]
+        fn skeletons_never_rule_out_a_placeholder(
+            head in proptest::sample::select(vec![
+                CLEARED, SUPERSEDED, COLLAPSED, COLLAPSED_MEMBER, "[", "", "Old result of ", "\u{e9}",
+            ]),
+            rest in ".{0,12}",
+            template in proptest::sample::select(vec![
+                "Old result of {tool}({arg}) cleared.", "{tool} cleared", "", "[gap] {tool}", "\u{e9}{arg}",
+            ]),
+        ) {
+            let m = Message::text(Role::Tool, &format!("{head}{rest}"));
+            if starts_as_placeholder(&m, template) {
+                proptest::prop_assert!(Skeleton::of(&m).may_be_placeholder(template));
+            }
+        }
     }
 
     #[test]
