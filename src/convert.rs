@@ -889,9 +889,6 @@ pub struct Entry {
     pub shape: Option<Box<PairShape>>,
     /// The converted message, when a caller (the passes) needed it.
     pub message: Option<Arc<Message>>,
-    /// What the passes scan of the message, kept beside the other cached figures:
-    /// reading it here saves a visit to each message.
-    pub skeleton: crate::passes::Skeleton,
     /// The edited copy last built for this message, with the fingerprint of its
     /// edits: a later turn with the same edits reuses the same object.
     pub edited: Option<(u64, Py<PyAny>)>,
@@ -916,7 +913,6 @@ impl Entry {
             counts,
             shape: shape.map(Box::new),
             message: None,
-            skeleton: crate::passes::Skeleton::default(),
             edited: None,
         }
     }
@@ -1070,11 +1066,23 @@ pub fn conversation_key(key: Option<&str>, list: &Bound<'_, PyList>) -> u64 {
 #[derive(Default)]
 pub struct Conversation {
     pub entries: Vec<Entry>,
-    /// What the passes worked out, per message: `memos[i]` goes with `entries[i]`
-    /// while that entry holds its converted message. Kept dense, beside the entries
-    /// rather than in each one, so that a pass reading thousands of them walks
-    /// memory in order; empty while the conversation is only counted.
+    /// What the passes scan and what they worked out, per message: `skeletons[i]`
+    /// and `memos[i]` go with `entries[i]` while that entry holds its converted
+    /// message. Kept dense, beside the entries rather than in each one: the passes
+    /// borrow the skeletons as they are and walk thousands of memos in memory order.
+    /// Empty while the conversation is only counted.
+    pub skeletons: Vec<crate::passes::Skeleton>,
     pub memos: Vec<crate::passes::Memo>,
+}
+
+/// Put `value` at `i`, filling any gap before it with defaults.
+fn set_at<T: Default>(v: &mut Vec<T>, i: usize, value: T) {
+    if i >= v.len() {
+        v.resize_with(i, T::default);
+        v.push(value);
+    } else {
+        v[i] = value;
+    }
 }
 
 /// Messages read for this call: cached entries where the same objects were seen
@@ -1111,9 +1119,11 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
     // Entries are updated in place: a warm turn touches only what changed.
     let Conversation {
         mut entries,
+        mut skeletons,
         mut memos,
     } = cached;
     entries.truncate(list.len());
+    skeletons.truncate(list.len());
     memos.truncate(list.len());
     let needed = list.len();
     // Room for the next turns' messages too: a conversation grows a little every
@@ -1122,6 +1132,9 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
     let room = needed + needed / 4 + 8;
     if entries.capacity() < needed {
         entries.reserve_exact(room - entries.len());
+    }
+    if want.message && skeletons.capacity() < needed {
+        skeletons.reserve_exact(room - skeletons.len());
     }
     if want.message && memos.capacity() < needed {
         memos.reserve_exact(room - memos.len());
@@ -1149,6 +1162,8 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
                 continue;
             }
         }
+        // A replaced message's skeleton and memo go with it.
+        let mut skeleton = crate::passes::Skeleton::default();
         let entry = if want.bpe.is_some() || want.message {
             let (m, origin) = read_message(&item).map_err(|e| e.at(i))?;
             let m = Arc::new(m);
@@ -1159,7 +1174,7 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
                 Some(PairShape::from(&*m)),
             );
             if want.message {
-                entry.skeleton = crate::passes::Skeleton::cached(&m);
+                skeleton = crate::passes::Skeleton::cached(&m);
                 entry.message = Some(Arc::clone(&m));
             }
             if want.bpe.is_some() {
@@ -1177,27 +1192,36 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
             }
             None => entries.push(entry),
         }
+        if want.message || i < skeletons.len() {
+            set_at(&mut skeletons, i, skeleton);
+        }
         if let Some(memo) = memos.get_mut(i) {
             *memo = crate::passes::Memo::default();
         }
         i += 1;
     }
     entries.truncate(i);
+    skeletons.truncate(i);
     memos.truncate(i);
     if want.message {
-        // New messages start with empty memos.
+        // Every entry holds its message now; new ones start with empty memos.
+        skeletons.resize_with(i, crate::passes::Skeleton::default);
         memos.resize_with(i, crate::passes::Memo::default);
     }
     if let Some(k) = first_replaced {
-        for e in entries.iter_mut().take(cached_len).skip(k + 1) {
-            e.skeleton.link = None;
+        for s in skeletons.iter_mut().take(cached_len).skip(k + 1) {
+            s.link = None;
         }
         for memo in memos.iter_mut().take(cached_len).skip(k + 1) {
             memo.forget_call();
         }
     }
     Ok(ReadSet {
-        kept: Conversation { entries, memos },
+        kept: Conversation {
+            entries,
+            skeletons,
+            memos,
+        },
         fresh,
     })
 }

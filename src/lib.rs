@@ -366,37 +366,35 @@ mod _core {
         let (key, mut counted) =
             count(py, messages, &opts, false, true).map_err(|e| input_error(py, e))?;
         // Everything the passes need from the cached entries, gathered in one walk.
-        let entries = &counted.read.kept.entries;
+        let convert::Conversation {
+            entries,
+            skeletons,
+            memos,
+        } = &mut counted.read.kept;
         let n = entries.len();
         let mut msgs: Vec<&Message> = Vec::with_capacity(n);
         let mut shapes = Vec::with_capacity(n);
         let mut measures = Vec::with_capacity(n);
-        let mut skeletons: Vec<crate::passes::Skeleton> = Vec::with_capacity(n);
-        for e in entries {
+        for e in entries.iter() {
             let (Some(m), Some(shape)) = (e.message.as_deref(), e.shape.as_deref()) else {
                 continue;
             };
             msgs.push(m);
             shapes.push(shape);
             measures.push(e.counts.measure);
-            skeletons.push(e.skeleton);
         }
-        // The kept memos line up with the messages only when every entry is planned.
-        let memos = &counted.read.kept.memos;
-        let memos = (msgs.len() == n && memos.len() == n).then_some(memos.as_slice());
-        // Results new to the cache get their links now; kept on the entries below.
-        let linked: Vec<(usize, Option<crate::passes::Link>)> =
-            crate::passes::link_results(&msgs, &mut skeletons)
-                .into_iter()
-                .map(|i| (i, skeletons[i].link))
-                .collect();
-        let n_planned = msgs.len();
-        let timestamps = timestamps.unwrap_or_else(|| {
-            if skeletons.iter().any(|s| s.timestamp.is_some()) {
-                skeletons.iter().map(|s| s.timestamp).collect()
-            } else {
-                Vec::new()
-            }
+        // The kept skeletons and memos line up with the messages only when every
+        // entry is planned (otherwise the plan works them out afresh).
+        let whole = msgs.len() == n && skeletons.len() == n && memos.len() == n;
+        if whole {
+            // Results new to the cache get their links now, kept for later turns.
+            crate::passes::link_results(&msgs, skeletons);
+        }
+        let skeletons = whole.then_some(skeletons.as_slice());
+        let memos = whole.then_some(memos.as_slice());
+        let timestamps = timestamps.unwrap_or_else(|| match skeletons {
+            Some(s) => timestamps_if_any(s.iter().map(|s| s.timestamp)),
+            None => timestamps_if_any(msgs.iter().map(|m| m.timestamp)),
         });
         let input = PlanInput {
             // The model view needs no breakdown afterwards: the counts can move.
@@ -406,7 +404,7 @@ mod _core {
                 counted.per_message.clone()
             },
             measures: Some(measures),
-            skeletons: Some(skeletons),
+            skeletons,
             msgs,
             fixed: counted.fixed,
             max_input_tokens,
@@ -430,14 +428,6 @@ mod _core {
                     "fastcompact: internal error while planning",
                 )
             })?;
-        // Kept only where the messages planned are the entries, one for one.
-        if n_planned == counted.read.kept.entries.len() {
-            for (i, link) in linked {
-                if let Some(e) = counted.read.kept.entries.get_mut(i) {
-                    e.skeleton.link = link;
-                }
-            }
-        }
         let out = plan_to_dict(py, &result, make_edited.is_none())?;
         if let Some(make) = make_edited {
             let view = build_view(py, &mut counted.read.kept.entries, &result.edits, make)?;
@@ -451,6 +441,16 @@ mod _core {
         }
         store(key, counted);
         Ok(out)
+    }
+
+    /// Each message's time, or none at all when no message has one (no gap can be
+    /// found then, and the plan needs no per-message vector).
+    fn timestamps_if_any(stamps: impl Iterator<Item = Option<f64>> + Clone) -> Vec<Option<f64>> {
+        if stamps.clone().any(|t| t.is_some()) {
+            stamps.collect()
+        } else {
+            Vec::new()
+        }
     }
 
     /// A 63-bit fingerprint of an edit's pass and change (never 0, which means

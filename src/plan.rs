@@ -35,8 +35,8 @@ pub struct PlanInput<'a> {
     pub tokens: Vec<f64>,
     /// Each message's measure, when the caller has them at hand (computed otherwise).
     pub measures: Option<Vec<Measure>>,
-    /// What the passes scan of each message, when the caller has it.
-    pub skeletons: Option<Vec<Skeleton>>,
+    /// What the passes scan of each message, when the caller keeps it.
+    pub skeletons: Option<&'a [Skeleton]>,
     /// Tokens of the system prompt and tools.
     pub fixed: f64,
     pub max_input_tokens: Option<u64>,
@@ -73,14 +73,18 @@ pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
             .collect(),
     };
     let gap_template = cfg.microcompact.cleared_message.as_str();
-    let skeletons = match input.skeletons {
+    let computed: Vec<Skeleton>;
+    let skeletons: &[Skeleton] = match input.skeletons {
         Some(s) if s.len() == n => s,
-        _ => input.msgs.iter().map(|m| Skeleton::of(m)).collect(),
+        _ => {
+            computed = input.msgs.iter().map(|m| Skeleton::of(m)).collect();
+            &computed
+        }
     };
     let mut placeholders: Vec<bool> = input
         .msgs
         .iter()
-        .zip(&skeletons)
+        .zip(skeletons)
         .map(|(m, s)| {
             s.may_be_placeholder(gap_template) && passes::starts_as_placeholder(m, gap_template)
         })
@@ -94,7 +98,7 @@ pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
         }
     };
     // Links the caller kept from earlier turns are reused; the rest are worked out.
-    let (results, tool_names) = passes::tool_results(&input.msgs, &skeletons);
+    let (results, tool_names) = passes::tool_results(&input.msgs, skeletons);
 
     let mut edits = Vec::new();
     let mut stats = Vec::new();
@@ -104,7 +108,7 @@ pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
             let v = View {
                 msgs: &input.msgs,
                 measures: &measures,
-                skeletons: &skeletons,
+                skeletons,
                 placeholders: &placeholders,
                 tokens: &tokens,
                 total: before,
