@@ -863,11 +863,7 @@ pub fn scan_message<'py>(item: &Bound<'py, PyAny>, want_shape: bool) -> Res<Scan
         shape.tool_name = name.as_ref().and_then(str_of).filter(|n| !n.is_empty());
     }
     Ok(Scanned {
-        counts: CachedCounts {
-            measure: Measure::new(body, name_len, images, documents),
-            usage,
-            bpe: [None, None],
-        },
+        counts: CachedCounts::counted(Measure::new(body, name_len, images, documents), usage),
         shape: want_shape.then_some(shape),
         origin: Origin {
             content,

@@ -352,20 +352,35 @@ pub fn anchored_total(
 }
 
 /// Cached counts of one message.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CachedCounts {
     pub measure: Measure,
     pub usage: Option<(u64, u64)>,
-    /// BPE counts per encoding, filled on first use: [o200k_base, cl100k_base].
-    pub bpe: [Option<u64>; 2],
+    /// BPE counts per encoding, filled on first use: [o200k_base, cl100k_base];
+    /// `NOT_COUNTED` until then. 32 bits (a message is never 4 billion tokens) keep
+    /// the cache entries small.
+    bpe: [u32; 2],
+}
+
+const NOT_COUNTED: u32 = u32::MAX;
+
+impl Default for CachedCounts {
+    fn default() -> Self {
+        Self::counted(Measure::default(), None)
+    }
 }
 
 impl CachedCounts {
     pub fn of(m: &Message) -> Self {
+        Self::counted(measure(m), m.usage.map(|u| (u.input, u.output)))
+    }
+
+    /// A message's measure and usage, before any BPE count.
+    pub fn counted(measure: Measure, usage: Option<(u64, u64)>) -> Self {
         CachedCounts {
-            measure: measure(m),
-            usage: m.usage.map(|u| (u.input, u.output)),
-            bpe: [None, None],
+            measure,
+            usage,
+            bpe: [NOT_COUNTED; 2],
         }
     }
 
@@ -378,12 +393,15 @@ impl CachedCounts {
     }
 
     pub fn bpe(&self, enc: Encoding) -> Option<u64> {
-        Self::slot(enc).and_then(|i| self.bpe[i])
+        let n = self.bpe[Self::slot(enc)?];
+        (n != NOT_COUNTED).then_some(u64::from(n))
     }
 
     pub fn set_bpe(&mut self, enc: Encoding, n: u64) {
         if let Some(i) = Self::slot(enc) {
-            self.bpe[i] = Some(n);
+            self.bpe[i] = u32::try_from(n)
+                .unwrap_or(NOT_COUNTED - 1)
+                .min(NOT_COUNTED - 1);
         }
     }
 
@@ -540,6 +558,20 @@ mod tests {
         let wild = [None, Some((200, 0)), None, None];
         let b = anchored_total(0.0, &per, &wild, 0);
         assert_eq!((b.anchor, b.total), (None, 40.0));
+    }
+
+    #[test]
+    fn cached_bpe_counts_are_kept_per_encoding() {
+        let mut c = CachedCounts::default();
+        assert_eq!(c.bpe(Encoding::O200kBase), None);
+        c.set_bpe(Encoding::O200kBase, 0);
+        c.set_bpe(Encoding::Cl100kBase, 12_345);
+        assert_eq!(c.bpe(Encoding::O200kBase), Some(0));
+        assert_eq!(c.bpe(Encoding::Cl100kBase), Some(12_345));
+        assert_eq!(c.bpe(Encoding::Heuristic), None);
+        // Beyond 32 bits it saturates, and still reads as counted.
+        c.set_bpe(Encoding::O200kBase, u64::MAX);
+        assert_eq!(c.bpe(Encoding::O200kBase), Some(u64::from(u32::MAX - 1)));
     }
 
     #[test]
