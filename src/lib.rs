@@ -366,11 +366,9 @@ mod _core {
         let (key, mut counted) =
             count(py, messages, &opts, false, true).map_err(|e| input_error(py, e))?;
         // Everything the passes need from the cached entries, gathered in one walk.
-        let convert::Conversation {
-            entries,
-            skeletons,
-            memos,
-        } = &mut counted.read.kept;
+        let entries = &counted.read.kept.entries;
+        let skeletons = &mut counted.read.kept.skeletons;
+        let memos = &counted.read.kept.memos;
         let n = entries.len();
         let mut msgs: Vec<&Message> = Vec::with_capacity(n);
         let mut shapes = Vec::with_capacity(n);
@@ -514,7 +512,7 @@ mod _core {
         let (field, value, call) = match &e.change {
             Change::Content(text) => (
                 "content",
-                text.as_ref().into_pyobject(py)?.into_any(),
+                (**text).into_pyobject(py)?.into_any(),
                 None::<usize>,
             ),
             Change::ToolArgs { call, args } => (

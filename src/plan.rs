@@ -16,9 +16,10 @@ pub struct PassStats {
     pub edits: usize,
 }
 
+/// A turn's plan; its edits may borrow values from the memos (`'m`).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Plan {
-    pub edits: Vec<Edit>,
+pub struct Plan<'m> {
+    pub edits: Vec<Edit<'m>>,
     pub tokens_before: f64,
     pub tokens_after: f64,
     pub passes: Vec<PassStats>,
@@ -29,7 +30,7 @@ pub struct Plan {
 }
 
 /// The inputs of one turn's plan.
-pub struct PlanInput<'a> {
+pub struct PlanInput<'a, 'm> {
     pub msgs: Vec<&'a Message>,
     /// Heuristic tokens of each message.
     pub tokens: Vec<f64>,
@@ -47,10 +48,35 @@ pub struct PlanInput<'a> {
     /// The messages' pair shapes, when the caller has them at hand.
     pub shapes: Option<Vec<&'a PairShape>>,
     /// What earlier turns worked out per message, when the caller keeps it.
-    pub memos: Option<&'a [Memo]>,
+    pub memos: Option<&'m [Memo]>,
 }
 
-pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
+impl Plan<'_> {
+    /// The same plan, owning every value its edits hold.
+    pub fn into_owned(self) -> Plan<'static> {
+        Plan {
+            edits: self.edits.into_iter().map(Edit::into_owned).collect(),
+            tokens_before: self.tokens_before,
+            tokens_after: self.tokens_after,
+            passes: self.passes,
+            summary_needed: self.summary_needed,
+            summary_cutoff: self.summary_cutoff,
+        }
+    }
+}
+
+pub fn plan<'m>(input: PlanInput<'_, 'm>, cfg: &PlanConfig) -> Plan<'m> {
+    match input.memos {
+        Some(memos) if memos.len() == input.msgs.len() => plan_with(input, memos, cfg),
+        _ => {
+            let fresh: Vec<Memo> = input.msgs.iter().map(|_| Memo::default()).collect();
+            plan_with(input, &fresh, cfg).into_owned()
+        }
+    }
+}
+
+/// The plan, with `memo` for what later turns may reuse (`input.memos` aside).
+fn plan_with<'m>(input: PlanInput<'_, '_>, memo: &'m [Memo], cfg: &PlanConfig) -> Plan<'m> {
     let n = input.msgs.len();
     let mut tokens = input.tokens;
     tokens.resize(n, 0.0);
@@ -89,14 +115,6 @@ pub fn plan(input: PlanInput<'_>, cfg: &PlanConfig) -> Plan {
             s.may_be_placeholder(gap_template) && passes::starts_as_placeholder(m, gap_template)
         })
         .collect();
-    let fresh: Vec<Memo>;
-    let memo: &[Memo] = match input.memos {
-        Some(m) if m.len() == n => m,
-        _ => {
-            fresh = (0..n).map(|_| Memo::default()).collect();
-            &fresh
-        }
-    };
     // Links the caller kept from earlier turns are reused; the rest are worked out.
     let (results, tool_names) = passes::tool_results(&input.msgs, skeletons);
 

@@ -37,7 +37,7 @@ pub fn head_and_tail(text: &str, keep: usize, archive: Option<&str>) -> String {
     )
 }
 
-pub fn run(view: &View<'_>, cfg: &BudgetConfig) -> Vec<Edit> {
+pub fn run<'m>(view: &View<'_, 'm>, cfg: &BudgetConfig) -> Vec<Edit<'m>> {
     if !cfg.enabled {
         return Vec::new();
     }

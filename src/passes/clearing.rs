@@ -10,7 +10,7 @@ pub fn placeholder(tool: &str, arg: &str) -> String {
     format!("{CLEARED}{tool}({arg}). Call the tool again if you need this output.]")
 }
 
-pub fn run(view: &View<'_>, cfg: &ClearingConfig) -> Vec<Edit> {
+pub fn run<'m>(view: &View<'_, 'm>, cfg: &ClearingConfig) -> Vec<Edit<'m>> {
     if !cfg.enabled || !view.reached(cfg.trigger) {
         return Vec::new();
     }
@@ -32,7 +32,7 @@ pub fn run(view: &View<'_>, cfg: &ClearingConfig) -> Vec<Edit> {
                 .cleared
                 .get_or_init(|| keyed(placeholder(view.tool(r), &main_arg(view.call(r)))));
             let tokens = view.tokens_with_keyed(r.index, new);
-            let edit = Edit::keyed(r.index, Pass::Clearing, new, tokens);
+            let edit = Edit::kept(r.index, Pass::Clearing, new, tokens);
             (edit, view.tokens[r.index] - tokens)
         })
         // A placeholder longer than the result saves nothing.

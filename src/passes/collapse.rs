@@ -38,7 +38,7 @@ pub fn member() -> String {
 /// `at` is a position in `view.results` at or before the first result after `i`
 /// (moved forward here: steps are looked for in order).
 fn step_end(
-    view: &View<'_>,
+    view: &View<'_, '_>,
     i: usize,
     at: &mut usize,
     is_listed: &mut impl FnMut(&ToolResult) -> bool,
@@ -68,7 +68,7 @@ fn step_end(
 
 /// A key for the messages in `span` as cached (their serials); `None` when some
 /// message is not from the cache.
-fn run_key(view: &View<'_>, span: std::ops::Range<usize>) -> Option<u64> {
+fn run_key(view: &View<'_, '_>, span: std::ops::Range<usize>) -> Option<u64> {
     use std::hash::Hasher;
     let mut h = FastHasher::default();
     for s in view.skeletons.get(span)? {
@@ -102,7 +102,7 @@ fn all_distinct(positions: impl Iterator<Item = usize>, n: usize) -> bool {
     true
 }
 
-pub fn run(view: &View<'_>, cfg: &CollapseConfig) -> Vec<Edit> {
+pub fn run<'m>(view: &View<'_, 'm>, cfg: &CollapseConfig) -> Vec<Edit<'m>> {
     if !cfg.enabled || !view.reached(cfg.trigger) {
         return Vec::new();
     }
@@ -159,20 +159,14 @@ pub fn run(view: &View<'_>, cfg: &CollapseConfig) -> Vec<Edit> {
         };
         // The note follows from the messages of the run alone: remembered on its first
         // result under the serials of those messages.
-        let mut fresh = None;
-        let note = remembered(
-            &view.memo[first].note,
-            run_key(view, start..i),
-            &mut fresh,
-            make_note,
-        );
-        let texts = std::iter::once((first, note)).chain(rest.iter().map(|&r| (r, &member_text)));
-        let edits: Vec<Edit> = texts
-            .map(|(index, new)| {
-                let tokens = view.tokens_with_keyed(index, new);
-                Edit::keyed(index, Pass::Collapse, new, tokens)
-            })
-            .collect();
+        let note = remembered(&view.memo[first].note, run_key(view, start..i), make_note);
+        let mut edits = Vec::with_capacity(open.len());
+        let tokens = view.tokens_with_keyed(first, &note);
+        edits.push(Edit::remembered(first, Pass::Collapse, &note, tokens));
+        for &r in rest {
+            let tokens = view.tokens_with_keyed(r, &member_text);
+            edits.push(Edit::keyed(r, Pass::Collapse, &member_text, tokens));
+        }
         let saved: f64 = edits.iter().map(|e| view.tokens[e.index] - e.tokens).sum();
         if saved > 0.0 {
             candidates.push((edits, saved));

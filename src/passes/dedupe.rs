@@ -10,7 +10,7 @@ pub fn placeholder(tool: &str, arg: &str) -> String {
     format!("{SUPERSEDED}{tool}({arg}) was read again later in this conversation; that newer result is current.]")
 }
 
-pub fn run(view: &View<'_>, cfg: &DedupeConfig) -> Vec<Edit> {
+pub fn run<'m>(view: &View<'_, 'm>, cfg: &DedupeConfig) -> Vec<Edit<'m>> {
     if !cfg.enabled {
         return Vec::new();
     }
@@ -43,7 +43,7 @@ pub fn run(view: &View<'_>, cfg: &DedupeConfig) -> Vec<Edit> {
             if saved <= 0.0 {
                 continue;
             }
-            candidates.push((Edit::keyed(earlier, Pass::Dedupe, new, tokens), saved));
+            candidates.push((Edit::kept(earlier, Pass::Dedupe, new, tokens), saved));
         }
     }
     let n = committed_prefix(candidates.iter().map(|c| c.1), cfg.min_batch_tokens as f64);

@@ -60,21 +60,106 @@ impl Pass {
     }
 }
 
-/// What an edit changes.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Change {
-    /// The whole content becomes this text (shared: the same placeholder is handed
-    /// out every turn without copying).
-    Content(Arc<str>),
-    /// `tool_calls[call].args` becomes this value.
-    ToolArgs { call: usize, args: Arc<Value> },
+/// A value an edit hands out: borrowed from what the cache keeps, or made this turn.
+/// Borrowing touches no reference count: a warm turn hands out thousands of kept
+/// placeholders, and an atomic increment on each stalls the scan that finds them.
+#[derive(Debug)]
+pub enum Shared<'m, T: ?Sized> {
+    Kept(&'m Arc<T>),
+    Made(Arc<T>),
 }
 
+impl<T: ?Sized> Shared<'_, T> {
+    /// The same value, owning its share.
+    pub fn into_owned(self) -> Shared<'static, T> {
+        match self {
+            Shared::Kept(a) => Shared::Made(Arc::clone(a)),
+            Shared::Made(a) => Shared::Made(a),
+        }
+    }
+
+    /// The same value, borrowed from this one.
+    pub fn borrowed(&self) -> Shared<'_, T> {
+        match self {
+            Shared::Kept(a) => Shared::Kept(a),
+            Shared::Made(a) => Shared::Kept(a),
+        }
+    }
+}
+
+impl From<&str> for Shared<'_, str> {
+    fn from(text: &str) -> Self {
+        Shared::Made(Arc::from(text))
+    }
+}
+
+impl<T: ?Sized> Clone for Shared<'_, T> {
+    fn clone(&self) -> Self {
+        match self {
+            Shared::Kept(a) => Shared::Kept(a),
+            Shared::Made(a) => Shared::Made(Arc::clone(a)),
+        }
+    }
+}
+
+impl<T: ?Sized> std::ops::Deref for Shared<'_, T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        match self {
+            Shared::Kept(a) => a,
+            Shared::Made(a) => a,
+        }
+    }
+}
+
+impl<T: ?Sized + PartialEq> PartialEq for Shared<'_, T> {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+/// What an edit changes.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Edit {
+pub enum Change<'m> {
+    /// The whole content becomes this text.
+    Content(Shared<'m, str>),
+    /// `tool_calls[call].args` becomes this value.
+    ToolArgs {
+        call: usize,
+        args: Shared<'m, Value>,
+    },
+}
+
+impl Change<'_> {
+    pub fn into_owned(self) -> Change<'static> {
+        match self {
+            Change::Content(text) => Change::Content(text.into_owned()),
+            Change::ToolArgs { call, args } => Change::ToolArgs {
+                call,
+                args: args.into_owned(),
+            },
+        }
+    }
+
+    pub fn borrowed(&self) -> Change<'_> {
+        match self {
+            Change::Content(text) => Change::Content(text.borrowed()),
+            Change::ToolArgs { call, args } => Change::ToolArgs {
+                call: *call,
+                args: args.borrowed(),
+            },
+        }
+    }
+}
+
+/// One change to one message. `'m` is the life of the memos its values may be
+/// borrowed from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Edit<'m> {
     pub index: usize,
     pub pass: Pass,
-    pub change: Change,
+    pub change: Change<'m>,
     /// The message's tokens once this pass's edits to it are applied.
     pub tokens: f64,
     /// Identifies the change (a hash of the text, or of the settings and call an
@@ -82,15 +167,26 @@ pub struct Edit {
     pub key: u64,
 }
 
-impl Edit {
+impl<'m> Edit<'m> {
     /// A content edit, keyed by its text.
-    pub fn content(index: usize, pass: Pass, text: Arc<str>, key: u64, tokens: f64) -> Edit {
+    pub fn content(index: usize, pass: Pass, text: Shared<'m, str>, key: u64, tokens: f64) -> Self {
         Edit {
             index,
             pass,
             change: Change::Content(text),
             tokens,
             key,
+        }
+    }
+
+    /// The same edit, owning its values.
+    pub fn into_owned(self) -> Edit<'static> {
+        Edit {
+            index: self.index,
+            pass: self.pass,
+            change: self.change.into_owned(),
+            tokens: self.tokens,
+            key: self.key,
         }
     }
 }
@@ -120,16 +216,35 @@ pub fn keyed(text: String) -> Keyed {
     }
 }
 
-impl Edit {
+impl<'m> Edit<'m> {
     /// The edit that makes message `index`'s content `new`, which brings it to `tokens`.
-    pub fn keyed(index: usize, pass: Pass, new: &Keyed, tokens: f64) -> Edit {
-        Edit::content(index, pass, Arc::clone(&new.text), new.key, tokens)
+    pub fn keyed(index: usize, pass: Pass, new: &Keyed, tokens: f64) -> Self {
+        Edit::content(
+            index,
+            pass,
+            Shared::Made(Arc::clone(&new.text)),
+            new.key,
+            tokens,
+        )
+    }
+
+    /// The same, with a text the memos keep: borrowed, not shared.
+    pub fn kept(index: usize, pass: Pass, new: &'m Keyed, tokens: f64) -> Self {
+        Edit::content(index, pass, Shared::Kept(&new.text), new.key, tokens)
+    }
+
+    /// The same, with a text kept or made (see `remembered`).
+    pub fn remembered(index: usize, pass: Pass, new: &Remembered<'m, Keyed>, tokens: f64) -> Self {
+        match new {
+            Remembered::Kept(k) => Edit::kept(index, pass, k, tokens),
+            Remembered::Made(k) => Edit::keyed(index, pass, k, tokens),
+        }
     }
 
     /// Apply to a message (the core's copy, to count what follows).
     pub fn apply(&self, m: &mut Message) {
         match &self.change {
-            Change::Content(text) => m.content = Content::Text(text.as_ref().into()),
+            Change::Content(text) => m.content = Content::Text((**text).into()),
             Change::ToolArgs { call, args } => {
                 if let Some(c) = m.tool_calls.get_mut(*call) {
                     c.args = Value::clone(args);
@@ -169,28 +284,44 @@ impl Memo {
     }
 }
 
+/// A value from a memo, or one made this turn that no memo keeps.
+pub enum Remembered<'m, T> {
+    Kept(&'m T),
+    Made(T),
+}
+
+impl<T> std::ops::Deref for Remembered<'_, T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        match self {
+            Remembered::Kept(v) => v,
+            Remembered::Made(v) => v,
+        }
+    }
+}
+
 /// What `memo` holds under `key`, else `make()`, kept in `memo` for later turns when
 /// the memo is still empty (a value made under another key stays and is not used).
-/// Without a key nothing is kept. A value not kept lives in `fresh`.
-pub fn remembered<'a, T>(
-    memo: &'a OnceLock<(u64, T)>,
+/// Without a key nothing is kept.
+pub fn remembered<'m, T>(
+    memo: &'m OnceLock<(u64, T)>,
     key: Option<u64>,
-    fresh: &'a mut Option<T>,
     make: impl Fn() -> T,
-) -> &'a T {
+) -> Remembered<'m, T> {
     let Some(key) = key else {
-        return fresh.insert(make());
+        return Remembered::Made(make());
     };
     let (kept_under, value) = memo.get_or_init(|| (key, make()));
     if *kept_under == key {
-        value
+        Remembered::Kept(value)
     } else {
-        fresh.insert(make())
+        Remembered::Made(make())
     }
 }
 
 /// The edits that shorten a message's arguments, and its tokens after them.
-pub type Shortened = (Vec<Edit>, f64);
+pub type Shortened = (Vec<Edit<'static>>, f64);
 
 /// What the passes read of every message, kept beside the cached counts: a scan over
 /// these never visits the messages themselves (scattered over the heap). Kept small
@@ -322,7 +453,7 @@ fn next_serial() -> u64 {
 }
 
 /// The view a pass works on.
-pub struct View<'a> {
+pub struct View<'a, 'm> {
     /// The messages as they came (edits land in `tokens` and `placeholders`).
     pub msgs: &'a [&'a Message],
     /// Each message's measure as it came (before any override).
@@ -349,7 +480,7 @@ pub struct View<'a> {
     /// Tool names by `ToolResult::tool_id`.
     pub tool_names: &'a [&'a str],
     /// Per message, what earlier turns worked out.
-    pub memo: &'a [Memo],
+    pub memo: &'m [Memo],
 }
 
 /// A tool result message with what is known of the call it answers (the call and
@@ -534,7 +665,7 @@ impl<'a> FarCalls<'a> {
     }
 }
 
-impl<'a> View<'a> {
+impl<'a> View<'a, '_> {
     /// The call a result answers, when it is in the conversation.
     pub fn call(&self, r: &ToolResult) -> Option<&'a ToolCall> {
         self.msgs.get(r.caller?)?.tool_calls.get(r.position)
@@ -657,7 +788,7 @@ pub fn is_placeholder(text: &str, gap_template: &str) -> bool {
 
 /// Per tool result, whether its tool passes `test`; each distinct name is tested once
 /// (a conversation calls few tools many times).
-pub fn tool_flags(view: &View<'_>, test: impl Fn(&str) -> bool) -> Vec<bool> {
+pub fn tool_flags(view: &View<'_, '_>, test: impl Fn(&str) -> bool) -> Vec<bool> {
     let by_id: Vec<bool> = view.tool_names.iter().map(|t| test(t)).collect();
     view.results
         .iter()
@@ -782,20 +913,16 @@ mod tests {
     #[test]
     fn remembered_keeps_the_first_value_under_its_key_only() {
         let memo = OnceLock::new();
-        let mut fresh = None;
-        assert_eq!(*remembered(&memo, None, &mut fresh, || 1), 1);
+        let made = |r: Remembered<'_, i32>| matches!(r, Remembered::Made(_));
+        let r = remembered(&memo, None, || 1);
+        assert_eq!((*r, made(r)), (1, true));
         assert!(memo.get().is_none(), "no key, nothing kept");
-        assert_eq!(*remembered(&memo, Some(7), &mut None, || 2), 2);
-        assert_eq!(
-            *remembered(&memo, Some(7), &mut None, || 3),
-            2,
-            "kept under 7"
-        );
-        assert_eq!(
-            *remembered(&memo, Some(8), &mut None, || 4),
-            4,
-            "another key"
-        );
+        let r = remembered(&memo, Some(7), || 2);
+        assert_eq!((*r, made(r)), (2, false));
+        let r = remembered(&memo, Some(7), || 3);
+        assert_eq!((*r, made(r)), (2, false), "kept under 7");
+        let r = remembered(&memo, Some(8), || 4);
+        assert_eq!((*r, made(r)), (4, true), "another key");
         assert_eq!(memo.get(), Some(&(7, 2)));
     }
 

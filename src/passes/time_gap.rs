@@ -30,7 +30,7 @@ pub fn last_gap(timestamps: &[Option<f64>], now: Option<f64>, threshold: f64) ->
     }
 }
 
-pub fn run(view: &View<'_>, cfg: &MicrocompactConfig) -> Vec<Edit> {
+pub fn run<'m>(view: &View<'_, 'm>, cfg: &MicrocompactConfig) -> Vec<Edit<'m>> {
     if !cfg.enabled {
         return Vec::new();
     }

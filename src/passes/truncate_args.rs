@@ -4,7 +4,9 @@
 
 use serde_json::Value;
 
-use super::{committed_prefix, remembered, Change, Edit, Pass, Shortened, View};
+use super::{
+    committed_prefix, remembered, Change, Edit, Pass, Remembered, Shared, Shortened, View,
+};
 use crate::config::TruncateArgsConfig;
 use crate::cutoff::Size;
 
@@ -72,7 +74,7 @@ fn shorten_value(v: &Value, max: usize, template: &str) -> Option<Value> {
 }
 
 /// The first message of the keep window: everything before it is old enough.
-fn window_start(view: &View<'_>, keep: Size) -> usize {
+fn window_start(view: &View<'_, '_>, keep: Size) -> usize {
     let n = view.msgs.len();
     match keep {
         Size::Messages(k) => n.saturating_sub(k as usize),
@@ -97,7 +99,7 @@ fn window_start(view: &View<'_>, keep: Size) -> usize {
 }
 
 /// The settings a shortening depends on.
-fn fingerprint(cfg: &TruncateArgsConfig, view: &View<'_>) -> u64 {
+fn fingerprint(cfg: &TruncateArgsConfig, view: &View<'_, '_>) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     (cfg.max_length, &cfg.truncation_text, cfg.truncate_all_tools).hash(&mut h);
@@ -117,7 +119,7 @@ fn shorten_message(
     i: usize,
     m: &crate::message::Message,
     cfg: &TruncateArgsConfig,
-    view: &View<'_>,
+    view: &View<'_, '_>,
 ) -> Option<Shortened> {
     let edits: Vec<Edit> = m
         .tool_calls
@@ -133,7 +135,7 @@ fn shorten_message(
                 pass: Pass::TruncateArgs,
                 change: Change::ToolArgs {
                     call: ci,
-                    args: std::sync::Arc::new(args),
+                    args: Shared::Made(std::sync::Arc::new(args)),
                 },
                 tokens: 0.0,
                 // The shortened arguments follow from the message, the call and the settings.
@@ -155,7 +157,7 @@ fn shorten_message(
     ))
 }
 
-pub fn run(view: &View<'_>, cfg: &TruncateArgsConfig) -> Vec<Edit> {
+pub fn run<'m>(view: &View<'_, 'm>, cfg: &TruncateArgsConfig) -> Vec<Edit<'m>> {
     let Some(trigger) = cfg.trigger else {
         return Vec::new();
     };
@@ -164,8 +166,10 @@ pub fn run(view: &View<'_>, cfg: &TruncateArgsConfig) -> Vec<Edit> {
     }
     let start = window_start(view, cfg.keep);
     let settings = fingerprint(cfg, view);
-    // Candidate messages in order, with their edits and what they save.
-    let mut candidates: Vec<(Vec<Edit>, f64)> = Vec::new();
+    // Candidate messages in order: where their edits end in `edits`, and what they
+    // save (one vector for all edits, rather than one per message).
+    let mut edits: Vec<Edit<'m>> = Vec::new();
+    let mut candidates: Vec<(usize, f64)> = Vec::new();
     for (i, m) in view.msgs.iter().enumerate().take(start) {
         // Nothing longer than the limit, nothing to shorten: the memo is not read.
         if !view
@@ -175,24 +179,30 @@ pub fn run(view: &View<'_>, cfg: &TruncateArgsConfig) -> Vec<Edit> {
         {
             continue;
         }
-        let mut fresh = None;
-        let shortened = remembered(&view.memo[i].truncated, Some(settings), &mut fresh, || {
+        let shortened = remembered(&view.memo[i].truncated, Some(settings), || {
             shorten_message(settings, i, m, cfg, view)
         });
-        if let Some((edits, tokens)) = shortened {
-            // The message may sit elsewhere than when this was worked out.
-            let edits = edits
-                .iter()
-                .map(|e| Edit {
+        // The message may sit elsewhere than when this was worked out.
+        let tokens = match shortened {
+            Remembered::Kept(Some((kept, tokens))) => {
+                edits.extend(kept.iter().map(|e| Edit {
                     index: i,
-                    ..e.clone()
-                })
-                .collect();
-            candidates.push((edits, view.tokens[i] - tokens));
-        }
+                    change: e.change.borrowed(),
+                    ..*e
+                }));
+                *tokens
+            }
+            Remembered::Made(Some((made, tokens))) => {
+                edits.extend(made.into_iter().map(|e| Edit { index: i, ..e }));
+                tokens
+            }
+            Remembered::Kept(None) | Remembered::Made(None) => continue,
+        };
+        candidates.push((edits.len(), view.tokens[i] - tokens));
     }
     let n = committed_prefix(candidates.iter().map(|c| c.1), cfg.min_batch_tokens as f64);
-    candidates.into_iter().take(n).flat_map(|c| c.0).collect()
+    edits.truncate(n.checked_sub(1).map_or(0, |last| candidates[last].0));
+    edits
 }
 
 #[cfg(test)]
