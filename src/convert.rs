@@ -1068,7 +1068,7 @@ pub struct Conversation {
     /// borrow the skeletons as they are and walk thousands of memos in memory order.
     /// Empty while the conversation is only counted.
     pub skeletons: Vec<crate::passes::Skeleton>,
-    pub memos: Vec<crate::passes::Memo>,
+    pub memos: crate::passes::Memos,
 }
 
 /// Put `value` at `i`, filling any gap before it with defaults.
@@ -1191,9 +1191,7 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
         if want.message || i < skeletons.len() {
             set_at(&mut skeletons, i, skeleton);
         }
-        if let Some(memo) = memos.get_mut(i) {
-            *memo = crate::passes::Memo::default();
-        }
+        memos.reset(i);
         i += 1;
     }
     entries.truncate(i);
@@ -1202,14 +1200,14 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
     if want.message {
         // Every entry holds its message now; new ones start with empty memos.
         skeletons.resize_with(i, crate::passes::Skeleton::default);
-        memos.resize_with(i, crate::passes::Memo::default);
+        memos.resize(i);
     }
     if let Some(k) = first_replaced {
         for s in skeletons.iter_mut().take(cached_len).skip(k + 1) {
             s.link = None;
         }
-        for memo in memos.iter_mut().take(cached_len).skip(k + 1) {
-            memo.forget_call();
+        for j in k + 1..cached_len.min(i) {
+            memos.forget_call(j);
         }
     }
     Ok(ReadSet {

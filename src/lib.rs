@@ -389,7 +389,7 @@ mod _core {
             crate::passes::link_results(&msgs, skeletons);
         }
         let skeletons = whole.then_some(skeletons.as_slice());
-        let memos = whole.then_some(memos.as_slice());
+        let memos = whole.then_some(memos);
         let timestamps = timestamps.unwrap_or_else(|| match skeletons {
             Some(s) => timestamps_if_any(s.iter().map(|s| s.timestamp)),
             None => timestamps_if_any(msgs.iter().map(|m| m.timestamp)),

@@ -4,7 +4,7 @@
 use crate::config::PlanConfig;
 use crate::cutoff::{find_cutoff, should_trigger, PairShape};
 use crate::message::Message;
-use crate::passes::{self, Change, Edit, Memo, Pass, Skeleton, View};
+use crate::passes::{self, Change, Edit, Memos, Pass, Skeleton, View};
 use crate::tokens::{HeuristicParams, Measure};
 
 /// What one pass did.
@@ -48,7 +48,7 @@ pub struct PlanInput<'a, 'm> {
     /// The messages' pair shapes, when the caller has them at hand.
     pub shapes: Option<Vec<&'a PairShape>>,
     /// What earlier turns worked out per message, when the caller keeps it.
-    pub memos: Option<&'m [Memo]>,
+    pub memos: Option<&'m Memos>,
 }
 
 impl Plan<'_> {
@@ -69,14 +69,14 @@ pub fn plan<'m>(input: PlanInput<'_, 'm>, cfg: &PlanConfig) -> Plan<'m> {
     match input.memos {
         Some(memos) if memos.len() == input.msgs.len() => plan_with(input, memos, cfg),
         _ => {
-            let fresh: Vec<Memo> = input.msgs.iter().map(|_| Memo::default()).collect();
+            let fresh = Memos::new(input.msgs.len());
             plan_with(input, &fresh, cfg).into_owned()
         }
     }
 }
 
 /// The plan, with `memo` for what later turns may reuse (`input.memos` aside).
-fn plan_with<'m>(input: PlanInput<'_, '_>, memo: &'m [Memo], cfg: &PlanConfig) -> Plan<'m> {
+fn plan_with<'m>(input: PlanInput<'_, '_>, memo: &'m Memos, cfg: &PlanConfig) -> Plan<'m> {
     let n = input.msgs.len();
     let mut tokens = input.tokens;
     tokens.resize(n, 0.0);

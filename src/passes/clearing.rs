@@ -28,8 +28,7 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &ClearingConfig) -> Vec<Edit<'m>> {
         .iter()
         .filter(|r| !view.is_placeholder(r.index))
         .map(|r| {
-            let new = view.memo[r.index]
-                .cleared
+            let new = view.memo.cleared[r.index]
                 .get_or_init(|| keyed(placeholder(view.tool(r), &main_arg(view.call(r)))));
             let tokens = view.tokens_with_keyed(r.index, new);
             let edit = Edit::kept(r.index, Pass::Clearing, new, tokens);

@@ -159,7 +159,7 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &CollapseConfig) -> Vec<Edit<'m>> {
         };
         // The note follows from the messages of the run alone: remembered on its first
         // result under the serials of those messages.
-        let note = remembered(&view.memo[first].note, run_key(view, start..i), make_note);
+        let note = remembered(&view.memo.note[first], run_key(view, start..i), make_note);
         let mut edits = Vec::with_capacity(open.len());
         let tokens = view.tokens_with_keyed(first, &note);
         edits.push(Edit::remembered(first, Pass::Collapse, &note, tokens));
@@ -180,7 +180,7 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &CollapseConfig) -> Vec<Edit<'m>> {
 mod tests {
     use super::*;
     use crate::message::{Message, Role, ToolCall};
-    use crate::passes::{link_results, tool_results, Memo, Skeleton};
+    use crate::passes::{link_results, tool_results, Memos, Skeleton};
     use crate::tokens::{measure, HeuristicParams};
     use proptest::prelude::*;
 
@@ -225,7 +225,7 @@ mod tests {
         let params = HeuristicParams::default();
         let measures: Vec<_> = msgs.iter().map(measure).collect();
         let n = msgs.len();
-        let memo: Vec<Memo> = (0..n).map(|_| Memo::default()).collect();
+        let memo = Memos::new(n);
         let view = View {
             msgs: &refs,
             measures: &measures,

@@ -26,17 +26,16 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &DedupeConfig) -> Vec<Edit<'m>> {
         if r.caller.is_none() || view.is_placeholder(r.index) {
             continue;
         }
-        let memo = &view.memo[r.index];
-        let args = match memo.read_key.get() {
+        let read_key = &view.memo.read_key[r.index];
+        let args = match read_key.get() {
             Some(args) => args,
             None => {
                 let Some(call) = view.call(r) else { continue };
-                memo.read_key.get_or_init(|| call.args.to_string())
+                read_key.get_or_init(|| call.args.to_string())
             }
         };
         if let Some(earlier) = last.insert((r.tool_id, args.as_str()), r.index) {
-            let new = view.memo[earlier]
-                .superseded
+            let new = view.memo.superseded[earlier]
                 .get_or_init(|| keyed(placeholder(view.tool(r), &main_arg(view.call(r)))));
             let tokens = view.tokens_with_keyed(earlier, new);
             let saved = view.tokens[earlier] - tokens;

@@ -204,14 +204,14 @@ pub fn text_key(text: &str) -> u64 {
 pub struct Keyed {
     pub text: Arc<str>,
     pub key: u64,
-    /// Length in code points.
-    pub chars: usize,
+    /// Length in code points (saturating: 32 bits keep a memo slot small).
+    pub chars: u32,
 }
 
 pub fn keyed(text: String) -> Keyed {
     Keyed {
         key: text_key(&text),
-        chars: text.chars().count(),
+        chars: u32::try_from(text.chars().count()).unwrap_or(u32::MAX),
         text: Arc::from(text),
     }
 }
@@ -254,33 +254,93 @@ impl<'m> Edit<'m> {
     }
 }
 
-/// What the passes worked out about one message and can reuse on later turns (the
-/// message is immutable while cached; anything that depends on settings carries the
-/// fingerprint of the settings it was made with). A result's placeholders and read
-/// key come from its call, in an earlier message: `forget_call` drops them when that
-/// may have changed.
+/// What the passes worked out about each message of a conversation and can reuse on
+/// later turns (a message is immutable while cached; anything that depends on
+/// settings carries the fingerprint of the settings it was made with). One vector per
+/// kind, indexed by message: a pass reads one kind for thousands of messages, and
+/// reads them in order. A result's placeholders and read key come from its call, in
+/// an earlier message: `forget_call` drops them when that may have changed.
 #[derive(Debug, Default)]
-pub struct Memo {
-    /// Clearing's placeholder for this result.
-    pub cleared: OnceLock<Keyed>,
-    /// Dedupe's placeholder for this result, and its read key.
-    pub superseded: OnceLock<Keyed>,
-    pub read_key: OnceLock<String>,
-    /// Argument truncation of this AI message, under the settings fingerprinted.
-    pub truncated: OnceLock<(u64, Option<Shortened>)>,
-    /// The collapse note on this result, under the key of the run's messages.
-    pub note: OnceLock<(u64, Keyed)>,
+pub struct Memos {
+    /// Clearing's placeholder for a result.
+    pub cleared: Vec<OnceLock<Keyed>>,
+    /// Dedupe's placeholder for a result, and its read key.
+    pub superseded: Vec<OnceLock<Keyed>>,
+    pub read_key: Vec<OnceLock<String>>,
+    /// Argument truncation of an AI message, under the settings fingerprinted.
+    pub truncated: Vec<OnceLock<(u64, Option<Shortened>)>>,
+    /// The collapse note on a result, under the key of the run's messages.
+    pub note: Vec<OnceLock<(u64, Keyed)>>,
 }
 
-impl Memo {
-    /// Forget what was worked out from the call this message answers (and the
+impl Memos {
+    /// Empty memos for `n` messages.
+    pub fn new(n: usize) -> Self {
+        let mut m = Memos::default();
+        m.resize(n);
+        m
+    }
+
+    pub fn len(&self) -> usize {
+        self.cleared.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cleared.is_empty()
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.cleared.capacity()
+    }
+
+    pub fn reserve_exact(&mut self, additional: usize) {
+        self.cleared.reserve_exact(additional);
+        self.superseded.reserve_exact(additional);
+        self.read_key.reserve_exact(additional);
+        self.truncated.reserve_exact(additional);
+        self.note.reserve_exact(additional);
+    }
+
+    pub fn truncate(&mut self, n: usize) {
+        self.cleared.truncate(n);
+        self.superseded.truncate(n);
+        self.read_key.truncate(n);
+        self.truncated.truncate(n);
+        self.note.truncate(n);
+    }
+
+    /// Keep `n` messages' memos; new ones start empty.
+    pub fn resize(&mut self, n: usize) {
+        self.cleared.resize_with(n, OnceLock::new);
+        self.superseded.resize_with(n, OnceLock::new);
+        self.read_key.resize_with(n, OnceLock::new);
+        self.truncated.resize_with(n, OnceLock::new);
+        self.note.resize_with(n, OnceLock::new);
+    }
+
+    /// Forget everything about message `i` (it was replaced).
+    pub fn reset(&mut self, i: usize) {
+        self.forget_call(i);
+        if let Some(m) = self.truncated.get_mut(i) {
+            *m = OnceLock::new();
+        }
+    }
+
+    /// Forget what was worked out from the call message `i` answers (and its
     /// collapse note: its key would no longer match, and an empty memo can keep the
     /// next one).
-    pub fn forget_call(&mut self) {
-        self.cleared = OnceLock::new();
-        self.superseded = OnceLock::new();
-        self.read_key = OnceLock::new();
-        self.note = OnceLock::new();
+    pub fn forget_call(&mut self, i: usize) {
+        for v in [&mut self.cleared, &mut self.superseded] {
+            if let Some(m) = v.get_mut(i) {
+                *m = OnceLock::new();
+            }
+        }
+        if let Some(m) = self.read_key.get_mut(i) {
+            *m = OnceLock::new();
+        }
+        if let Some(m) = self.note.get_mut(i) {
+            *m = OnceLock::new();
+        }
     }
 }
 
@@ -480,7 +540,7 @@ pub struct View<'a, 'm> {
     /// Tool names by `ToolResult::tool_id`.
     pub tool_names: &'a [&'a str],
     /// Per message, what earlier turns worked out.
-    pub memo: &'m [Memo],
+    pub memo: &'m Memos,
 }
 
 /// A tool result message with what is known of the call it answers (the call and
@@ -709,7 +769,7 @@ impl<'a> View<'a, '_> {
         match (old, self.measures.get(i)) {
             // Text content: swap its length in the measure, without visiting the message.
             (Some(old), Some(base)) => {
-                let body = base.chars_without_name as usize - old + new.chars;
+                let body = base.chars_without_name as usize - old + new.chars as usize;
                 let name = (base.chars - base.chars_without_name) as usize;
                 Measure::new(body, name, base.images, base.documents).heuristic_tokens(self.params)
             }
@@ -908,6 +968,30 @@ mod tests {
         }
         assert_eq!(committed_prefix([10.0], 5.0), 1);
         assert_eq!(committed_prefix([1.0, 1.0], 5.0), 0);
+    }
+
+    #[test]
+    fn memos_forget_a_call_but_keep_the_message_own_work() {
+        let mut m = Memos::new(3);
+        let set = |m: &Memos, i: usize| {
+            let _ = m.cleared[i].set(keyed("c".into()));
+            let _ = m.read_key[i].set("k".into());
+            let _ = m.truncated[i].set((1, None));
+        };
+        for i in 0..3 {
+            set(&m, i);
+        }
+        m.forget_call(1);
+        assert!(m.cleared[1].get().is_none() && m.read_key[1].get().is_none());
+        assert!(m.truncated[1].get().is_some(), "the message's own arguments");
+        m.reset(2);
+        assert!(m.cleared[2].get().is_none() && m.truncated[2].get().is_none());
+        assert!(m.cleared[0].get().is_some(), "others untouched");
+        m.forget_call(7);
+        m.truncate(1);
+        m.resize(2);
+        assert_eq!(m.len(), 2);
+        assert!(m.cleared[0].get().is_some() && m.cleared[1].get().is_none());
     }
 
     #[test]

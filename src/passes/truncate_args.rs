@@ -179,7 +179,7 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &TruncateArgsConfig) -> Vec<Edit<'m>> {
         {
             continue;
         }
-        let shortened = remembered(&view.memo[i].truncated, Some(settings), || {
+        let shortened = remembered(&view.memo.truncated[i], Some(settings), || {
             shorten_message(settings, i, m, cfg, view)
         });
         // The message may sit elsewhere than when this was worked out.
