@@ -107,10 +107,27 @@ impl Measure {
         } else {
             self.chars_without_name
         };
-        (chars as f64 / p.chars_per_token).ceil()
+        ceil_non_negative(chars as f64 / p.chars_per_token)
             + p.extra_tokens_per_message
             + f64::from(self.images) * p.tokens_per_image
             + f64::from(self.documents) * p.tokens_per_document
+    }
+}
+
+/// `x.ceil()`, inline for the non-negative values token counts are: the baseline
+/// x86-64 target has no rounding instruction, so `f64::ceil` is a library call, and
+/// a long conversation's turn makes one per message.
+pub fn ceil_non_negative(x: f64) -> f64 {
+    // From 2^52 on every f64 is a whole number; below it, `as u64` truncates exactly.
+    const WHOLE: f64 = 4_503_599_627_370_496.0;
+    if !(x > 0.0 && x < WHOLE) {
+        return x.ceil();
+    }
+    let t = x as u64 as f64;
+    if t < x {
+        t + 1.0
+    } else {
+        t
     }
 }
 
@@ -558,6 +575,23 @@ mod tests {
         let wild = [None, Some((200, 0)), None, None];
         let b = anchored_total(0.0, &per, &wild, 0);
         assert_eq!((b.anchor, b.total), (None, 40.0));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn ceil_non_negative_is_ceil(
+            x in proptest::prop_oneof![
+                proptest::num::f64::ANY,
+                proptest::strategy::Just(-0.0),
+                0.0..10.0f64,
+                4.5e15..4.6e15f64,
+            ],
+        ) {
+            let want = x.ceil();
+            let got = ceil_non_negative(x);
+            proptest::prop_assert!(got == want || (got.is_nan() && want.is_nan()), "{x}: {got} vs {want}");
+            proptest::prop_assert_eq!(got.is_sign_negative(), want.is_sign_negative());
+        }
     }
 
     #[test]

@@ -983,7 +983,10 @@ mod tests {
         }
         m.forget_call(1);
         assert!(m.cleared[1].get().is_none() && m.read_key[1].get().is_none());
-        assert!(m.truncated[1].get().is_some(), "the message's own arguments");
+        assert!(
+            m.truncated[1].get().is_some(),
+            "the message's own arguments"
+        );
         m.reset(2);
         assert!(m.cleared[2].get().is_none() && m.truncated[2].get().is_none());
         assert!(m.cleared[0].get().is_some(), "others untouched");
