@@ -18,6 +18,7 @@ from fastcompact import (
 )
 from fastcompact.samples import coding_session
 from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from tests.conftest import conversations, pair_violations
@@ -440,6 +441,83 @@ def test_remembered_work_never_changes_a_plan():
     fastcompact.clear_cache()
     cold = plan(shifted, cfg, cache_key="thread-1").edits
     assert warm == again == cold and warm
+
+
+_POOL = coding_session(140, seed=21)
+_COLD_KEYS = iter(range(10**9))
+# Every pass acts on the pool's conversations (the budget on a few long results, the
+# time gap once `now` is an hour past the last message).
+_EVERY_PASS = CompactionConfig(
+    trigger=("tokens", 10**9),
+    token_budget=TokenBudgetConfig(per_tool_chars=20_000),
+    truncate_args=TruncateArgsConfig(
+        trigger=("messages", 1), keep=("messages", 4), max_length=20, min_batch_tokens=0
+    ),
+    clearing=ClearingConfig(trigger=("messages", 1), keep_recent=6, clear_at_least=0),
+    dedupe=DedupeConfig(min_batch_tokens=0),
+    collapse=CollapseConfig(trigger=("messages", 1), keep_recent_messages=4, min_batch_tokens=0),
+)
+
+
+def _changed(m: Any, how: int) -> Any:
+    """Another version of `m` keeping its ids: other arguments, or (odd `how`) other
+    tool names with a new call in front, so that each call moves in its message."""
+    if isinstance(m, AIMessage) and m.tool_calls:
+        if how % 2:
+            calls = [
+                {"name": "ls", "args": {"path": "."}, "id": f"{m.tool_calls[0]['id']}-new"},
+                *({**c, "name": "glob" if c["name"] != "glob" else "grep"} for c in m.tool_calls),
+            ]
+        else:
+            calls = [{**c, "args": {**c["args"], "path": "elsewhere.py"}} for c in m.tool_calls]
+        return m.model_copy(update={"tool_calls": calls})
+    return m.model_copy(update={"content": f"{m.content} (changed)"})
+
+
+_STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("append"), st.integers(1, 8)),
+        st.tuples(st.just("replace"), st.integers(0, 10**6)),
+        st.tuples(st.just("copy"), st.integers(0, 10**6)),
+        st.tuples(st.just("pop"), st.integers(1, 4)),
+        st.tuples(st.just("count"), st.just(0)),
+        st.tuples(st.just("view"), st.just(0)),
+        st.tuples(st.just("plan"), st.just(0)),
+    ),
+    min_size=1,
+    max_size=14,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_STEPS)
+def test_turns_through_the_cache_plan_as_from_scratch(steps):
+    """Whatever happens to a conversation between turns (messages appended, replaced,
+    copied as a checkpointer reloads them, dropped; counts without planning in
+    between), planning through the per-conversation cache gives what planning from
+    scratch gives, and the model view is those edits applied."""
+    fastcompact.clear_cache()
+    msgs: list[Any] = list(_POOL[:60])
+    fresh = iter(_POOL[60:])
+    for op, arg in steps:
+        if op == "append":
+            msgs += [m for _, m in zip(range(arg), fresh, strict=False)]
+        elif op == "replace" and msgs:
+            msgs[arg % len(msgs)] = _changed(msgs[arg % len(msgs)], arg // len(msgs))
+        elif op == "copy" and msgs:
+            msgs[arg % len(msgs)] = msgs[arg % len(msgs)].model_copy()
+        elif op == "pop":
+            del msgs[max(len(msgs) - arg, 1) :]
+        elif op == "count":
+            fastcompact.count_tokens(msgs, cache_key="turns")
+        times = {"timestamps": [i * 60.0 for i in range(len(msgs))], "now": len(msgs) * 60.0 + 4_000}
+        cold = plan(msgs, _EVERY_PASS, cache_key=f"cold-{next(_COLD_KEYS)}", **times)
+        if op == "view":
+            view, _ = fastcompact.model_view(msgs, _EVERY_PASS, cache_key="turns", **times)
+            expected = apply_edits(msgs, cold.edits)
+            assert [_same(a, b) for a, b in zip(view, expected, strict=True)] == [True] * len(msgs)
+        else:
+            assert plan(msgs, _EVERY_PASS, cache_key="turns", **times).edits == cold.edits
 
 
 def test_a_replaced_call_is_seen_by_the_results_after_it():
