@@ -3,8 +3,8 @@
 //! recent window has its results folded into a one-line note on the first result.
 
 use super::{
-    committed_prefix, keyed, main_arg, remembered, Edit, FastHasher, FastMap, Pass, ToolResult,
-    View, COLLAPSED, COLLAPSED_MEMBER,
+    keyed, main_arg, remembered, Batches, Edit, FastHasher, FastMap, Pass, ToolResult, View,
+    COLLAPSED, COLLAPSED_MEMBER,
 };
 use crate::config::CollapseConfig;
 
@@ -126,7 +126,7 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &CollapseConfig) -> Vec<Edit<'m>> {
     };
     let member_text = keyed(member());
 
-    let mut candidates: Vec<(Vec<Edit>, f64)> = Vec::new();
+    let mut batches = Batches::new(cfg.min_batch_tokens as f64);
     let mut at = 0;
     let mut i = 0;
     while i < view.msgs.len() {
@@ -160,20 +160,24 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &CollapseConfig) -> Vec<Edit<'m>> {
         // The note follows from the messages of the run alone: remembered on its first
         // result under the serials of those messages.
         let note = remembered(&view.memo.note[first], run_key(view, start..i), make_note);
-        let mut edits = Vec::with_capacity(open.len());
         let tokens = view.tokens_with_keyed(first, &note);
-        edits.push(Edit::remembered(first, Pass::Collapse, &note, tokens));
+        batches.push(Edit::remembered(first, Pass::Collapse, &note, tokens));
         for &r in rest {
             let tokens = view.tokens_with_keyed(r, &member_text);
-            edits.push(Edit::keyed(r, Pass::Collapse, &member_text, tokens));
+            batches.push(Edit::keyed(r, Pass::Collapse, &member_text, tokens));
         }
-        let saved: f64 = edits.iter().map(|e| view.tokens[e.index] - e.tokens).sum();
+        let saved: f64 = batches
+            .candidate()
+            .iter()
+            .map(|e| view.tokens[e.index] - e.tokens)
+            .sum();
         if saved > 0.0 {
-            candidates.push((edits, saved));
+            batches.keep(saved);
+        } else {
+            batches.discard();
         }
     }
-    let n = committed_prefix(candidates.iter().map(|c| c.1), cfg.min_batch_tokens as f64);
-    candidates.into_iter().take(n).flat_map(|c| c.0).collect()
+    batches.into_committed()
 }
 
 #[cfg(test)]

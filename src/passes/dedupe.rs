@@ -2,7 +2,7 @@
 //! again, the earlier result is replaced by a pointer to the newer one. The newest
 //! read of each file always stays.
 
-use super::{committed_prefix, keyed, main_arg, tool_flags, Edit, FastMap, Pass, View, SUPERSEDED};
+use super::{keyed, main_arg, tool_flags, Batches, Edit, FastMap, Pass, View, SUPERSEDED};
 use crate::config::DedupeConfig;
 
 /// The placeholder for a read that was repeated later.
@@ -17,7 +17,7 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &DedupeConfig) -> Vec<Edit<'m>> {
     // Candidates in the order they became candidates: when the repeat arrived. That
     // order only ever grows at its end, which keeps the batches stable.
     let mut last: FastMap<(usize, &str), usize> = FastMap::default();
-    let mut candidates: Vec<(Edit, f64)> = Vec::new();
+    let mut batches = Batches::new(cfg.min_batch_tokens as f64);
     let listed = tool_flags(view, |t| cfg.tools.contains(t));
     for (r, listed) in view.results.iter().zip(listed) {
         if !listed {
@@ -42,9 +42,9 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &DedupeConfig) -> Vec<Edit<'m>> {
             if saved <= 0.0 {
                 continue;
             }
-            candidates.push((Edit::kept(earlier, Pass::Dedupe, new, tokens), saved));
+            batches.push(Edit::kept(earlier, Pass::Dedupe, new, tokens));
+            batches.keep(saved);
         }
     }
-    let n = committed_prefix(candidates.iter().map(|c| c.1), cfg.min_batch_tokens as f64);
-    candidates.into_iter().take(n).map(|c| c.0).collect()
+    batches.into_committed()
 }

@@ -860,16 +860,79 @@ pub fn tool_flags(view: &View<'_, '_>, test: impl Fn(&str) -> bool) -> Vec<bool>
 /// savings accumulated since the previous close reach `min`. Depends only on the items
 /// themselves, so a longer sequence never uncommits what a shorter one committed.
 pub fn committed_prefix(savings: impl IntoIterator<Item = f64>, min: f64) -> usize {
-    let mut acc = 0.0;
+    let mut batches = Batches::new(min);
     let mut committed = 0;
     for (i, s) in savings.into_iter().enumerate() {
-        acc += s.max(0.0);
-        if acc >= min {
+        if batches.close_batch(s) {
             committed = i + 1;
-            acc = 0.0;
         }
     }
     committed
+}
+
+/// A pass's edits gathered candidate by candidate, of which only complete batches
+/// are kept (see `committed_prefix`): worked out on the way, without a list of
+/// candidates to go over again.
+pub struct Batches<'m> {
+    edits: Vec<Edit<'m>>,
+    min: f64,
+    /// Savings since the last batch closed.
+    open: f64,
+    /// Edits in closed batches.
+    committed: usize,
+    /// Where the candidate being gathered starts in `edits`.
+    start: usize,
+}
+
+impl<'m> Batches<'m> {
+    pub fn new(min: f64) -> Self {
+        Batches {
+            edits: Vec::new(),
+            min,
+            open: 0.0,
+            committed: 0,
+            start: 0,
+        }
+    }
+
+    /// An edit of the candidate being gathered.
+    pub fn push(&mut self, e: Edit<'m>) {
+        self.edits.push(e);
+    }
+
+    /// The edits of the candidate being gathered.
+    pub fn candidate(&self) -> &[Edit<'m>] {
+        &self.edits[self.start..]
+    }
+
+    /// The candidate is complete and saves `saved` (nothing when negative).
+    pub fn keep(&mut self, saved: f64) {
+        self.start = self.edits.len();
+        if self.close_batch(saved) {
+            self.committed = self.edits.len();
+        }
+    }
+
+    /// The candidate is dropped.
+    pub fn discard(&mut self) {
+        self.edits.truncate(self.start);
+    }
+
+    /// Count `saved` in the open batch; whether that closes it.
+    fn close_batch(&mut self, saved: f64) -> bool {
+        self.open += saved.max(0.0);
+        let closed = self.open >= self.min;
+        if closed {
+            self.open = 0.0;
+        }
+        closed
+    }
+
+    /// The edits of the complete batches.
+    pub fn into_committed(mut self) -> Vec<Edit<'m>> {
+        self.edits.truncate(self.committed);
+        self.edits
+    }
 }
 
 #[cfg(test)]
@@ -968,6 +1031,27 @@ mod tests {
         }
         assert_eq!(committed_prefix([10.0], 5.0), 1);
         assert_eq!(committed_prefix([1.0, 1.0], 5.0), 0);
+    }
+
+    #[test]
+    fn batches_keep_the_edits_of_complete_batches_only() {
+        let e = |index| Edit::content(index, Pass::Clearing, "x".into(), 0, 1.0);
+        let mut b = Batches::new(5.0);
+        b.push(e(0));
+        b.push(e(1));
+        b.keep(3.0); // open: 3
+        b.push(e(2));
+        b.discard(); // dropped, no savings counted
+        assert!(b.candidate().is_empty());
+        b.push(e(3));
+        b.keep(2.0); // 5: the batch closes
+        b.push(e(4));
+        b.keep(-1.0); // a loss counts as nothing
+        b.push(e(5));
+        b.keep(4.0); // open: 4, not closed
+        let kept: Vec<usize> = b.into_committed().iter().map(|e| e.index).collect();
+        assert_eq!(kept, [0, 1, 3]);
+        assert_eq!(committed_prefix([3.0, 2.0, -1.0, 4.0], 5.0), 2);
     }
 
     #[test]

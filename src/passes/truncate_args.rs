@@ -4,9 +4,7 @@
 
 use serde_json::Value;
 
-use super::{
-    committed_prefix, remembered, Change, Edit, Pass, Remembered, Shared, Shortened, View,
-};
+use super::{remembered, Batches, Change, Edit, Pass, Remembered, Shared, Shortened, View};
 use crate::config::TruncateArgsConfig;
 use crate::cutoff::Size;
 
@@ -166,10 +164,8 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &TruncateArgsConfig) -> Vec<Edit<'m>> {
     }
     let start = window_start(view, cfg.keep);
     let settings = fingerprint(cfg, view);
-    // Candidate messages in order: where their edits end in `edits`, and what they
-    // save (one vector for all edits, rather than one per message).
-    let mut edits: Vec<Edit<'m>> = Vec::new();
-    let mut candidates: Vec<(usize, f64)> = Vec::new();
+    // Candidate messages in order, each with its edits.
+    let mut batches = Batches::new(cfg.min_batch_tokens as f64);
     for (i, m) in view.msgs.iter().enumerate().take(start) {
         // Nothing longer than the limit, nothing to shorten: the memo is not read.
         if !view
@@ -185,24 +181,26 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &TruncateArgsConfig) -> Vec<Edit<'m>> {
         // The message may sit elsewhere than when this was worked out.
         let tokens = match shortened {
             Remembered::Kept(Some((kept, tokens))) => {
-                edits.extend(kept.iter().map(|e| Edit {
-                    index: i,
-                    change: e.change.borrowed(),
-                    ..*e
-                }));
+                for e in kept {
+                    batches.push(Edit {
+                        index: i,
+                        change: e.change.borrowed(),
+                        ..*e
+                    });
+                }
                 *tokens
             }
             Remembered::Made(Some((made, tokens))) => {
-                edits.extend(made.into_iter().map(|e| Edit { index: i, ..e }));
+                for e in made {
+                    batches.push(Edit { index: i, ..e });
+                }
                 tokens
             }
             Remembered::Kept(None) | Remembered::Made(None) => continue,
         };
-        candidates.push((edits.len(), view.tokens[i] - tokens));
+        batches.keep(view.tokens[i] - tokens);
     }
-    let n = committed_prefix(candidates.iter().map(|c| c.1), cfg.min_batch_tokens as f64);
-    edits.truncate(n.checked_sub(1).map_or(0, |last| candidates[last].0));
-    edits
+    batches.into_committed()
 }
 
 #[cfg(test)]
