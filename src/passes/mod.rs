@@ -856,23 +856,10 @@ pub fn tool_flags(view: &View<'_, '_>, test: impl Fn(&str) -> bool) -> Vec<bool>
         .collect()
 }
 
-/// How many leading items are covered by complete batches: a batch closes once the
-/// savings accumulated since the previous close reach `min`. Depends only on the items
-/// themselves, so a longer sequence never uncommits what a shorter one committed.
-pub fn committed_prefix(savings: impl IntoIterator<Item = f64>, min: f64) -> usize {
-    let mut batches = Batches::new(min);
-    let mut committed = 0;
-    for (i, s) in savings.into_iter().enumerate() {
-        if batches.close_batch(s) {
-            committed = i + 1;
-        }
-    }
-    committed
-}
-
 /// A pass's edits gathered candidate by candidate, of which only complete batches
-/// are kept (see `committed_prefix`): worked out on the way, without a list of
-/// candidates to go over again.
+/// are kept: a batch closes once the savings accumulated since the previous close
+/// reach `min`. That depends only on the candidates themselves, so a longer sequence
+/// never uncommits what a shorter one committed.
 pub struct Batches<'m> {
     edits: Vec<Edit<'m>>,
     min: f64,
@@ -1019,6 +1006,18 @@ mod tests {
             "the newest call wins"
         );
         assert_eq!(got[3], (45, None, None));
+    }
+
+    /// How many leading candidates complete batches cover.
+    fn committed_prefix(savings: impl IntoIterator<Item = f64>, min: f64) -> usize {
+        let mut batches = Batches::new(min);
+        let mut committed = 0;
+        for (i, s) in savings.into_iter().enumerate() {
+            if batches.close_batch(s) {
+                committed = i + 1;
+            }
+        }
+        committed
     }
 
     #[test]
