@@ -132,6 +132,7 @@ pub enum Change<'m> {
 }
 
 impl Change<'_> {
+    /// The same change, owning its value.
     pub fn into_owned(self) -> Change<'static> {
         match self {
             Change::Content(text) => Change::Content(text.into_owned()),
@@ -142,6 +143,7 @@ impl Change<'_> {
         }
     }
 
+    /// The same change, borrowing its value from this one.
     pub fn borrowed(&self) -> Change<'_> {
         match self {
             Change::Content(text) => Change::Content(text.borrowed()),
@@ -321,26 +323,24 @@ impl Memos {
     /// Forget everything about message `i` (it was replaced).
     pub fn reset(&mut self, i: usize) {
         self.forget_call(i);
-        if let Some(m) = self.truncated.get_mut(i) {
-            *m = OnceLock::new();
-        }
+        forget(&mut self.truncated, i);
     }
 
     /// Forget what was worked out from the call message `i` answers (and its
     /// collapse note: its key would no longer match, and an empty memo can keep the
     /// next one).
     pub fn forget_call(&mut self, i: usize) {
-        for v in [&mut self.cleared, &mut self.superseded] {
-            if let Some(m) = v.get_mut(i) {
-                *m = OnceLock::new();
-            }
-        }
-        if let Some(m) = self.read_key.get_mut(i) {
-            *m = OnceLock::new();
-        }
-        if let Some(m) = self.note.get_mut(i) {
-            *m = OnceLock::new();
-        }
+        forget(&mut self.cleared, i);
+        forget(&mut self.superseded, i);
+        forget(&mut self.read_key, i);
+        forget(&mut self.note, i);
+    }
+}
+
+/// Empty the memo at `i`, if there is one.
+fn forget<T>(memos: &mut [OnceLock<T>], i: usize) {
+    if let Some(m) = memos.get_mut(i) {
+        *m = OnceLock::new();
     }
 }
 
@@ -516,10 +516,10 @@ fn next_serial() -> u64 {
 pub struct View<'a, 'm> {
     /// The messages as they came (edits land in `tokens` and `placeholders`).
     pub msgs: &'a [&'a Message],
-    /// Each message's measure as it came (before any override).
+    /// Each message's measure as it came (before any edit).
     pub measures: &'a [Measure],
     pub skeletons: &'a [Skeleton],
-    /// Per message, whether its content (as overridden) is one of the passes'
+    /// Per message, whether its content (as edited so far) is one of the passes'
     /// placeholders; kept up to date as edits land, so no pass reads texts to know.
     pub placeholders: &'a [bool],
     pub tokens: &'a [f64],
