@@ -19,7 +19,7 @@ use serde_json::Value;
 use crate::cutoff::PairShape;
 use crate::message::{Block, Content, InputError, Message, Role, Text, ToolCall, Usage};
 use crate::pyrepr;
-use crate::tokens::{CachedCounts, ConversationCache, Encoding, Measure};
+use crate::tokens::{CachedCounts, ConversationCache, Encoding, HeuristicParams, Measure};
 
 type Res<T> = Result<T, InputError>;
 
@@ -1069,6 +1069,26 @@ pub struct Conversation {
     /// Empty while the conversation is only counted.
     pub skeletons: Vec<crate::passes::Skeleton>,
     pub memos: crate::passes::Memos,
+    /// The tokens of the first entries under `tokens_of`, dense: a warm turn copies
+    /// them instead of working each one out of its entry again. Cut back to the first
+    /// entry replaced or added; `tokens_for` extends it.
+    pub tokens: Vec<f64>,
+    pub tokens_of: Option<(Encoding, HeuristicParams)>,
+}
+
+impl Conversation {
+    /// Each entry's tokens under `enc` and `p`, working out only those not kept.
+    pub fn tokens_for(&mut self, enc: Encoding, p: &HeuristicParams) -> &[f64] {
+        if self.tokens_of != Some((enc, *p)) {
+            self.tokens.clear();
+            self.tokens_of = Some((enc, *p));
+        }
+        self.tokens.truncate(self.entries.len());
+        let have = self.tokens.len();
+        let more = self.entries[have..].iter().map(|e| e.counts.tokens(enc, p));
+        self.tokens.extend(more);
+        &self.tokens
+    }
 }
 
 /// Put `value` at `i`, filling any gap before it with defaults.
@@ -1117,6 +1137,8 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
         mut entries,
         mut skeletons,
         mut memos,
+        mut tokens,
+        tokens_of,
     } = cached;
     entries.truncate(list.len());
     skeletons.truncate(list.len());
@@ -1188,6 +1210,7 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
             }
             None => entries.push(entry),
         }
+        tokens.truncate(i);
         if want.message || i < skeletons.len() {
             set_at(&mut skeletons, i, skeleton);
         }
@@ -1210,11 +1233,14 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
             memos.forget_call(j);
         }
     }
+    tokens.truncate(i);
     Ok(ReadSet {
         kept: Conversation {
             entries,
             skeletons,
             memos,
+            tokens,
+            tokens_of,
         },
         fresh,
     })

@@ -155,12 +155,7 @@ mod _core {
                 }
             }
         }
-        let per_message: Vec<f64> = read
-            .kept
-            .entries
-            .iter()
-            .map(|e| e.counts.tokens(enc, &p))
-            .collect();
+        let per_message = read.kept.tokens_for(enc, &p).to_vec();
         let mut fixed = tokens::tools_tokens(enc, &opts.tools, &p);
         if let Some(system) = &opts.system {
             let (m, _) = convert::read_message(system.bind(py)).map_err(|mut e| {

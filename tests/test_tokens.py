@@ -233,6 +233,49 @@ def test_warm_cache_matches_cold_after_append_and_edit():
     assert count_tokens(msgs) == count_tokens_approximately(msgs)
 
 
+_COUNT_SETTINGS = [
+    {},
+    {"chars_per_token": 3.0},
+    {"encoding": "o200k_base"},
+    {"encoding": "cl100k_base"},
+    {"use_usage": True},
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["append", "replace", "reassign", "delete", "count"]),
+            st.integers(0, 10**6),
+            st.sampled_from(range(len(_COUNT_SETTINGS))),
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_warm_counts_equal_cold_ones_across_settings(steps):
+    """Counts kept from earlier calls (under whatever encoding and ratio) never leak
+    into a call under other settings or after the list changed."""
+    msgs = coding_session(40, seed=5)
+    extra = coding_session(60, seed=6)
+    fastcompact.clear_cache()
+    for k, (op, pick, which) in enumerate(steps):
+        kw = _COUNT_SETTINGS[which]
+        if op == "append":
+            msgs.append(extra[pick % len(extra)])
+        elif op == "replace" and msgs:
+            i = pick % len(msgs)
+            msgs[i] = msgs[i].model_copy(update={"content": f"replaced {pick}"})
+        elif op == "reassign" and msgs:
+            msgs[pick % len(msgs)].content = f"reassigned {pick}"
+        elif op == "delete" and msgs:
+            del msgs[pick % len(msgs) :]
+        # A key of its own: the cold count starts from an empty entry.
+        cold = count_tokens(msgs, cache_key=f"cold-{k}", **kw)
+        assert count_tokens(msgs, **kw) == cold
+
+
 def test_cache_is_bounded_and_optional():
     fastcompact.set_cache_capacity(3)
     for seed in range(10):
