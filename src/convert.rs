@@ -1074,6 +1074,8 @@ pub struct Conversation {
     /// entry replaced or added; `tokens_for` extends it.
     pub tokens: Vec<f64>,
     pub tokens_of: Option<(Encoding, HeuristicParams)>,
+    /// Every tool result before this index has its link in its skeleton.
+    pub links_upto: usize,
 }
 
 impl Conversation {
@@ -1139,6 +1141,7 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
         mut memos,
         mut tokens,
         tokens_of,
+        mut links_upto,
     } = cached;
     entries.truncate(list.len());
     skeletons.truncate(list.len());
@@ -1210,6 +1213,7 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
             }
             None => entries.push(entry),
         }
+        links_upto = links_upto.min(i);
         tokens.truncate(i);
         if want.message || i < skeletons.len() {
             set_at(&mut skeletons, i, skeleton);
@@ -1222,10 +1226,12 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
     memos.truncate(i);
     if want.message {
         // Every entry holds its message now; new ones start with empty memos.
+        links_upto = links_upto.min(skeletons.len());
         skeletons.resize_with(i, crate::passes::Skeleton::default);
         memos.resize(i);
     }
     if let Some(k) = first_replaced {
+        links_upto = links_upto.min(k);
         for s in skeletons.iter_mut().take(cached_len).skip(k + 1) {
             s.link = None;
         }
@@ -1241,6 +1247,7 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
             memos,
             tokens,
             tokens_of,
+            links_upto: links_upto.min(i),
         },
         fresh,
     })

@@ -381,7 +381,9 @@ mod _core {
         let whole = msgs.len() == n && skeletons.len() == n && memos.len() == n;
         if whole {
             // Results new to the cache get their links now, kept for later turns.
-            crate::passes::link_results(&msgs, skeletons);
+            let links_upto = &mut counted.read.kept.links_upto;
+            crate::passes::link_results(&msgs, skeletons, *links_upto);
+            *links_upto = n;
         }
         let skeletons = whole.then_some(skeletons.as_slice());
         let memos = whole.then_some(memos);

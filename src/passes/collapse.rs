@@ -224,7 +224,7 @@ mod tests {
     fn steps_by_links(msgs: &[Message]) -> Vec<Option<usize>> {
         let refs: Vec<&Message> = msgs.iter().collect();
         let mut skeletons: Vec<Skeleton> = msgs.iter().map(Skeleton::of).collect();
-        link_results(&refs, &mut skeletons);
+        link_results(&refs, &mut skeletons, 0);
         let (results, tool_names) = tool_results(&refs, &skeletons);
         let params = HeuristicParams::default();
         let measures: Vec<_> = msgs.iter().map(measure).collect();

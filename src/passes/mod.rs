@@ -582,14 +582,15 @@ impl Hasher for FastHasher {
 
 pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
 
-/// Work out the link of every tool result whose skeleton lacks one. Returns the
-/// results linked, so a caller can keep the links for later turns.
-pub fn link_results(msgs: &[&Message], skeletons: &mut [Skeleton]) -> Vec<usize> {
+/// Work out the link of every tool result from `from` on whose skeleton lacks one
+/// (a caller that keeps links knows that those before `from` have theirs). Returns
+/// the results linked.
+pub fn link_results(msgs: &[&Message], skeletons: &mut [Skeleton], from: usize) -> Vec<usize> {
     // Calls seen so far, for the few results that are far from their call; built only
     // when one is (a result almost always follows its call within a few messages).
     let mut far = FarCalls::default();
     let mut linked = Vec::new();
-    for i in 0..skeletons.len().min(msgs.len()) {
+    for i in from..skeletons.len().min(msgs.len()) {
         let s = &skeletons[i];
         if s.role == Role::Tool && s.link.is_none() {
             skeletons[i].link = link_of(msgs, skeletons, i, &mut far);
@@ -989,9 +990,9 @@ mod tests {
         );
         // Links worked out beforehand (kept from an earlier turn) give the same results.
         let mut linked = fresh.clone();
-        assert_eq!(link_results(&refs, &mut linked), [42, 43, 44, 45, 47]);
+        assert_eq!(link_results(&refs, &mut linked, 0), [42, 43, 44, 45, 47]);
         assert!(
-            link_results(&refs, &mut linked).is_empty(),
+            link_results(&refs, &mut linked, 0).is_empty(),
             "nothing left to link"
         );
         assert_eq!(tool_results(&refs, &linked), (results, names));
