@@ -15,6 +15,8 @@ pub mod tokens;
 
 #[cfg(feature = "python")]
 mod convert;
+#[cfg(feature = "python")]
+mod tool_schemas;
 
 /// The Python module `fastcompact._core`: bindings only.
 #[cfg(feature = "python")]
@@ -55,6 +57,9 @@ mod _core {
     static CACHE: LazyLock<Mutex<Cache>> =
         LazyLock::new(|| Mutex::new(Cache::new(DEFAULT_CACHE_CONVERSATIONS)));
 
+    static TOOL_SCHEMAS: LazyLock<Mutex<crate::tool_schemas::ToolSchemas>> =
+        LazyLock::new(Mutex::default);
+
     fn cache() -> MutexGuard<'static, Cache> {
         // A panic elsewhere cannot leave the cache inconsistent: entries are replaced whole.
         CACHE.lock().unwrap_or_else(|p| p.into_inner())
@@ -80,7 +85,9 @@ mod _core {
         tokens_per_document: f64,
         count_name: bool,
         use_usage: bool,
-        tools: Vec<String>,
+        /// The tools as given, and the Python function that serializes one.
+        tools: Py<PyAny>,
+        tool_json: Py<PyAny>,
         system: Option<Py<PyAny>>,
         cache_key: Option<String>,
     }
@@ -156,7 +163,11 @@ mod _core {
             }
         }
         let per_message = read.kept.tokens_for(enc, &p).to_vec();
-        let mut fixed = tokens::tools_tokens(enc, &opts.tools, &p);
+        let tools =
+            crate::tool_schemas::texts(opts.tools.bind(py), opts.tool_json.bind(py), || {
+                TOOL_SCHEMAS.lock().unwrap_or_else(|p| p.into_inner())
+            })?;
+        let mut fixed = tokens::tools_tokens(enc, &tools, &p);
         if let Some(system) = &opts.system {
             let (m, _) = convert::read_message(system.bind(py)).map_err(|mut e| {
                 e.field = format!("system.{}", e.field);

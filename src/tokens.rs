@@ -254,20 +254,20 @@ pub fn bpe_counts(
 
 /// Heuristic tokens of tool schemas given as their JSON text (as LangChain does:
 /// characters of `json.dumps` of each schema, rounded up once for all tools).
-pub fn tools_heuristic_tokens(tool_json: &[String], p: &HeuristicParams) -> f64 {
+pub fn tools_heuristic_tokens<S: AsRef<str>>(tool_json: &[S], p: &HeuristicParams) -> f64 {
     if tool_json.is_empty() {
         return 0.0;
     }
-    let chars: usize = tool_json.iter().map(|s| s.chars().count()).sum();
+    let chars: usize = tool_json.iter().map(|s| s.as_ref().chars().count()).sum();
     (chars as f64 / p.chars_per_token).ceil()
 }
 
-pub fn tools_tokens(enc: Encoding, tool_json: &[String], p: &HeuristicParams) -> f64 {
+pub fn tools_tokens<S: AsRef<str>>(enc: Encoding, tool_json: &[S], p: &HeuristicParams) -> f64 {
     match enc {
         Encoding::Heuristic => tools_heuristic_tokens(tool_json, p),
         _ => tool_json
             .iter()
-            .map(|s| bpe_text_tokens(enc, s) as f64)
+            .map(|s| bpe_text_tokens(enc, s.as_ref()) as f64)
             .sum(),
     }
 }

@@ -59,6 +59,35 @@ def test_system_and_tools_are_counted_like_langchain():
     assert count_tokens(msgs, tools=[grep]) > count_tokens(msgs)
 
 
+def test_tool_schemas_are_kept_but_changes_are_noticed():
+    def make(description: str) -> Any:
+        @tool("search_docs", description=description)
+        def search_docs(query: str) -> str:
+            return ""
+
+        return search_docs
+
+    msgs = coding_session(10, seed=4)
+
+    def expected(tools: list[Any]) -> int:
+        return count_tokens_approximately(msgs, tools=tools)
+
+    first = make("Search the documentation.")
+    assert count_tokens(msgs, tools=[first]) == expected([first])
+    # Rebuilt with the same name, description and schema: the same count.
+    again = make("Search the documentation.")
+    assert count_tokens(msgs, tools=[again, first]) == expected([again, first])
+    # A description changed in place, a longer one, a dict changed in place.
+    first.description = "Search the documentation, the changelog and the issue tracker."
+    assert count_tokens(msgs, tools=[first]) == expected([first])
+    schema = {"name": "ls", "description": "List.", "parameters": {"type": "object", "properties": {}}}
+    assert count_tokens(msgs, tools=[schema]) == expected([schema])
+    schema["description"] = "List a directory, with sizes and modification times."
+    assert count_tokens(msgs, tools=[schema]) == expected([schema])
+    with pytest.raises(fastcompact.InputError, match=r"'tools'.* a dict or a function, got int"):
+        count_tokens(msgs, tools=[42])
+
+
 def test_anthropic_models_use_denser_ratio():
     msgs = coding_session(40, seed=2)
     approx = count_tokens_approximately(msgs, chars_per_token=3.3)

@@ -1,5 +1,6 @@
 """Type stubs for the Rust extension module ``fastcompact._core``."""
 
+from collections.abc import Callable
 from typing import Any, TypedDict
 
 class InputError(ValueError):
@@ -16,7 +17,9 @@ class _Opts(TypedDict):
     tokens_per_document: float
     count_name: bool
     use_usage: bool
-    tools: list[str]
+    tools: list[Any] | None
+    # Serializes one tool not seen before (None for what is not a tool).
+    tool_json: Callable[[Any], str | None]
     system: Any
     cache_key: str | None
 

@@ -70,29 +70,11 @@ def _is_anthropic(model: Any) -> bool:
     return "anthropic" in name or ident.startswith("claude")
 
 
-# Tool schemas serialized once per tool: agents rebuild tool objects every call (with
-# the same name, description and argument schema), so the key is those three; the
-# schema object is kept beside the text so that its id cannot be reused while cached.
-_TOOL_JSON: dict[tuple[Any, ...], tuple[Any, str]] = {}
-_TOOL_JSON_LIMIT = 512
-
-
-def _tool_key(tool: Any) -> tuple[tuple[Any, ...], Any]:
-    schema = getattr(tool, "args_schema", None)
-    if schema is None:
-        return ("object", id(tool)), tool
-    return (type(tool), getattr(tool, "name", None), getattr(tool, "description", None), id(schema)), schema
-
-
-def _tool_json(tool: Any) -> str:
-    """The tool schema as langchain-core's counter serializes it."""
-    if type(tool) is dict:
-        return json.dumps(tool)
-    key, anchor = _tool_key(tool)
-    hit = _TOOL_JSON.get(key)
-    # Mappings are never stored, so a hit is never one (a mapping may change).
-    if hit is not None and hit[0] is anchor:
-        return hit[1]
+def _tool_json(tool: Any) -> str | None:
+    """The tool schema as langchain-core's counter serializes it; ``None`` for what is
+    not a tool (the core then names the field in its error). The core keeps each
+    tool's text and calls this only for a tool it has not seen (agents rebuild their
+    tool objects every call, with the same name, description and argument schema)."""
     if isinstance(tool, Mapping):
         return json.dumps(tool)
     from langchain_core.tools import BaseTool
@@ -115,12 +97,8 @@ def _tool_json(tool: Any) -> str:
             "parameters": fn.get("parameters", {}),
         }
     else:
-        raise _input_error("tools", f"expected a BaseTool, a dict or a function, got {type(tool).__name__}")
-    text = json.dumps(spec)
-    if len(_TOOL_JSON) >= _TOOL_JSON_LIMIT:
-        _TOOL_JSON.clear()
-    _TOOL_JSON[key] = (anchor, text)
-    return text
+        return None
+    return json.dumps(spec)
 
 
 def _opts(
@@ -145,7 +123,8 @@ def _opts(
         "tokens_per_document": float(TOKENS_PER_DOCUMENT),
         "count_name": True,
         "use_usage": bool(use_usage),
-        "tools": [_tool_json(t) for t in tools or ()],
+        "tools": list(tools) if tools else None,
+        "tool_json": _tool_json,
         "system": system,
         "cache_key": cache_key,
     }
