@@ -1074,6 +1074,9 @@ pub struct Conversation {
     /// entry replaced or added; `tokens_for` extends it.
     pub tokens: Vec<f64>,
     pub tokens_of: Option<(Encoding, HeuristicParams)>,
+    /// The measures of the first entries, dense for the passes; cut back like
+    /// `tokens`, extended by `fill_measures`.
+    pub measures: Vec<Measure>,
     /// Every tool result before this index has its link in its skeleton.
     pub links_upto: usize,
 }
@@ -1090,6 +1093,14 @@ impl Conversation {
         let more = self.entries[have..].iter().map(|e| e.counts.tokens(enc, p));
         self.tokens.extend(more);
         &self.tokens
+    }
+
+    /// Bring `measures` up to the entries.
+    pub fn fill_measures(&mut self) {
+        self.measures.truncate(self.entries.len());
+        let have = self.measures.len();
+        let more = self.entries[have..].iter().map(|e| e.counts.measure);
+        self.measures.extend(more);
     }
 }
 
@@ -1141,6 +1152,7 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
         mut memos,
         mut tokens,
         tokens_of,
+        mut measures,
         mut links_upto,
     } = cached;
     entries.truncate(list.len());
@@ -1215,6 +1227,7 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
         }
         links_upto = links_upto.min(i);
         tokens.truncate(i);
+        measures.truncate(i);
         if want.message || i < skeletons.len() {
             set_at(&mut skeletons, i, skeleton);
         }
@@ -1240,6 +1253,7 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
         }
     }
     tokens.truncate(i);
+    measures.truncate(i);
     Ok(ReadSet {
         kept: Conversation {
             entries,
@@ -1247,6 +1261,7 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
             memos,
             tokens,
             tokens_of,
+            measures,
             links_upto: links_upto.min(i),
         },
         fresh,

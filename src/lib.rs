@@ -371,25 +371,28 @@ mod _core {
         // The heuristic counts (cached) and the converted messages (cached too).
         let (key, mut counted) =
             count(py, messages, &opts, false, true).map_err(|e| input_error(py, e))?;
-        // Everything the passes need from the cached entries, gathered in one walk.
+        // Everything the passes need from the cached entries.
+        counted.read.kept.fill_measures();
         let entries = &counted.read.kept.entries;
         let skeletons = &mut counted.read.kept.skeletons;
         let memos = &counted.read.kept.memos;
         let n = entries.len();
-        let mut msgs: Vec<&Message> = Vec::with_capacity(n);
-        let mut shapes = Vec::with_capacity(n);
-        let mut measures = Vec::with_capacity(n);
-        for e in entries.iter() {
-            let (Some(m), Some(shape)) = (e.message.as_deref(), e.shape.as_deref()) else {
-                continue;
-            };
-            msgs.push(m);
-            shapes.push(shape);
-            measures.push(e.counts.measure);
-        }
-        // The kept skeletons and memos line up with the messages only when every
-        // entry is planned (otherwise the plan works them out afresh).
+        let msgs: Vec<&Message> = entries
+            .iter()
+            .filter_map(|e| e.message.as_deref())
+            .collect();
+        // The pair shapes only matter when a summary may be needed, which the view
+        // before the passes tells: they never add tokens (should one ever, the plan
+        // works the shapes out itself).
+        let before = counted.fixed + counted.per_message.iter().sum::<f64>();
+        let may_summarize = !cfg.trigger.is_empty()
+            && cutoff::should_trigger(&cfg.trigger, n, before, max_input_tokens).unwrap_or(true);
+        let shapes: Option<Vec<_>> =
+            may_summarize.then(|| entries.iter().filter_map(|e| e.shape.as_deref()).collect());
+        // The kept skeletons, memos and measures line up with the messages only when
+        // every entry is planned (otherwise the plan works them out afresh).
         let whole = msgs.len() == n && skeletons.len() == n && memos.len() == n;
+        let measures = whole.then_some(counted.read.kept.measures.as_slice());
         if whole {
             // Results new to the cache get their links now, kept for later turns.
             let links_upto = &mut counted.read.kept.links_upto;
@@ -409,7 +412,7 @@ mod _core {
             } else {
                 counted.per_message.clone()
             },
-            measures: Some(measures),
+            measures,
             skeletons,
             msgs,
             fixed: counted.fixed,
@@ -418,7 +421,7 @@ mod _core {
             timestamps,
             now,
             archive: archive.unwrap_or_default(),
-            shapes: Some(shapes),
+            shapes,
             memos,
         };
         // A bug in a pass must not take the agent down: it becomes a Python error the

@@ -35,7 +35,7 @@ pub struct PlanInput<'a, 'm> {
     /// Heuristic tokens of each message.
     pub tokens: Vec<f64>,
     /// Each message's measure, when the caller has them at hand (computed otherwise).
-    pub measures: Option<Vec<Measure>>,
+    pub measures: Option<&'a [Measure]>,
     /// What the passes scan of each message, when the caller keeps it.
     pub skeletons: Option<&'a [Skeleton]>,
     /// Tokens of the system prompt and tools.
@@ -45,7 +45,8 @@ pub struct PlanInput<'a, 'm> {
     pub timestamps: Vec<Option<f64>>,
     pub now: Option<f64>,
     pub archive: Vec<Option<String>>,
-    /// The messages' pair shapes, when the caller has them at hand.
+    /// The messages' pair shapes, when the caller has them at hand (worked out from
+    /// the messages otherwise, if a summary is needed).
     pub shapes: Option<Vec<&'a PairShape>>,
     /// What earlier turns worked out per message, when the caller keeps it.
     pub memos: Option<&'m Memos>,
@@ -90,13 +91,17 @@ fn plan_with<'m>(input: PlanInput<'_, '_>, memo: &'m Memos, cfg: &PlanConfig) ->
     // more than some passes.
     let mut total = input.fixed + tokens.iter().sum::<f64>();
     let tokens_before = total;
+    let worked_out: Vec<Measure>;
     let measures = match input.measures {
         Some(m) if m.len() == n => m,
-        _ => input
-            .msgs
-            .iter()
-            .map(|m| crate::tokens::measure(m))
-            .collect(),
+        _ => {
+            worked_out = input
+                .msgs
+                .iter()
+                .map(|m| crate::tokens::measure(m))
+                .collect();
+            &worked_out
+        }
     };
     let gap_template = cfg.microcompact.cleared_message.as_str();
     let computed: Vec<Skeleton>;
@@ -118,14 +123,16 @@ fn plan_with<'m>(input: PlanInput<'_, '_>, memo: &'m Memos, cfg: &PlanConfig) ->
     // Links the caller kept from earlier turns are reused; the rest are worked out.
     let (results, tool_names) = passes::tool_results(&input.msgs, skeletons);
 
-    let mut edits = Vec::new();
+    // Each pass's edits, joined once at the end (appending pass by pass would copy
+    // the earlier ones again at every growth).
+    let mut by_pass: Vec<Vec<Edit>> = Vec::with_capacity(Pass::ALL.len());
     let mut stats = Vec::new();
     for pass in Pass::ALL {
         let before = total;
         let new = {
             let v = View {
                 msgs: &input.msgs,
-                measures: &measures,
+                measures,
                 skeletons,
                 placeholders: &placeholders,
                 tokens: &tokens,
@@ -170,6 +177,10 @@ fn plan_with<'m>(input: PlanInput<'_, '_>, memo: &'m Memos, cfg: &PlanConfig) ->
             tokens_after: total,
             edits: new.len(),
         });
+        by_pass.push(new);
+    }
+    let mut edits = Vec::with_capacity(by_pass.iter().map(Vec::len).sum());
+    for new in by_pass {
         edits.extend(new);
     }
 

@@ -448,7 +448,9 @@ _COLD_KEYS = iter(range(10**9))
 # Every pass acts on the pool's conversations (the budget on a few long results, the
 # time gap once `now` is an hour past the last message).
 _EVERY_PASS = CompactionConfig(
-    trigger=("tokens", 10**9),
+    # Fires on longer conversations: the summary's cutoff is compared too.
+    trigger=("messages", 64),
+    keep=("messages", 10),
     token_budget=TokenBudgetConfig(per_tool_chars=20_000),
     truncate_args=TruncateArgsConfig(
         trigger=("messages", 1), keep=("messages", 4), max_length=20, min_batch_tokens=0
@@ -513,11 +515,15 @@ def test_turns_through_the_cache_plan_as_from_scratch(steps):
         times = {"timestamps": [i * 60.0 for i in range(len(msgs))], "now": len(msgs) * 60.0 + 4_000}
         cold = plan(msgs, _EVERY_PASS, cache_key=f"cold-{next(_COLD_KEYS)}", **times)
         if op == "view":
-            view, _ = fastcompact.model_view(msgs, _EVERY_PASS, cache_key="turns", **times)
+            view, warm = fastcompact.model_view(msgs, _EVERY_PASS, cache_key="turns", **times)
             expected = apply_edits(msgs, cold.edits)
             assert [_same(a, b) for a, b in zip(view, expected, strict=True)] == [True] * len(msgs)
         else:
-            assert plan(msgs, _EVERY_PASS, cache_key="turns", **times).edits == cold.edits
+            warm = plan(msgs, _EVERY_PASS, cache_key="turns", **times)
+            assert warm.edits == cold.edits
+        # Summary or not, and where it would cut, the same too.
+        assert (warm.summary_needed, warm.summary_cutoff) == (cold.summary_needed, cold.summary_cutoff)
+        assert (warm.tokens_before, warm.tokens_after) == (cold.tokens_before, cold.tokens_after)
 
 
 def test_a_replaced_call_is_seen_by_the_results_after_it():

@@ -19,7 +19,7 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &ClearingConfig) -> Vec<Edit<'m>> {
     });
     let eligible = listed.iter().filter(|&&l| l).count();
     let old = eligible.saturating_sub(cfg.keep_recent);
-    let mut batches = Batches::new(cfg.clear_at_least as f64);
+    let mut batches = Batches::with_capacity(cfg.clear_at_least as f64, old);
     let older = view
         .results
         .iter()

@@ -874,8 +874,13 @@ pub struct Batches<'m> {
 
 impl<'m> Batches<'m> {
     pub fn new(min: f64) -> Self {
+        Batches::with_capacity(min, 0)
+    }
+
+    /// Room for `edits` edits from the start.
+    pub fn with_capacity(min: f64, edits: usize) -> Self {
         Batches {
-            edits: Vec::new(),
+            edits: Vec::with_capacity(edits),
             min,
             open: 0.0,
             committed: 0,
