@@ -305,6 +305,29 @@ def test_warm_counts_equal_cold_ones_across_settings(steps):
         assert count_tokens(msgs, **kw) == cold
 
 
+def test_contents_changed_in_dict_messages_are_noticed():
+    """A warm count notices a content changed in a dict message, however the dict
+    was changed: the key set again, deleted and added back (its entry moves), added
+    after the dict grew, deleted, or replaced while the old text stays under another
+    key; with keys that are not interned strings (parsed JSON)."""
+    import json
+
+    msgs = json.loads(json.dumps([{"role": "user", "content": f"question {i}"} for i in range(30)]))
+    count_tokens(msgs)
+    count_tokens(msgs)
+    changes = [
+        lambda: msgs[3].update(content="a much longer question than before, " * 5),
+        lambda: (msgs[4].pop("content"), msgs[4].update(content="moved to the end, " * 7)),
+        lambda: msgs[5].update({f"extra_{k}": k for k in range(20)}, content="after growing, " * 9),
+        lambda: msgs[6].pop("content"),
+        lambda: msgs[6].update(content="back again, " * 11),
+        lambda: msgs[7].update(note=msgs[7].pop("content"), content="the old text kept as a note, " * 3),
+    ]
+    for k, change in enumerate(changes):
+        change()
+        assert count_tokens(msgs) == count_tokens(msgs, cache_key=f"fresh-{k}")
+
+
 def test_cache_is_bounded_and_optional():
     fastcompact.set_cache_capacity(3)
     for seed in range(10):
