@@ -3,7 +3,7 @@
 //! recent window has its results folded into a one-line note on the first result.
 
 use super::{
-    keyed, main_arg, remembered, Batches, Edit, FastHasher, FastMap, Pass, ToolResult, View,
+    keyed, main_arg, remembered, Batches, Edit, FastHasher, Keyed, Pass, ToolResult, View,
     COLLAPSED, COLLAPSED_MEMBER,
 };
 use crate::config::CollapseConfig;
@@ -106,13 +106,18 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &CollapseConfig) -> Vec<Edit<'m>> {
     if !cfg.enabled || !view.reached(cfg.trigger) {
         return Vec::new();
     }
-    // Whether a result's call is of a listed tool, by the key of the call's name.
-    let mut seen: FastMap<std::num::NonZeroU64, bool> = FastMap::default();
+    // Whether a result's call is of a listed tool, by the key of the call's name: a
+    // conversation calls few tools, so a short list searched in order beats hashing.
+    let mut seen: Vec<(std::num::NonZeroU64, bool)> = Vec::new();
     let mut is_listed = |r: &ToolResult| {
-        *seen.entry(r.call_key).or_insert_with(|| {
-            view.call(r)
-                .is_some_and(|c| cfg.collapse_tools.contains(c.name.as_str()))
-        })
+        if let Some(&(_, listed)) = seen.iter().find(|(k, _)| *k == r.call_key) {
+            return listed;
+        }
+        let listed = view
+            .call(r)
+            .is_some_and(|c| cfg.collapse_tools.contains(c.name.as_str()));
+        seen.push((r.call_key, listed));
+        listed
     };
     let limit = view.msgs.len().saturating_sub(cfg.keep_recent_messages);
     // The call a result answers, named only for the runs that collapse.
@@ -124,14 +129,17 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &CollapseConfig) -> Vec<Edit<'m>> {
         let r = &view.results[at];
         Some(format!("{}({})", view.tool(r), main_arg(view.call(r))))
     };
-    let member_text = keyed(member());
+    // The same text for every member: borrowed, not shared, by each edit.
+    static MEMBER: std::sync::LazyLock<Keyed> = std::sync::LazyLock::new(|| keyed(member()));
 
     let mut batches = Batches::new(cfg.min_batch_tokens as f64);
     let mut at = 0;
     let mut i = 0;
+    // Reused from run to run.
+    let (mut members, mut open): (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
     while i < view.msgs.len() {
         let start = i;
-        let mut members: Vec<usize> = Vec::new();
+        members.clear();
         while let Some(end) = step_end(view, i, &mut at, &mut is_listed) {
             members.extend(i + 1..end);
             i = end;
@@ -145,11 +153,8 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &CollapseConfig) -> Vec<Edit<'m>> {
         if members.len() < cfg.min_group_size || !closed {
             continue;
         }
-        let open: Vec<usize> = members
-            .iter()
-            .copied()
-            .filter(|&r| !view.is_placeholder(r))
-            .collect();
+        open.clear();
+        open.extend(members.iter().copied().filter(|&r| !view.is_placeholder(r)));
         let Some((&first, rest)) = open.split_first() else {
             continue;
         };
@@ -163,8 +168,8 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &CollapseConfig) -> Vec<Edit<'m>> {
         let tokens = view.tokens_with_keyed(first, &note);
         batches.push(Edit::remembered(first, Pass::Collapse, &note, tokens));
         for &r in rest {
-            let tokens = view.tokens_with_keyed(r, &member_text);
-            batches.push(Edit::keyed(r, Pass::Collapse, &member_text, tokens));
+            let tokens = view.tokens_with_keyed(r, &MEMBER);
+            batches.push(Edit::kept(r, Pass::Collapse, &MEMBER, tokens));
         }
         let saved: f64 = batches
             .candidate()
