@@ -1244,7 +1244,6 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
         memos.resize(i);
     }
     if let Some(k) = first_replaced {
-        links_upto = links_upto.min(k);
         for s in skeletons.iter_mut().take(cached_len).skip(k + 1) {
             s.link = None;
         }
