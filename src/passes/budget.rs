@@ -37,10 +37,43 @@ pub fn head_and_tail(text: &str, keep: usize, archive: Option<&str>) -> String {
     )
 }
 
+/// Whether no result is over `per_tool_chars` and no turn's results are over
+/// `per_message_chars` together: the common case, told in one pass when the results
+/// of each turn come together (the AI messages they answer in order); `false` when
+/// unsure.
+fn all_within(view: &View<'_, '_>, cfg: &BudgetConfig) -> bool {
+    let (mut caller, mut total) = (None, 0usize);
+    for r in view.results {
+        let Some(chars) = view.skeletons[r.index].text_chars() else {
+            continue;
+        };
+        if chars > cfg.per_tool_chars {
+            return false;
+        }
+        match r.caller {
+            // Without its call, a result is a turn of its own.
+            None if chars > cfg.per_message_chars => return false,
+            None => {}
+            Some(c) if Some(c) == caller => total += chars,
+            Some(c) if caller.is_some_and(|p| c < p) => return false,
+            Some(c) => (caller, total) = (Some(c), chars),
+        }
+        if total > cfg.per_message_chars {
+            return false;
+        }
+    }
+    true
+}
+
 pub fn run<'m>(view: &View<'_, 'm>, cfg: &BudgetConfig) -> Vec<Edit<'m>> {
-    if !cfg.enabled {
+    if !cfg.enabled || all_within(view, cfg) {
         return Vec::new();
     }
+    cut_over_budget(view, cfg)
+}
+
+/// The budget worked out group by group.
+fn cut_over_budget<'m>(view: &View<'_, 'm>, cfg: &BudgetConfig) -> Vec<Edit<'m>> {
     // (group, index, characters kept so far), a group being the AI message the
     // results answer. Only lengths here: texts are read for the few results cut.
     let mut kept: Vec<(usize, usize, usize)> = Vec::with_capacity(view.results.len());
@@ -95,6 +128,92 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &BudgetConfig) -> Vec<Edit<'m>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::{Message, Role, ToolCall};
+    use crate::passes::{link_results, tool_results, Memos, Skeleton};
+    use crate::tokens::{measure, HeuristicParams};
+    use proptest::prelude::*;
+
+    /// AI messages with calls and their results, some of a turn's results at times
+    /// late (after the next turn's) or without a call; lengths are what matter.
+    fn conversation() -> impl Strategy<Value = Vec<Message>> {
+        let turn = (1usize..4, proptest::collection::vec(0usize..120, 3), 0u8..4);
+        proptest::collection::vec(turn, 0..12).prop_map(|turns| {
+            let mut msgs = Vec::new();
+            let mut late = Vec::new();
+            for (t, (calls, lens, how)) in turns.into_iter().enumerate() {
+                let mut ai = Message::text(Role::Ai, "");
+                for c in 0..calls {
+                    ai.tool_calls.push(ToolCall {
+                        id: Some(format!("c{t}-{c}")),
+                        name: "read_file".into(),
+                        args: serde_json::json!({}),
+                    });
+                }
+                msgs.push(ai);
+                let earlier = std::mem::take(&mut late);
+                for c in 0..calls {
+                    let mut r = Message::text(Role::Tool, &"x".repeat(lens[c % 3]));
+                    r.tool_call_id = Some(match how {
+                        0 => format!("missing{t}-{c}"),
+                        _ => format!("c{t}-{c}"),
+                    });
+                    if how == 1 && c > 0 {
+                        late.push(r);
+                    } else {
+                        msgs.push(r);
+                    }
+                }
+                msgs.extend(earlier);
+            }
+            msgs.append(&mut late);
+            msgs
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2_000))]
+        /// The early exit is taken only when working the budget out finds nothing.
+        #[test]
+        fn early_exit_only_when_nothing_is_cut(
+            msgs in conversation(),
+            per_tool in 1usize..150,
+            per_message in 1usize..300,
+        ) {
+            let refs: Vec<&Message> = msgs.iter().collect();
+            let mut skeletons: Vec<Skeleton> = msgs.iter().map(Skeleton::of).collect();
+            link_results(&refs, &mut skeletons, 0);
+            let (results, tool_names) = tool_results(&refs, &skeletons);
+            let params = HeuristicParams::default();
+            let measures: Vec<_> = msgs.iter().map(measure).collect();
+            let n = msgs.len();
+            let memo = Memos::new(n);
+            let view = View {
+                msgs: &refs,
+                measures: &measures,
+                skeletons: &skeletons,
+                placeholders: &vec![false; n],
+                tokens: &vec![1.0; n],
+                total: n as f64,
+                max_input_tokens: None,
+                params: &params,
+                timestamps: &vec![None; n],
+                now: None,
+                archive: &[],
+                results: &results,
+                tool_names: &tool_names,
+                memo: &memo,
+            };
+            let cfg = BudgetConfig {
+                per_tool_chars: per_tool,
+                per_message_chars: per_message,
+                file_preview_chars: 1,
+                ..BudgetConfig::default()
+            };
+            if all_within(&view, &cfg) {
+                prop_assert!(cut_over_budget(&view, &cfg).is_empty());
+            }
+        }
+    }
 
     #[test]
     fn head_and_tail_keeps_both_ends() {
