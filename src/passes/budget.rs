@@ -129,8 +129,7 @@ fn cut_over_budget<'m>(view: &View<'_, 'm>, cfg: &BudgetConfig) -> Vec<Edit<'m>>
 mod tests {
     use super::*;
     use crate::message::{Message, Role, ToolCall};
-    use crate::passes::{link_results, tool_results, Memos, Skeleton};
-    use crate::tokens::{measure, HeuristicParams};
+    use crate::passes::ViewParts;
     use proptest::prelude::*;
 
     /// AI messages with calls and their results, some of a turn's results at times
@@ -179,30 +178,8 @@ mod tests {
             per_tool in 1usize..150,
             per_message in 1usize..300,
         ) {
-            let refs: Vec<&Message> = msgs.iter().collect();
-            let mut skeletons: Vec<Skeleton> = msgs.iter().map(Skeleton::of).collect();
-            link_results(&refs, &mut skeletons, 0);
-            let (results, tool_names) = tool_results(&refs, &skeletons);
-            let params = HeuristicParams::default();
-            let measures: Vec<_> = msgs.iter().map(measure).collect();
-            let n = msgs.len();
-            let memo = Memos::new(n);
-            let view = View {
-                msgs: &refs,
-                measures: &measures,
-                skeletons: &skeletons,
-                placeholders: &vec![false; n],
-                tokens: &vec![1.0; n],
-                total: n as f64,
-                max_input_tokens: None,
-                params: &params,
-                timestamps: &vec![None; n],
-                now: None,
-                archive: &[],
-                results: &results,
-                tool_names: &tool_names,
-                memo: &memo,
-            };
+            let parts = ViewParts::new(&msgs);
+            let view = parts.view();
             let cfg = BudgetConfig {
                 per_tool_chars: per_tool,
                 per_message_chars: per_message,

@@ -189,8 +189,7 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &CollapseConfig) -> Vec<Edit<'m>> {
 mod tests {
     use super::*;
     use crate::message::{Message, Role, ToolCall};
-    use crate::passes::{link_results, tool_results, Memos, Skeleton};
-    use crate::tokens::{measure, HeuristicParams};
+    use crate::passes::ViewParts;
     use proptest::prelude::*;
 
     const LISTED: [&str; 2] = ["read_file", "grep"];
@@ -227,30 +226,9 @@ mod tests {
     }
 
     fn steps_by_links(msgs: &[Message]) -> Vec<Option<usize>> {
-        let refs: Vec<&Message> = msgs.iter().collect();
-        let mut skeletons: Vec<Skeleton> = msgs.iter().map(Skeleton::of).collect();
-        link_results(&refs, &mut skeletons, 0);
-        let (results, tool_names) = tool_results(&refs, &skeletons);
-        let params = HeuristicParams::default();
-        let measures: Vec<_> = msgs.iter().map(measure).collect();
+        let parts = ViewParts::new(msgs);
+        let view = parts.view();
         let n = msgs.len();
-        let memo = Memos::new(n);
-        let view = View {
-            msgs: &refs,
-            measures: &measures,
-            skeletons: &skeletons,
-            placeholders: &vec![false; n],
-            tokens: &vec![1.0; n],
-            total: n as f64,
-            max_input_tokens: None,
-            params: &params,
-            timestamps: &vec![None; n],
-            now: None,
-            archive: &[],
-            results: &results,
-            tool_names: &tool_names,
-            memo: &memo,
-        };
         let mut is_listed = |r: &ToolResult| {
             view.call(r)
                 .is_some_and(|c| LISTED.contains(&c.name.as_str()))

@@ -928,6 +928,65 @@ impl<'m> Batches<'m> {
     }
 }
 
+/// What a `View` borrows, worked out from messages as a first turn would: for the
+/// passes' own tests.
+#[cfg(test)]
+pub(crate) struct ViewParts<'a> {
+    refs: Vec<&'a Message>,
+    skeletons: Vec<Skeleton>,
+    results: Vec<ToolResult>,
+    tool_names: Vec<&'a str>,
+    measures: Vec<Measure>,
+    placeholders: Vec<bool>,
+    tokens: Vec<f64>,
+    timestamps: Vec<Option<f64>>,
+    params: HeuristicParams,
+    memo: Memos,
+}
+
+#[cfg(test)]
+impl<'a> ViewParts<'a> {
+    /// Every message one token, no placeholders, no times.
+    pub(crate) fn new(msgs: &'a [Message]) -> Self {
+        let refs: Vec<&Message> = msgs.iter().collect();
+        let mut skeletons: Vec<Skeleton> = msgs.iter().map(Skeleton::of).collect();
+        link_results(&refs, &mut skeletons, 0);
+        let (results, tool_names) = tool_results(&refs, &skeletons);
+        let n = msgs.len();
+        ViewParts {
+            refs,
+            skeletons,
+            results,
+            tool_names,
+            measures: msgs.iter().map(measure).collect(),
+            placeholders: vec![false; n],
+            tokens: vec![1.0; n],
+            timestamps: vec![None; n],
+            params: HeuristicParams::default(),
+            memo: Memos::new(n),
+        }
+    }
+
+    pub(crate) fn view(&self) -> View<'_, '_> {
+        View {
+            msgs: &self.refs,
+            measures: &self.measures,
+            skeletons: &self.skeletons,
+            placeholders: &self.placeholders,
+            tokens: &self.tokens,
+            total: self.refs.len() as f64,
+            max_input_tokens: None,
+            params: &self.params,
+            timestamps: &self.timestamps,
+            now: None,
+            archive: &[],
+            results: &self.results,
+            tool_names: &self.tool_names,
+            memo: &self.memo,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
