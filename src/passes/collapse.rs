@@ -3,7 +3,7 @@
 //! recent window has its results folded into a one-line note on the first result.
 
 use super::{
-    keyed, main_arg, remembered, Batches, Edit, FastHasher, Keyed, Pass, ToolResult, View,
+    keyed, main_arg, remembered, Batches, Edit, FastHasher, FastMap, Keyed, Pass, ToolResult, View,
     COLLAPSED, COLLAPSED_MEMBER,
 };
 use crate::config::CollapseConfig;
@@ -107,16 +107,26 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &CollapseConfig) -> Vec<Edit<'m>> {
         return Vec::new();
     }
     // Whether a result's call is of a listed tool, by the key of the call's name: a
-    // conversation calls few tools, so a short list searched in order beats hashing.
-    let mut seen: Vec<(std::num::NonZeroU64, bool)> = Vec::new();
+    // conversation calls few tools, so a short list searched in order beats hashing
+    // (names past the first few, which only odd conversations have, go in a map).
+    const FEW: usize = 32;
+    let mut few: Vec<(std::num::NonZeroU64, bool)> = Vec::with_capacity(FEW);
+    let mut more: FastMap<std::num::NonZeroU64, bool> = FastMap::default();
     let mut is_listed = |r: &ToolResult| {
-        if let Some(&(_, listed)) = seen.iter().find(|(k, _)| *k == r.call_key) {
+        if let Some(&(_, listed)) = few.iter().find(|(k, _)| *k == r.call_key) {
+            return listed;
+        }
+        if let Some(&listed) = more.get(&r.call_key) {
             return listed;
         }
         let listed = view
             .call(r)
             .is_some_and(|c| cfg.collapse_tools.contains(c.name.as_str()));
-        seen.push((r.call_key, listed));
+        if few.len() < FEW {
+            few.push((r.call_key, listed));
+        } else {
+            more.insert(r.call_key, listed);
+        }
         listed
     };
     let limit = view.msgs.len().saturating_sub(cfg.keep_recent_messages);
@@ -223,6 +233,50 @@ mod tests {
         }
         answered.sort();
         (answered == ids).then_some(end)
+    }
+
+    #[test]
+    fn a_run_of_many_distinct_tools_collapses_whole() {
+        // More distinct tool names than the short list holds: the rest go in the map.
+        let tools: Vec<String> = (0..40).map(|k| format!("read_{k}")).collect();
+        let mut msgs = Vec::new();
+        for (k, tool) in tools.iter().enumerate() {
+            let mut ai = Message::text(Role::Ai, "");
+            ai.tool_calls.push(ToolCall {
+                id: Some(format!("c{k}")),
+                name: tool.clone(),
+                args: serde_json::json!({"file_path": format!("f{k}.py")}),
+            });
+            msgs.push(ai);
+            let mut r = Message::text(Role::Tool, &"line of code\n".repeat(40));
+            r.tool_call_id = Some(format!("c{k}"));
+            msgs.push(r);
+        }
+        msgs.push(Message::text(Role::Human, "thanks"));
+        msgs.push(Message::text(Role::Ai, "done"));
+        let cfg = CollapseConfig {
+            trigger: crate::cutoff::Size::Messages(1),
+            keep_recent_messages: 1,
+            min_batch_tokens: 0,
+            collapse_tools: tools.iter().cloned().collect(),
+            ..CollapseConfig::default()
+        };
+        let parts = ViewParts::new(&msgs);
+        let edits = run(&parts.view(), &cfg);
+        let indices: Vec<usize> = edits.iter().map(|e| e.index).collect();
+        assert_eq!(indices, (0..40).map(|k| 2 * k + 1).collect::<Vec<_>>());
+        // Unlisted past the short list: the run stops before the unlisted step.
+        let mut fewer = cfg.clone();
+        fewer.collapse_tools.remove("read_35");
+        let edits = run(&parts.view(), &fewer);
+        let indices: Vec<usize> = edits.iter().map(|e| e.index).collect();
+        assert_eq!(
+            indices,
+            (0..35)
+                .map(|k| 2 * k + 1)
+                .chain([73, 75, 77, 79])
+                .collect::<Vec<_>>()
+        );
     }
 
     fn steps_by_links(msgs: &[Message]) -> Vec<Option<usize>> {

@@ -946,23 +946,28 @@ pub(crate) struct ViewParts<'a> {
 
 #[cfg(test)]
 impl<'a> ViewParts<'a> {
-    /// Every message one token, no placeholders, no times.
+    /// Heuristic tokens, no placeholders, no times.
     pub(crate) fn new(msgs: &'a [Message]) -> Self {
         let refs: Vec<&Message> = msgs.iter().collect();
         let mut skeletons: Vec<Skeleton> = msgs.iter().map(Skeleton::of).collect();
         link_results(&refs, &mut skeletons, 0);
         let (results, tool_names) = tool_results(&refs, &skeletons);
         let n = msgs.len();
+        let params = HeuristicParams::default();
+        let measures: Vec<Measure> = msgs.iter().map(measure).collect();
         ViewParts {
             refs,
             skeletons,
             results,
             tool_names,
-            measures: msgs.iter().map(measure).collect(),
+            tokens: measures
+                .iter()
+                .map(|m| m.heuristic_tokens(&params))
+                .collect(),
+            measures,
             placeholders: vec![false; n],
-            tokens: vec![1.0; n],
             timestamps: vec![None; n],
-            params: HeuristicParams::default(),
+            params,
             memo: Memos::new(n),
         }
     }
@@ -974,7 +979,7 @@ impl<'a> ViewParts<'a> {
             skeletons: &self.skeletons,
             placeholders: &self.placeholders,
             tokens: &self.tokens,
-            total: self.refs.len() as f64,
+            total: self.tokens.iter().sum(),
             max_input_tokens: None,
             params: &self.params,
             timestamps: &self.timestamps,
