@@ -3,7 +3,7 @@
 //! recent window has its results folded into a one-line note on the first result.
 
 use super::{
-    keyed, main_arg, remembered, Batches, Edit, FastHasher, FastMap, Keyed, Pass, ToolResult, View,
+    keyed, main_arg, remembered, Batches, Edit, FastHasher, Keyed, NameIds, Pass, ToolResult, View,
     COLLAPSED, COLLAPSED_MEMBER,
 };
 use crate::config::CollapseConfig;
@@ -106,28 +106,19 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &CollapseConfig) -> Vec<Edit<'m>> {
     if !cfg.enabled || !view.reached(cfg.trigger) {
         return Vec::new();
     }
-    // Whether a result's call is of a listed tool, by the key of the call's name: a
-    // conversation calls few tools, so a short list searched in order beats hashing
-    // (names past the first few, which only odd conversations have, go in a map).
-    const FEW: usize = 32;
-    let mut few: Vec<(std::num::NonZeroU64, bool)> = Vec::with_capacity(FEW);
-    let mut more: FastMap<std::num::NonZeroU64, bool> = FastMap::default();
+    // Whether a result's call is of a listed tool, by the key of the call's name,
+    // worked out once per name.
+    let mut ids = NameIds::default();
+    let mut listed: Vec<bool> = Vec::new();
     let mut is_listed = |r: &ToolResult| {
-        if let Some(&(_, listed)) = few.iter().find(|(k, _)| *k == r.call_key) {
-            return listed;
+        let id = ids.id(r.call_key);
+        if id == listed.len() {
+            listed.push(
+                view.call(r)
+                    .is_some_and(|c| cfg.collapse_tools.contains(c.name.as_str())),
+            );
         }
-        if let Some(&listed) = more.get(&r.call_key) {
-            return listed;
-        }
-        let listed = view
-            .call(r)
-            .is_some_and(|c| cfg.collapse_tools.contains(c.name.as_str()));
-        if few.len() < FEW {
-            few.push((r.call_key, listed));
-        } else {
-            more.insert(r.call_key, listed);
-        }
-        listed
+        listed[id]
     };
     let limit = view.msgs.len().saturating_sub(cfg.keep_recent_messages);
     // The call a result answers, named only for the runs that collapse.
@@ -237,7 +228,8 @@ mod tests {
 
     #[test]
     fn a_run_of_many_distinct_tools_collapses_whole() {
-        // More distinct tool names than the short list holds: the rest go in the map.
+        // More distinct tool names than `NameIds` searches in order: the rest go in
+        // its map.
         let tools: Vec<String> = (0..40).map(|k| format!("read_{k}")).collect();
         let mut msgs = Vec::new();
         for (k, tool) in tools.iter().enumerate() {

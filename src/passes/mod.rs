@@ -639,7 +639,7 @@ pub fn tool_results<'a>(
     skeletons: &[Skeleton],
 ) -> (Vec<ToolResult>, Vec<&'a str>) {
     let mut out = Vec::with_capacity(msgs.len() / 2);
-    let mut ids: FastMap<NonZeroU64, usize> = FastMap::default();
+    let mut ids = NameIds::default();
     let mut names: Vec<&str> = Vec::new();
     let mut far = FarCalls::default();
     for (i, s) in skeletons.iter().enumerate() {
@@ -654,8 +654,7 @@ pub fn tool_results<'a>(
             .flatten();
         let position = link.position as usize;
         let (tool_key, call_key) = (link.tool_key, link.call_key);
-        let next = ids.len();
-        let tool_id = *ids.entry(tool_key).or_insert(next);
+        let tool_id = ids.id(tool_key);
         if tool_id == names.len() {
             // First use of this name: read it once.
             let from_call = caller.and_then(|j| msgs.get(j)?.tool_calls.get(position));
@@ -676,6 +675,31 @@ pub fn tool_results<'a>(
         });
     }
     (out, names)
+}
+
+/// Small numbers for name keys, counting from 0 in order of first use. A
+/// conversation calls few tools: the first names are searched in order, which beats
+/// hashing; the rest (only odd conversations have them) go in a map.
+#[derive(Default)]
+pub struct NameIds {
+    few: Vec<NonZeroU64>,
+    more: FastMap<NonZeroU64, usize>,
+}
+
+impl NameIds {
+    const FEW: usize = 32;
+
+    pub fn id(&mut self, key: NonZeroU64) -> usize {
+        if let Some(i) = self.few.iter().position(|k| *k == key) {
+            return i;
+        }
+        let next = self.few.len() + self.more.len();
+        if self.few.len() < Self::FEW {
+            self.few.push(key);
+            return next;
+        }
+        *self.more.entry(key).or_insert(next)
+    }
 }
 
 /// How far back a result's call is looked for before the map of all calls is used.
@@ -995,6 +1019,23 @@ impl<'a> ViewParts<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// Ids in order of first use, past the names searched in order too.
+        #[test]
+        fn name_ids_count_in_order_of_first_use(keys in proptest::collection::vec(1u64..60, 0..200)) {
+            let mut ids = NameIds::default();
+            let mut first_use: Vec<u64> = Vec::new();
+            for k in keys {
+                let expected = first_use.iter().position(|&f| f == k).unwrap_or_else(|| {
+                    first_use.push(k);
+                    first_use.len() - 1
+                });
+                let key = NonZeroU64::new(k).unwrap_or(NonZeroU64::MIN);
+                proptest::prop_assert_eq!(ids.id(key), expected);
+            }
+        }
+    }
     use serde_json::json;
 
     /// The straightforward way: a map of every call seen so far.
