@@ -275,6 +275,34 @@ pub struct Memos {
     pub note: Vec<OnceLock<(u64, Keyed)>>,
 }
 
+/// Do `$op` with `$v` bound to each kind's vector in turn: the one list of the kinds,
+/// so that none is left out when the vectors are sized together.
+macro_rules! each_kind {
+    ($memos:expr, $v:ident => $op:expr) => {{
+        let memos = $memos;
+        {
+            let $v = &mut memos.cleared;
+            $op;
+        }
+        {
+            let $v = &mut memos.superseded;
+            $op;
+        }
+        {
+            let $v = &mut memos.read_key;
+            $op;
+        }
+        {
+            let $v = &mut memos.truncated;
+            $op;
+        }
+        {
+            let $v = &mut memos.note;
+            $op;
+        }
+    }};
+}
+
 impl Memos {
     /// Empty memos for `n` messages.
     pub fn new(n: usize) -> Self {
@@ -296,28 +324,16 @@ impl Memos {
     }
 
     pub fn reserve_exact(&mut self, additional: usize) {
-        self.cleared.reserve_exact(additional);
-        self.superseded.reserve_exact(additional);
-        self.read_key.reserve_exact(additional);
-        self.truncated.reserve_exact(additional);
-        self.note.reserve_exact(additional);
+        each_kind!(self, v => v.reserve_exact(additional));
     }
 
     pub fn truncate(&mut self, n: usize) {
-        self.cleared.truncate(n);
-        self.superseded.truncate(n);
-        self.read_key.truncate(n);
-        self.truncated.truncate(n);
-        self.note.truncate(n);
+        each_kind!(self, v => v.truncate(n));
     }
 
     /// Keep `n` messages' memos; new ones start empty.
     pub fn resize(&mut self, n: usize) {
-        self.cleared.resize_with(n, OnceLock::new);
-        self.superseded.resize_with(n, OnceLock::new);
-        self.read_key.resize_with(n, OnceLock::new);
-        self.truncated.resize_with(n, OnceLock::new);
-        self.note.resize_with(n, OnceLock::new);
+        each_kind!(self, v => v.resize_with(n, OnceLock::new));
     }
 
     /// Forget everything about message `i` (it was replaced).
