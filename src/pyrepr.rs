@@ -131,7 +131,9 @@ static BYTE_TALLY: [u32; 256] = {
 };
 
 impl AsciiTally {
-    /// Byte by byte; the portable path and the tail of the SIMD one.
+    /// Byte by byte: the portable path, the one for short strings (names, ids, keys;
+    /// cheaper than setting up a vector), and the reference the SIMD ones are tested
+    /// against.
     fn add_bytes(&mut self, bytes: &[u8]) {
         // 63 bytes at most per run: each packed counter stays under 256.
         for run in bytes.chunks(63) {
@@ -151,67 +153,148 @@ fn ascii_tally(bytes: &[u8]) -> AsciiTally {
     t
 }
 
-/// SSE2 (always present on x86_64): 16 bytes a step, per-lane byte counters summed
-/// every 255 steps, before they could overflow. Long tool arguments make this the
-/// hottest loop of the heuristic count.
+/// Long tool arguments make this the hottest loop of the heuristic count: AVX2 where
+/// the CPU has it, SSE2 (the x86_64 baseline) otherwise and for short strings.
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 fn ascii_tally(bytes: &[u8]) -> AsciiTally {
+    if bytes.len() < 16 {
+        let mut t = AsciiTally::default();
+        t.add_bytes(bytes);
+        return t;
+    }
+    if bytes.len() >= 64 && std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU was just checked to have AVX2.
+        return unsafe { simd::tally_avx2(bytes) };
+    }
     // SAFETY: compiled only for targets that have SSE2 (the x86_64 baseline).
-    unsafe { ascii_tally_sse2(bytes) }
+    unsafe { simd::tally_sse2(bytes) }
 }
 
+/// Per-lane byte counters, summed every 255 blocks (before they could overflow).
+/// Controls and DEL cost 3 extra characters (`\x01`), `\t \n \r` 1 (`\n`), a
+/// backslash 1. Bytes >= 0x80 compare as negative and count as controls too; any
+/// such byte sends the string to the char-by-char path, so that miscount never
+/// matters.
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-#[target_feature(enable = "sse2")]
-fn ascii_tally_sse2(bytes: &[u8]) -> AsciiTally {
+mod simd {
+    use super::AsciiTally;
     use std::arch::x86_64::*;
 
-    let splat = |b: u8| _mm_set1_epi8(b as i8);
-    let (blocks, tail) = bytes.as_chunks::<16>();
-    let mut t = AsciiTally::default();
-    let zero = _mm_setzero_si128();
-    // Horizontal sum of the 16 byte counters: two 64-bit partial sums.
-    let sum = |v: __m128i| -> usize {
-        let s = _mm_sad_epu8(v, zero);
-        (_mm_cvtsi128_si64(s) + i64::from(_mm_extract_epi16::<4>(s))) as usize
-    };
-    let mut high = zero;
-    for run in blocks.chunks(255) {
-        let (mut ctrl, mut tnr, mut backslash, mut single, mut double) =
-            (zero, zero, zero, zero, zero);
-        for block in run {
-            // SAFETY: `block` is a `&[u8; 16]`, valid for a 16-byte read; `loadu` takes
-            // any alignment.
-            let v = unsafe { _mm_loadu_si128(block.as_ptr().cast()) };
-            // Controls and DEL (`\x01`, `\x7f`). Bytes >= 0x80 compare as negative and
-            // land here too; any such byte sends the string to the char-by-char path,
-            // so that miscount never matters.
-            let c = _mm_or_si128(
-                _mm_cmplt_epi8(v, splat(0x20)),
-                _mm_cmpeq_epi8(v, splat(0x7f)),
-            );
-            let w = _mm_or_si128(
-                _mm_or_si128(
-                    _mm_cmpeq_epi8(v, splat(b'\t')),
-                    _mm_cmpeq_epi8(v, splat(b'\n')),
-                ),
-                _mm_cmpeq_epi8(v, splat(b'\r')),
-            );
-            // A true lane is -1: subtracting it counts one.
-            ctrl = _mm_sub_epi8(ctrl, c);
-            tnr = _mm_sub_epi8(tnr, w);
-            backslash = _mm_sub_epi8(backslash, _mm_cmpeq_epi8(v, splat(b'\\')));
-            single = _mm_sub_epi8(single, _mm_cmpeq_epi8(v, splat(b'\'')));
-            double = _mm_sub_epi8(double, _mm_cmpeq_epi8(v, splat(b'"')));
-            high = _mm_or_si128(high, v);
+    /// A letter: padding made of it counts nothing.
+    const PAD: u8 = b'a';
+
+    impl AsciiTally {
+        fn merge(&mut self, other: AsciiTally) {
+            self.extra += other.extra;
+            self.single += other.single;
+            self.double += other.double;
+            self.non_ascii |= other.non_ascii;
         }
-        // Controls cost 3 extra (`\x01`) except \t \n \r (1, as `\n`); a backslash 1.
-        t.extra += 3 * sum(ctrl) - 2 * sum(tnr) + sum(backslash);
-        t.single += sum(single);
-        t.double += sum(double);
     }
-    t.non_ascii = _mm_movemask_epi8(high) != 0;
-    t.add_bytes(tail);
-    t
+
+    /// 16 bytes a step; the last few bytes as one more block, padded.
+    #[target_feature(enable = "sse2")]
+    pub fn tally_sse2(bytes: &[u8]) -> AsciiTally {
+        let (blocks, tail) = bytes.as_chunks::<16>();
+        let mut t = sse2_blocks(blocks);
+        if !tail.is_empty() {
+            let mut last = [PAD; 16];
+            last[..tail.len()].copy_from_slice(tail);
+            t.merge(sse2_blocks(&[last]));
+        }
+        t
+    }
+
+    #[target_feature(enable = "sse2")]
+    fn sse2_blocks(blocks: &[[u8; 16]]) -> AsciiTally {
+        let splat = |b: u8| _mm_set1_epi8(b as i8);
+        let zero = _mm_setzero_si128();
+        let sum = |v: __m128i| -> usize {
+            let s = _mm_sad_epu8(v, zero);
+            (_mm_cvtsi128_si64(s) + i64::from(_mm_extract_epi16::<4>(s))) as usize
+        };
+        let mut t = AsciiTally::default();
+        let mut high = zero;
+        for run in blocks.chunks(255) {
+            let (mut ctrl, mut tnr, mut backslash, mut single, mut double) =
+                (zero, zero, zero, zero, zero);
+            for block in run {
+                // SAFETY: `block` is a `&[u8; 16]`, valid for a 16-byte read; `loadu`
+                // takes any alignment.
+                let v = unsafe { _mm_loadu_si128(block.as_ptr().cast()) };
+                let c = _mm_or_si128(
+                    _mm_cmplt_epi8(v, splat(0x20)),
+                    _mm_cmpeq_epi8(v, splat(0x7f)),
+                );
+                let w = _mm_or_si128(
+                    _mm_or_si128(
+                        _mm_cmpeq_epi8(v, splat(b'\t')),
+                        _mm_cmpeq_epi8(v, splat(b'\n')),
+                    ),
+                    _mm_cmpeq_epi8(v, splat(b'\r')),
+                );
+                // A true lane is -1: subtracting it counts one.
+                ctrl = _mm_sub_epi8(ctrl, c);
+                tnr = _mm_sub_epi8(tnr, w);
+                backslash = _mm_sub_epi8(backslash, _mm_cmpeq_epi8(v, splat(b'\\')));
+                single = _mm_sub_epi8(single, _mm_cmpeq_epi8(v, splat(b'\'')));
+                double = _mm_sub_epi8(double, _mm_cmpeq_epi8(v, splat(b'"')));
+                high = _mm_or_si128(high, v);
+            }
+            t.extra += 3 * sum(ctrl) - 2 * sum(tnr) + sum(backslash);
+            t.single += sum(single);
+            t.double += sum(double);
+        }
+        t.non_ascii = _mm_movemask_epi8(high) != 0;
+        t
+    }
+
+    /// 32 bytes a step, the rest through the SSE2 path.
+    #[target_feature(enable = "avx2")]
+    pub fn tally_avx2(bytes: &[u8]) -> AsciiTally {
+        let splat = |b: u8| _mm256_set1_epi8(b as i8);
+        let zero = _mm256_setzero_si256();
+        let sum = |v: __m256i| -> usize {
+            let s = _mm256_sad_epu8(v, zero);
+            let s = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s));
+            (_mm_cvtsi128_si64(s) + i64::from(_mm_extract_epi16::<4>(s))) as usize
+        };
+        let (blocks, rest) = bytes.as_chunks::<32>();
+        let mut t = AsciiTally::default();
+        let mut high = zero;
+        for run in blocks.chunks(255) {
+            let (mut ctrl, mut tnr, mut backslash, mut single, mut double) =
+                (zero, zero, zero, zero, zero);
+            for block in run {
+                // SAFETY: `block` is a `&[u8; 32]`, valid for a 32-byte read; `loadu`
+                // takes any alignment.
+                let v = unsafe { _mm256_loadu_si256(block.as_ptr().cast()) };
+                let c = _mm256_or_si256(
+                    _mm256_cmpgt_epi8(splat(0x20), v),
+                    _mm256_cmpeq_epi8(v, splat(0x7f)),
+                );
+                let w = _mm256_or_si256(
+                    _mm256_or_si256(
+                        _mm256_cmpeq_epi8(v, splat(b'\t')),
+                        _mm256_cmpeq_epi8(v, splat(b'\n')),
+                    ),
+                    _mm256_cmpeq_epi8(v, splat(b'\r')),
+                );
+                ctrl = _mm256_sub_epi8(ctrl, c);
+                tnr = _mm256_sub_epi8(tnr, w);
+                backslash = _mm256_sub_epi8(backslash, _mm256_cmpeq_epi8(v, splat(b'\\')));
+                single = _mm256_sub_epi8(single, _mm256_cmpeq_epi8(v, splat(b'\'')));
+                double = _mm256_sub_epi8(double, _mm256_cmpeq_epi8(v, splat(b'"')));
+                high = _mm256_or_si256(high, v);
+            }
+            t.extra += 3 * sum(ctrl) - 2 * sum(tnr) + sum(backslash);
+            t.single += sum(single);
+            t.double += sum(double);
+        }
+        t.non_ascii = _mm256_movemask_epi8(high) != 0;
+        t.merge(tally_sse2(rest));
+        t
+    }
 }
 
 /// Length of Python's `repr()` of a string: quotes, escapes and all.
@@ -291,6 +374,27 @@ mod tests {
             proptest::prop_assert_eq!(fast.non_ascii, slow.non_ascii);
             if !slow.non_ascii {
                 proptest::prop_assert_eq!(fast, slow);
+            }
+        }
+
+        #[test]
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        fn each_simd_path_agrees_with_bytes(bytes in proptest::collection::vec(0u8..=255, 0..300)) {
+            let mut slow = AsciiTally::default();
+            slow.add_bytes(&bytes);
+            // SAFETY: SSE2 is compiled in (the cfg above).
+            let sse2 = unsafe { simd::tally_sse2(&bytes) };
+            proptest::prop_assert_eq!(sse2.non_ascii, slow.non_ascii);
+            if !slow.non_ascii {
+                proptest::prop_assert_eq!(&sse2, &slow);
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU was just checked to have AVX2.
+                let avx2 = unsafe { simd::tally_avx2(&bytes) };
+                proptest::prop_assert_eq!(avx2.non_ascii, slow.non_ascii);
+                if !slow.non_ascii {
+                    proptest::prop_assert_eq!(&avx2, &slow);
+                }
             }
         }
 
