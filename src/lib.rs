@@ -385,18 +385,20 @@ mod _core {
         let skeletons = &mut counted.read.kept.skeletons;
         let memos = &counted.read.kept.memos;
         let n = entries.len();
-        let msgs: Vec<&Message> = entries
-            .iter()
-            .filter_map(|e| e.message.as_deref())
-            .collect();
+        // Sized up front: a filtered collect would grow (and copy) step by step.
+        let mut msgs: Vec<&Message> = Vec::with_capacity(n);
+        msgs.extend(entries.iter().filter_map(|e| e.message.as_deref()));
         // The pair shapes only matter when a summary may be needed, which the view
         // before the passes tells: they never add tokens (should one ever, the plan
         // works the shapes out itself).
         let before = counted.fixed + counted.per_message.iter().sum::<f64>();
         let may_summarize = !cfg.trigger.is_empty()
             && cutoff::should_trigger(&cfg.trigger, n, before, max_input_tokens).unwrap_or(true);
-        let shapes: Option<Vec<_>> =
-            may_summarize.then(|| entries.iter().filter_map(|e| e.shape.as_deref()).collect());
+        let shapes: Option<Vec<_>> = may_summarize.then(|| {
+            let mut shapes = Vec::with_capacity(n);
+            shapes.extend(entries.iter().filter_map(|e| e.shape.as_deref()));
+            shapes
+        });
         // The kept skeletons, memos and measures line up with the messages only when
         // every entry is planned (otherwise the plan works them out afresh).
         let whole = msgs.len() == n && skeletons.len() == n && memos.len() == n;

@@ -654,7 +654,9 @@ pub fn tool_results<'a>(
     msgs: &[&'a Message],
     skeletons: &[Skeleton],
 ) -> (Vec<ToolResult>, Vec<&'a str>) {
-    let mut out = Vec::with_capacity(msgs.len() / 2);
+    // At most one result a message; sized once (an agent's conversation is often
+    // more than half results, and growing would copy them all).
+    let mut out = Vec::with_capacity(msgs.len());
     let mut ids = NameIds::default();
     let mut names: Vec<&str> = Vec::new();
     let mut far = FarCalls::default();
