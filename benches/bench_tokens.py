@@ -12,6 +12,7 @@ see the same machine load; ratios are of those medians.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -32,9 +33,15 @@ SEED = 42
 
 
 def _time(fn: Callable[[], Any]) -> float:
-    t = time.perf_counter()
-    fn()
-    return time.perf_counter() - t
+    # As timeit does: no garbage collection inside the timed call, where it would be
+    # charged to whichever call happened to cross the threshold.
+    gc.disable()
+    try:
+        t = time.perf_counter()
+        fn()
+        return time.perf_counter() - t
+    finally:
+        gc.enable()
 
 
 def _median_ms(samples: list[float]) -> float:
