@@ -21,11 +21,8 @@ a prefix, which is what a provider's prompt cache can reuse.
 from __future__ import annotations
 
 import argparse
-import gc
 import statistics
-import time
 import warnings
-from collections.abc import Callable
 from typing import Any, Protocol
 
 import fastcompact
@@ -33,6 +30,7 @@ from fastcompact.samples import coding_session, load_session
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import tool
+from timing import time_call
 
 WINDOW = 200_000
 NEVER = ("tokens", 10**9)
@@ -123,18 +121,6 @@ class DeepAgents:
         return seen[-1]
 
 
-def _time(fn: Callable[[], Any]) -> float:
-    # As timeit does: no garbage collection inside the timed call, where it would be
-    # charged to whichever call (any side's) happened to cross the threshold.
-    gc.disable()
-    try:
-        t = time.perf_counter()
-        fn()
-        return time.perf_counter() - t
-    finally:
-        gc.enable()
-
-
 def bench_turn(sides: list[Side], n: int, reps: int, turns: int = 3) -> dict[str, tuple[float, float]]:
     """Median seconds of one turn on `n` messages: cold (first sight) and warm (each of
     `turns` turns in a row that append one message to the conversation seen the turn
@@ -147,10 +133,10 @@ def bench_turn(sides: list[Side], n: int, reps: int, turns: int = 3) -> dict[str
         for s in sides:
             fastcompact.clear_cache()
             msgs = list(history)
-            cold[s.name].append(_time(lambda s=s, msgs=msgs: s.view(msgs)))
+            cold[s.name].append(time_call(lambda s=s, msgs=msgs: s.view(msgs)))
             for extra in extras:
                 msgs.append(extra)
-                warm[s.name].append(_time(lambda s=s, msgs=msgs: s.view(msgs)))
+                warm[s.name].append(time_call(lambda s=s, msgs=msgs: s.view(msgs)))
     return {k: (statistics.median(cold[k]), statistics.median(warm[k])) for k in cold}
 
 
@@ -179,7 +165,8 @@ def main() -> None:
     reps = 3 if args.quick else 7
     sides: list[Side] = [FastCompact(), CompactMiddleware(), DeepAgents()]
 
-    print("Per-turn no-summary path, median ms (cold / warm: three turns in a row, each appending one message):")
+    print("Per-turn no-summary path, median ms", end=" ")
+    print("(cold / warm: three turns in a row, each appending one message):")
     print()
     print("| messages | " + " | ".join(s.name for s in sides) + " | speed-up vs faster peer (warm) |")
     print("|---:|" + "---:|" * (len(sides) + 1))

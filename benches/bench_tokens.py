@@ -12,36 +12,22 @@ see the same machine load; ratios are of those medians.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import platform
 import statistics
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from typing import Any
 
 import fastcompact
 from fastcompact.samples import coding_session
 from langchain_core.messages import HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
+from timing import time_call
 
 SIZES = (100, 1_000, 10_000)
 SEED = 42
-
-
-def _time(fn: Callable[[], Any]) -> float:
-    # As timeit does: no garbage collection inside the timed call, where it would be
-    # charged to whichever call happened to cross the threshold.
-    gc.disable()
-    try:
-        t = time.perf_counter()
-        fn()
-        return time.perf_counter() - t
-    finally:
-        gc.enable()
 
 
 def _median_ms(samples: list[float]) -> float:
@@ -54,12 +40,12 @@ def bench_heuristic(n: int, reps: int) -> dict[str, float]:
     extra = HumanMessage("one more question about the failing test")
     lc, cold, warm = [], [], []
     for _ in range(reps):
-        lc.append(_time(lambda: count_tokens_approximately(msgs)))
+        lc.append(time_call(lambda: count_tokens_approximately(msgs)))
         fastcompact.clear_cache()
-        cold.append(_time(lambda: fastcompact.count_tokens(msgs)))
+        cold.append(time_call(lambda: fastcompact.count_tokens(msgs)))
         # Warm: the conversation was counted last turn; one message was appended since.
         msgs.append(extra)
-        warm.append(_time(lambda: fastcompact.count_tokens(msgs)))
+        warm.append(time_call(lambda: fastcompact.count_tokens(msgs)))
         msgs.pop()
         fastcompact.count_tokens(msgs)
     return {"n": n, "langchain_ms": _median_ms(lc), "cold_ms": _median_ms(cold), "warm_ms": _median_ms(warm)}
@@ -79,7 +65,7 @@ def bench_bpe(n: int, reps: int) -> dict[str, float]:
     msgs = coding_session(n, seed=SEED)
     size = _text_bytes(msgs)
     fastcompact.set_cache_capacity(0)  # every call tokenizes everything
-    samples = [_time(lambda: fastcompact.count_tokens(msgs, encoding="o200k_base")) for _ in range(reps)]
+    samples = [time_call(lambda: fastcompact.count_tokens(msgs, encoding="o200k_base")) for _ in range(reps)]
     med = statistics.median(samples)
     return {"n": n, "mb": size / 1e6, "seconds": med, "mb_per_s": size / 1e6 / med}
 
