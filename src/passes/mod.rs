@@ -1037,6 +1037,7 @@ impl<'a> ViewParts<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     proptest::proptest! {
         /// Ids in order of first use, past the names searched in order too.
@@ -1054,7 +1055,6 @@ mod tests {
             }
         }
     }
-    use serde_json::json;
 
     /// The straightforward way: a map of every call seen so far.
     fn results_by_map(msgs: &[&Message]) -> Vec<(usize, Option<usize>, Option<String>)> {
