@@ -7,6 +7,7 @@
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicIsize, AtomicU32, Ordering};
 use std::sync::Arc;
 
 use pyo3::exceptions::PyAttributeError;
@@ -359,6 +360,9 @@ fn read_usage<'py>(fields: &Fields<'py>, py: Python<'py>) -> Res<Option<Usage>> 
         if let Ok(Some(v)) = meta.get_item(key) {
             picked.insert(key.to_string(), to_value(&v));
         }
+    }
+    if picked.is_empty() {
+        return Ok(None);
     }
     Ok(Usage::from_response_metadata(&Value::Object(picked)))
 }
@@ -843,7 +847,7 @@ pub fn scan_message<'py>(item: &Bound<'py, PyAny>, want_shape: bool) -> Res<Scan
             shape.is_result = true;
             if let Some(id) = fields.get(intern!(py, "tool_call_id"))? {
                 body += str_len(&id);
-                if let Some(id) = str_of(&id).filter(|_| want_shape) {
+                if let Some(id) = want_shape.then(|| str_of(&id)).flatten() {
                     if !shape.results.contains(&id) {
                         shape.results.insert(0, id);
                     }
@@ -926,7 +930,7 @@ impl Entry {
         match &self.fields {
             // One dict lookup, much cheaper than resolving the attribute.
             Some(d) => {
-                let now = dict_item_ptr(d.bind(py), intern!(py, "content"));
+                let now = content_ptr(d.bind(py));
                 now == held || (held.is_null() && now == py.None().as_ptr())
             }
             // Same address as the object we hold: it is that object.
@@ -1007,17 +1011,55 @@ fn corresponding_dict<'py>(
     instance_dict(new)
 }
 
-/// The address of `d[key]` (null when absent), without touching the value: taking a
-/// reference would write to its refcount, a cache miss per message on a warm turn.
-/// Only ever compared, never followed.
-fn dict_item_ptr(d: &Bound<'_, PyDict>, key: &Bound<'_, PyString>) -> *mut pyo3::ffi::PyObject {
-    // SAFETY: `d` and `key` are live objects we hold references to, with the GIL held.
-    // PyDict_GetItemWithError returns a borrowed pointer (or null, with an exception
-    // set only if hashing the key failed, which cannot happen for a str key); the
-    // pointer is compared, not dereferenced.
-    let ptr = unsafe { pyo3::ffi::PyDict_GetItemWithError(d.as_ptr(), key.as_ptr()) };
+/// Where `content` was last found among a field dict's entries: a LangChain model's
+/// `__dict__` keeps its fields in class order, so it is nearly always the same place.
+static CONTENT_AT: AtomicIsize = AtomicIsize::new(0);
+/// Lookups that missed that place; one in `LEARN_EVERY` walks the dict to move it, so
+/// dicts of mixed layouts cost little more than plain lookups.
+static CONTENT_MISSES: AtomicU32 = AtomicU32::new(0);
+const LEARN_EVERY: u32 = 8;
+
+/// The address of `d["content"]` (null when absent), without touching the value:
+/// taking a reference would write to its refcount, a cache miss per message on a warm
+/// turn. Only ever compared, never followed.
+///
+/// The key is looked for first at the entry where it was last found (one step of
+/// `PyDict_Next` reads less memory than a hashed lookup, and this runs for every
+/// message of every turn); that entry counts only if its key is that very string.
+fn content_ptr(d: &Bound<'_, PyDict>) -> *mut pyo3::ffi::PyObject {
+    use pyo3::ffi;
+    let key = intern!(d.py(), "content");
+    let (mut k, mut v): (*mut ffi::PyObject, *mut ffi::PyObject) =
+        (std::ptr::null_mut(), std::ptr::null_mut());
+    let mut at = CONTENT_AT.load(Ordering::Relaxed);
+    // SAFETY: `d` is a live dict we hold a reference to, with the GIL held.
+    // PyDict_Next checks `at` against the dict's entries (out of range, it returns 0)
+    // and writes borrowed pointers to a live entry, which are only compared here.
+    if unsafe { ffi::PyDict_Next(d.as_ptr(), &mut at, &mut k, &mut v) } != 0 && k == key.as_ptr() {
+        return v;
+    }
+    // SAFETY: as above. PyDict_GetItemWithError returns a borrowed pointer (or null,
+    // with an exception set only if hashing the key failed, which cannot happen for a
+    // str key); the pointer is compared, not dereferenced.
+    let ptr = unsafe { ffi::PyDict_GetItemWithError(d.as_ptr(), key.as_ptr()) };
     if ptr.is_null() {
         let _ = PyErr::take(d.py());
+    } else if CONTENT_MISSES
+        .fetch_add(1, Ordering::Relaxed)
+        .is_multiple_of(LEARN_EVERY)
+    {
+        let mut pos = 0;
+        loop {
+            let at = pos;
+            // SAFETY: as above; only the key's address is compared.
+            if unsafe { ffi::PyDict_Next(d.as_ptr(), &mut pos, &mut k, &mut v) } == 0 {
+                break;
+            }
+            if k == key.as_ptr() {
+                CONTENT_AT.store(at, Ordering::Relaxed);
+                break;
+            }
+        }
     }
     ptr
 }

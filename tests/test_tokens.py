@@ -305,6 +305,44 @@ def test_warm_counts_equal_cold_ones_across_settings(steps):
         assert count_tokens(msgs, **kw) == cold
 
 
+def test_contents_changed_are_noticed_whatever_the_field_order():
+    """A warm check looks for a message's content where it last found one; messages
+    whose fields come in other orders (models; dicts with content first, in the
+    middle, last), in turns, are checked all the same."""
+
+    def message(i: int) -> Any:
+        text = f"question {i} " * (i % 7 + 1)
+        return [
+            HumanMessage(text),
+            {"content": text, "role": "user"},
+            {"role": "user", "content": text, "name": "n"},
+            {"name": "n", "role": "user", "content": text},
+        ][i % 4]
+
+    msgs = [message(i) for i in range(80)]
+    count_tokens(msgs)
+    for round_ in range(3):
+        for i in range(round_, 80, 5):
+            longer = f"changed in round {round_}, " * (i % 5 + 2)
+            if isinstance(msgs[i], dict):
+                msgs[i]["content"] = longer
+            else:
+                msgs[i].content = longer
+        assert count_tokens(msgs) == count_tokens(msgs, cache_key=f"fresh-{round_}")
+        assert count_tokens(msgs) == count_tokens_approximately(msgs)
+
+    # Where content was found is only where to look first: an entry there under
+    # another key, even holding the old text, says nothing of the content.
+    msgs = [{"x": 1, "role": "user", "content": f"question {i} " * 9} for i in range(40)]
+    count_tokens(msgs)
+    count_tokens(msgs)
+    for i in range(0, 40, 3):
+        d = msgs[i]
+        d["note"] = d.pop("content")
+        d["content"] = "short"
+    assert count_tokens(msgs) == count_tokens(msgs, cache_key="fresh-moved")
+
+
 def test_contents_changed_in_dict_messages_are_noticed():
     """A warm count notices a content changed in a dict message, however the dict
     was changed: the key set again, deleted and added back (its entry moves), added
