@@ -228,9 +228,9 @@ mod tests {
 
     #[test]
     fn a_run_of_many_distinct_tools_collapses_whole() {
-        // More distinct tool names than `NameIds` searches in order: the rest go in
+        // More distinct tool names than `NameIds` keeps in its table: the rest go in
         // its map.
-        let tools: Vec<String> = (0..40).map(|k| format!("read_{k}")).collect();
+        let tools: Vec<String> = (0..60).map(|k| format!("read_{k}")).collect();
         let mut msgs = Vec::new();
         for (k, tool) in tools.iter().enumerate() {
             let mut ai = Message::text(Role::Ai, "");
@@ -256,17 +256,17 @@ mod tests {
         let parts = ViewParts::new(&msgs);
         let edits = run(&parts.view(), &cfg);
         let indices: Vec<usize> = edits.iter().map(|e| e.index).collect();
-        assert_eq!(indices, (0..40).map(|k| 2 * k + 1).collect::<Vec<_>>());
+        assert_eq!(indices, (0..60).map(|k| 2 * k + 1).collect::<Vec<_>>());
         // Unlisted past the short list: the run stops before the unlisted step.
         let mut fewer = cfg.clone();
-        fewer.collapse_tools.remove("read_35");
+        fewer.collapse_tools.remove("read_55");
         let edits = run(&parts.view(), &fewer);
         let indices: Vec<usize> = edits.iter().map(|e| e.index).collect();
         assert_eq!(
             indices,
-            (0..35)
+            (0..55)
                 .map(|k| 2 * k + 1)
-                .chain([73, 75, 77, 79])
+                .chain([113, 115, 117, 119])
                 .collect::<Vec<_>>()
         );
     }

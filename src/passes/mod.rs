@@ -696,26 +696,52 @@ pub fn tool_results<'a>(
 }
 
 /// Small numbers for name keys, counting from 0 in order of first use. A
-/// conversation calls few tools: the first names are searched in order, which beats
-/// hashing; the rest (only odd conversations have them) go in a map.
-#[derive(Default)]
+/// conversation calls few tools: their keys (already hashes) sit in a small table
+/// probed from the key's low bits, one comparison for a name seen before; past the
+/// table's share (only odd conversations get there) they go in a map.
 pub struct NameIds {
-    few: Vec<NonZeroU64>,
+    /// `(key, id)`; key 0 marks a free slot (keys are never 0).
+    slots: [(u64, u32); NameIds::SLOTS],
+    in_slots: usize,
     more: FastMap<NonZeroU64, usize>,
 }
 
+impl Default for NameIds {
+    fn default() -> Self {
+        NameIds {
+            slots: [(0, 0); NameIds::SLOTS],
+            in_slots: 0,
+            more: FastMap::default(),
+        }
+    }
+}
+
 impl NameIds {
-    const FEW: usize = 32;
+    const SLOTS: usize = 64;
+    /// Filled no further than this, so a probe always ends at a free slot.
+    const FILL: usize = 48;
 
     pub fn id(&mut self, key: NonZeroU64) -> usize {
-        if let Some(i) = self.few.iter().position(|k| *k == key) {
-            return i;
+        let key = key.get();
+        let mut at = key as usize % Self::SLOTS;
+        loop {
+            let (k, id) = self.slots[at];
+            if k == key {
+                return id as usize;
+            }
+            if k == 0 {
+                break;
+            }
+            at = (at + 1) % Self::SLOTS;
         }
-        let next = self.few.len() + self.more.len();
-        if self.few.len() < Self::FEW {
-            self.few.push(key);
+        let next = self.in_slots + self.more.len();
+        if self.in_slots < Self::FILL {
+            // Nothing is in the map yet, so `next` < FILL: it fits.
+            self.slots[at] = (key, next as u32);
+            self.in_slots += 1;
             return next;
         }
+        let key = NonZeroU64::new(key).unwrap_or(NonZeroU64::MIN);
         *self.more.entry(key).or_insert(next)
     }
 }
