@@ -498,7 +498,11 @@ mod _core {
             let (group, rest) = pending.split_at(len);
             pending = rest;
             if group.is_empty() {
-                entry.edited = None;
+                // Written only when set: a write to every entry would dirty the whole
+                // cache of a long conversation each turn.
+                if entry.edited.is_some() {
+                    entry.edited = None;
+                }
                 items.push(entry.object(py).clone());
                 continue;
             }
