@@ -441,6 +441,15 @@ def test_remembered_work_never_changes_a_plan():
     fastcompact.clear_cache()
     cold = plan(shifted, cfg, cache_key="thread-1").edits
     assert warm == again == cold and warm
+    # Counted under other parameters (an Anthropic model's), no count is reused.
+    def figures(model: str | None) -> tuple[Any, ...]:
+        p = plan(shifted, cfg, cache_key="thread-1", model=model)
+        return p.edits, p.tokens_after, p.passes
+
+    default = figures(None)
+    warm_claude = figures("claude-sonnet-4")
+    fastcompact.clear_cache()
+    assert warm_claude == figures("claude-sonnet-4") != default
 
 
 _POOL = coding_session(140, seed=21)

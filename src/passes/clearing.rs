@@ -2,7 +2,9 @@
 //! of the listed tools older than the newest `keep_recent` become a one-line
 //! placeholder naming the call, in batches worth `clear_at_least` tokens.
 
-use super::{keyed, main_arg, tool_flags, Batches, Edit, Pass, View, CLEARED};
+use super::{
+    keyed, main_arg, params_key, remembered, tool_flags, Batches, Edit, Pass, View, CLEARED,
+};
 use crate::config::ClearingConfig;
 
 /// The placeholder for a cleared result of `tool` called with `arg`.
@@ -20,6 +22,8 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &ClearingConfig) -> Vec<Edit<'m>> {
     let eligible = listed.iter().filter(|&&l| l).count();
     let old = eligible.saturating_sub(cfg.keep_recent);
     let mut batches = Batches::with_capacity(cfg.clear_at_least as f64, old);
+    // A result's tokens with its placeholder, worked out on its first turn cleared.
+    let counted_with = Some(params_key(view.params));
     let older = view
         .results
         .iter()
@@ -32,7 +36,9 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &ClearingConfig) -> Vec<Edit<'m>> {
         }
         let new = view.memo.cleared[r.index]
             .get_or_init(|| keyed(placeholder(view.tool(r), &main_arg(view.call(r)))));
-        let tokens = view.tokens_with_keyed(r.index, new);
+        let tokens = *remembered(&view.memo.cleared_tokens[r.index], counted_with, || {
+            view.tokens_with_keyed(r.index, new)
+        });
         let saved = view.tokens[r.index] - tokens;
         // A placeholder longer than the result saves nothing.
         if saved > 0.0 {

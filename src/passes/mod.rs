@@ -264,8 +264,10 @@ impl<'m> Edit<'m> {
 /// an earlier message: `forget_call` drops them when that may have changed.
 #[derive(Debug, Default)]
 pub struct Memos {
-    /// Clearing's placeholder for a result.
+    /// Clearing's placeholder for a result, and the result's tokens with it, under the
+    /// fingerprint of the counting parameters.
     pub cleared: Vec<OnceLock<Keyed>>,
+    pub cleared_tokens: Vec<OnceLock<(u64, f64)>>,
     /// Dedupe's placeholder for a result, and its read key.
     pub superseded: Vec<OnceLock<Keyed>>,
     pub read_key: Vec<OnceLock<String>>,
@@ -282,6 +284,10 @@ macro_rules! each_kind {
         let memos = $memos;
         {
             let $v = &mut memos.cleared;
+            $op;
+        }
+        {
+            let $v = &mut memos.cleared_tokens;
             $op;
         }
         {
@@ -347,6 +353,7 @@ impl Memos {
     /// next one).
     pub fn forget_call(&mut self, i: usize) {
         forget(&mut self.cleared, i);
+        forget(&mut self.cleared_tokens, i);
         forget(&mut self.superseded, i);
         forget(&mut self.read_key, i);
         forget(&mut self.note, i);
@@ -375,6 +382,21 @@ impl<T> std::ops::Deref for Remembered<'_, T> {
             Remembered::Made(v) => v,
         }
     }
+}
+
+/// A fingerprint of the counting parameters, for memos of token counts.
+pub fn params_key(p: &HeuristicParams) -> u64 {
+    let mut h = FastHasher::default();
+    for x in [
+        p.chars_per_token,
+        p.extra_tokens_per_message,
+        p.tokens_per_image,
+        p.tokens_per_document,
+    ] {
+        h.write_u64(x.to_bits());
+    }
+    h.write_u64(u64::from(p.count_name));
+    h.finish()
 }
 
 /// What `memo` holds under `key`, else `make()`, kept in `memo` for later turns when
@@ -1213,6 +1235,7 @@ mod tests {
         let mut m = Memos::new(3);
         let set = |m: &Memos, i: usize| {
             let _ = m.cleared[i].set(keyed("c".into()));
+            let _ = m.cleared_tokens[i].set((1, 2.0));
             let _ = m.read_key[i].set("k".into());
             let _ = m.truncated[i].set((1, None));
         };
@@ -1222,12 +1245,20 @@ mod tests {
         m.forget_call(1);
         assert!(m.cleared[1].get().is_none() && m.read_key[1].get().is_none());
         assert!(
+            m.cleared_tokens[1].get().is_none(),
+            "tokens with the placeholder"
+        );
+        assert!(
             m.truncated[1].get().is_some(),
             "the message's own arguments"
         );
         m.reset(2);
         assert!(m.cleared[2].get().is_none() && m.truncated[2].get().is_none());
-        assert!(m.cleared[0].get().is_some(), "others untouched");
+        assert!(m.cleared_tokens[2].get().is_none());
+        assert!(
+            m.cleared[0].get().is_some() && m.cleared_tokens[0].get().is_some(),
+            "others untouched"
+        );
         m.forget_call(7);
         m.truncate(1);
         m.resize(2);
