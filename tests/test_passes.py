@@ -441,6 +441,7 @@ def test_remembered_work_never_changes_a_plan():
     fastcompact.clear_cache()
     cold = plan(shifted, cfg, cache_key="thread-1").edits
     assert warm == again == cold and warm
+
     # Counted under other parameters (an Anthropic model's), no count is reused.
     def figures(model: str | None) -> tuple[Any, ...]:
         p = plan(shifted, cfg, cache_key="thread-1", model=model)
