@@ -744,11 +744,11 @@ impl NameIds {
     const FILL: usize = 48;
 
     pub fn id(&mut self, key: NonZeroU64) -> usize {
-        let key = key.get();
-        let mut at = key as usize % Self::SLOTS;
+        let raw = key.get();
+        let mut at = raw as usize % Self::SLOTS;
         loop {
             let (k, id) = self.slots[at];
-            if k == key {
+            if k == raw {
                 return id as usize;
             }
             if k == 0 {
@@ -759,11 +759,10 @@ impl NameIds {
         let next = self.in_slots + self.more.len();
         if self.in_slots < Self::FILL {
             // Nothing is in the map yet, so `next` < FILL: it fits.
-            self.slots[at] = (key, next as u32);
+            self.slots[at] = (raw, next as u32);
             self.in_slots += 1;
             return next;
         }
-        let key = NonZeroU64::new(key).unwrap_or(NonZeroU64::MIN);
         *self.more.entry(key).or_insert(next)
     }
 }
