@@ -919,7 +919,12 @@ impl Entry {
 
     /// Whether the item at `ptr` is the message counted here, still holding the same
     /// content object (a content reassigned in place is counted again).
-    fn still_matches(&self, py: Python<'_>, ptr: *mut pyo3::ffi::PyObject) -> bool {
+    fn still_matches(
+        &self,
+        py: Python<'_>,
+        ptr: *mut pyo3::ffi::PyObject,
+        content_key: &Bound<'_, PyString>,
+    ) -> bool {
         if self.obj.as_ptr() != ptr {
             return false;
         }
@@ -930,7 +935,7 @@ impl Entry {
         match &self.fields {
             // One dict lookup, much cheaper than resolving the attribute.
             Some(d) => {
-                let now = content_ptr(d.bind(py));
+                let now = content_ptr(d.bind(py), content_key);
                 now == held || (held.is_null() && now == py.None().as_ptr())
             }
             // Same address as the object we hold: it is that object.
@@ -1019,16 +1024,15 @@ static CONTENT_AT: AtomicIsize = AtomicIsize::new(0);
 static CONTENT_MISSES: AtomicU32 = AtomicU32::new(0);
 const LEARN_EVERY: u32 = 8;
 
-/// The address of `d["content"]` (null when absent), without touching the value:
-/// taking a reference would write to its refcount, a cache miss per message on a warm
-/// turn. Only ever compared, never followed.
+/// The address of `d[key]`, `key` being `"content"` (null when absent), without
+/// touching the value: taking a reference would write to its refcount, a cache miss
+/// per message on a warm turn. Only ever compared, never followed.
 ///
 /// The key is looked for first at the entry where it was last found (one step of
 /// `PyDict_Next` reads less memory than a hashed lookup, and this runs for every
 /// message of every turn); that entry counts only if its key is that very string.
-fn content_ptr(d: &Bound<'_, PyDict>) -> *mut pyo3::ffi::PyObject {
+fn content_ptr(d: &Bound<'_, PyDict>, key: &Bound<'_, PyString>) -> *mut pyo3::ffi::PyObject {
     use pyo3::ffi;
-    let key = intern!(d.py(), "content");
     let (mut k, mut v): (*mut ffi::PyObject, *mut ffi::PyObject) =
         (std::ptr::null_mut(), std::ptr::null_mut());
     let mut at = CONTENT_AT.load(Ordering::Relaxed);
@@ -1219,17 +1223,27 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
     // The first cached entry replaced by another message: what the results after it
     // know of their calls (in the messages before them) is stale from there on.
     let mut first_replaced: Option<usize> = None;
-    // The length is read each time round: reading a message may run Python code
-    // (a property, a __getattr__) that changes the list.
+    // Reading a message may run Python code (a property, a __getattr__) that changes
+    // the list: the length is read again before the loop ends and before each read
+    // (an index past a shortened list finds no item, so is read).
+    let mut len = list.len();
+    let content_key = intern!(list.py(), "content");
     let mut i = 0;
-    while i < list.len() {
+    loop {
+        if i >= len {
+            len = list.len();
+            if i >= len {
+                break;
+            }
+        }
         let reusable = entries.get(i).is_some_and(|e| {
-            want.satisfied_by(e) && e.still_matches(list.py(), list_item_ptr(list, i))
+            want.satisfied_by(e) && e.still_matches(list.py(), list_item_ptr(list, i), content_key)
         });
         if reusable {
             i += 1;
             continue;
         }
+        len = list.len();
         let Ok(item) = list.get_item(i) else { break };
         if let Some(e) = entries.get_mut(i) {
             if want.satisfied_by(e) && e.adopt_equal(&item) {

@@ -149,3 +149,35 @@ def test_malformed_messages_reach_the_model_unchanged_through_the_middleware(msg
     finally:
         logging.getLogger("fastcompact").removeHandler(handler)
     assert any("cannot plan this call (InputError" in line for line in logged)
+
+
+class _ListChanger:
+    """A message whose content, when read, adds a message to the end of the list it
+    is in (or takes the last one away)."""
+
+    type = "human"
+    text = "a message that changes its list"
+
+    def __init__(self, msgs: list[Any], grow: bool) -> None:
+        self.msgs, self.grow = msgs, grow
+
+    @property
+    def content(self) -> str:
+        if self.grow:
+            self.msgs.append(HumanMessage(f"added while reading {len(self.msgs)}"))
+        else:
+            self.msgs.pop()
+        return self.text
+
+
+@pytest.mark.parametrize("grow", [True, False])
+def test_a_list_changed_while_it_is_read_is_read_to_its_end(grow: bool) -> None:
+    """A count reads the list as it is when the count ends: messages added while it
+    reads are counted, messages taken away are not."""
+    msgs: list[Any] = [HumanMessage(f"question {i} " * (i % 5 + 1)) for i in range(40)]
+    msgs[5] = _ListChanger(msgs, grow)
+    for turn in range(3):
+        n = fastcompact.count_tokens(msgs, cache_key="changing")
+        assert len(msgs) == 40 + (turn + 1) * (1 if grow else -1)
+        plain = [HumanMessage(_ListChanger.text) if i == 5 else m for i, m in enumerate(msgs)]
+        assert n == fastcompact.count_tokens(plain, cache_key=f"plain-{turn}")
