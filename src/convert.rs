@@ -395,7 +395,12 @@ fn read_timestamp<'py>(fields: &Fields<'py>, py: Python<'py>) -> Option<f64> {
             continue;
         };
         let Ok(d) = d.cast::<PyDict>() else { continue };
-        for key in ["timestamp", "created_at", "created", "time"] {
+        for key in [
+            intern!(py, "timestamp"),
+            intern!(py, "created_at"),
+            intern!(py, "created"),
+            intern!(py, "time"),
+        ] {
             let Ok(Some(v)) = d.get_item(key) else {
                 continue;
             };
