@@ -1229,8 +1229,8 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
     // know of their calls (in the messages before them) is stale from there on.
     let mut first_replaced: Option<usize> = None;
     // Reading a message may run Python code (a property, a __getattr__) that changes
-    // the list: the length is read again before the loop ends and before each read
-    // (an index past a shortened list finds no item, so is read).
+    // the list: its length is read again when the loop reaches the old one, and an
+    // index past a shortened list finds no item, which ends the loop.
     let mut len = list.len();
     let content_key = intern!(list.py(), "content");
     let mut i = 0;
@@ -1248,7 +1248,6 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
             i += 1;
             continue;
         }
-        len = list.len();
         let Ok(item) = list.get_item(i) else { break };
         if let Some(e) = entries.get_mut(i) {
             if want.satisfied_by(e) && e.adopt_equal(&item) {

@@ -280,32 +280,16 @@ pub struct Memos {
 /// Do `$op` with `$v` bound to each kind's vector in turn: the one list of the kinds,
 /// so that none is left out when the vectors are sized together.
 macro_rules! each_kind {
-    ($memos:expr, $v:ident => $op:expr) => {{
+    ($memos:expr, $v:ident => $op:expr) => {
+        each_kind!(@fields $memos, $v => $op;
+            cleared, cleared_tokens, superseded, read_key, truncated, note)
+    };
+    (@fields $memos:expr, $v:ident => $op:expr; $($field:ident),*) => {{
         let memos = $memos;
-        {
-            let $v = &mut memos.cleared;
+        $({
+            let $v = &mut memos.$field;
             $op;
-        }
-        {
-            let $v = &mut memos.cleared_tokens;
-            $op;
-        }
-        {
-            let $v = &mut memos.superseded;
-            $op;
-        }
-        {
-            let $v = &mut memos.read_key;
-            $op;
-        }
-        {
-            let $v = &mut memos.truncated;
-            $op;
-        }
-        {
-            let $v = &mut memos.note;
-            $op;
-        }
+        })*
     }};
 }
 
