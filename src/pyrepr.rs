@@ -312,8 +312,67 @@ mod simd {
     }
 }
 
+/// Eight bytes with this value in each.
+const fn splat8(b: u8) -> u64 {
+    u64::from_ne_bytes([b; 8])
+}
+
+/// Whether every byte of the word is printable ASCII that `repr()` shows as is: no
+/// control, DEL, non-ASCII byte, backslash or quote. Each test is exact for the word
+/// as a whole (the classic has-less / has-zero-byte tricks).
+fn plain_word(x: u64) -> bool {
+    const HIGH: u64 = splat8(0x80);
+    let has_zero = |y: u64| y.wrapping_sub(splat8(1)) & !y & HIGH != 0;
+    let below_space = x.wrapping_sub(splat8(0x20)) & !x & HIGH != 0;
+    // Adding 1 sets a byte's top bit from 0x7f up; bytes >= 0x80 have it already.
+    let del_or_high = (x.wrapping_add(splat8(1)) | x) & HIGH != 0;
+    !(below_space
+        || del_or_high
+        || has_zero(x ^ splat8(b'\\'))
+        || has_zero(x ^ splat8(b'\''))
+        || has_zero(x ^ splat8(b'"')))
+}
+
+/// Whether a string shorter than 16 bytes needs nothing but its two quotes: most
+/// names, ids and keys. Overlapping loads cover every byte (some twice, which the
+/// all-plain test does not mind).
+fn short_and_plain(b: &[u8]) -> bool {
+    let u64_at = |i: usize| {
+        b.get(i..i + 8)
+            .and_then(|w| w.try_into().ok())
+            .map(u64::from_ne_bytes)
+    };
+    let u32_at = |i: usize| {
+        b.get(i..i + 4)
+            .and_then(|w| w.try_into().ok())
+            .map(u32::from_ne_bytes)
+    };
+    let n = b.len();
+    let word = match n {
+        0 => return true,
+        1..4 => {
+            let (first, mid, last) = (b[0], b[n / 2], b[n - 1]);
+            Some(u64::from_ne_bytes([
+                first, mid, last, first, mid, last, first, mid,
+            ]))
+        }
+        4..8 => u32_at(0)
+            .zip(u32_at(n - 4))
+            .map(|(lo, hi)| u64::from(lo) | u64::from(hi) << 32),
+        8..16 => u64_at(0)
+            .zip(u64_at(n - 8))
+            .filter(|&(head, _)| plain_word(head))
+            .map(|(_, tail)| tail),
+        _ => None,
+    };
+    word.is_some_and(plain_word)
+}
+
 /// Length of Python's `repr()` of a string: quotes, escapes and all.
 pub fn py_str_repr_len(s: &str) -> usize {
+    if short_and_plain(s.as_bytes()) {
+        return s.len() + 2;
+    }
     let t = ascii_tally(s.as_bytes());
     // Python quotes with `"` only when the text has a `'` and no `"`.
     let quote = if t.single > 0 && t.double == 0 {
@@ -429,6 +488,17 @@ mod tests {
             let quotes = if quote == '\'' { t.single } else { 0 };
             proptest::prop_assert!(!t.non_ascii);
             proptest::prop_assert_eq!(2 + s.len() + t.extra + quotes, repr_len_by_chars(&s, quote));
+        }
+
+        #[test]
+        fn plain_check_agrees_with_bytes(bytes in proptest::collection::vec(proptest::prop_oneof![
+            // Mostly plain letters, so that the all-plain answer is common too.
+            8 => 0x20u8..=0x7e,
+            1 => 0u8..=255,
+        ], 0..20)) {
+            let t = AsciiTally::of_bytes(&bytes);
+            let plain = bytes.len() < 16 && !t.non_ascii && t.extra + t.single + t.double == 0;
+            proptest::prop_assert_eq!(short_and_plain(&bytes), plain);
         }
 
         #[test]
