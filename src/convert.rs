@@ -20,6 +20,7 @@ use serde_json::Value;
 use crate::cutoff::PairShape;
 use crate::message::{Block, Content, InputError, Message, Role, Text, ToolCall, Usage};
 use crate::pyrepr;
+use crate::reprlen;
 use crate::tokens::{CachedCounts, ConversationCache, Encoding, HeuristicParams, Measure};
 
 type Res<T> = Result<T, InputError>;
@@ -621,80 +622,6 @@ pub fn read_all<'py>(seq: &Bound<'py, PyAny>) -> Res<Vec<Message>> {
         .collect()
 }
 
-/// Length of `repr()` of a Python value, computed without building the string.
-fn repr_len(v: &Bound<'_, PyAny>, depth: usize) -> usize {
-    if v.is_none() {
-        return 4;
-    }
-    if let Ok(s) = v.cast::<PyString>() {
-        return match s.to_str() {
-            Ok(text) => pyrepr::py_str_repr_len(text),
-            Err(_) => pyrepr::py_str_repr_len(&s.to_string_lossy()),
-        };
-    }
-    if depth < MAX_DEPTH {
-        if let Ok(d) = v.cast::<PyDict>() {
-            return pyrepr::py_dict_repr_len(
-                d.iter()
-                    .map(|(k, item)| (repr_len(&k, depth + 1), repr_len(&item, depth + 1))),
-            );
-        }
-        if let Ok(l) = v.cast::<PyList>() {
-            return pyrepr::py_list_repr_len(l.iter().map(|i| repr_len(&i, depth + 1)));
-        }
-    }
-    if let Ok(b) = v.cast::<pyo3::types::PyBool>() {
-        return if b.is_true() { 4 } else { 5 };
-    }
-    if v.is_instance_of::<pyo3::types::PyInt>() {
-        if let Ok(i) = v.extract::<i64>() {
-            return decimal_len(i);
-        }
-    }
-    if let Ok(f) = v.cast::<pyo3::types::PyFloat>() {
-        return pyrepr::py_float_repr_len(f.value());
-    }
-    // Tuples, sets, custom objects, very deep nesting: ask Python.
-    v.repr().and_then(|r| r.len()).unwrap_or(0)
-}
-
-/// Characters of an integer written in decimal.
-fn decimal_len(i: i64) -> usize {
-    let sign = usize::from(i < 0);
-    let mut n = i.unsigned_abs();
-    let mut digits = 1;
-    while n >= 10 {
-        n /= 10;
-        digits += 1;
-    }
-    sign + digits
-}
-
-/// `repr()` length of a LangChain tool call dict. The usual four keys
-/// (`name`, `args`, `id`, `type`, in any order: the length is the same) are looked up
-/// instead of walked; any other dict is walked.
-fn tool_call_repr_len(d: &Bound<'_, PyDict>) -> usize {
-    let py = d.py();
-    if d.len() == 4 {
-        let keys = [
-            intern!(py, "name"),
-            intern!(py, "args"),
-            intern!(py, "id"),
-            intern!(py, "type"),
-        ];
-        const KEYS: usize = "{'name': , 'args': , 'id': , 'type': }".len();
-        let mut total = KEYS;
-        for key in keys {
-            match d.get_item(key) {
-                Ok(Some(v)) => total += repr_len(&v, 1),
-                _ => return repr_len(d.as_any(), 0),
-            }
-        }
-        return total;
-    }
-    repr_len(d.as_any(), 0)
-}
-
 fn str_len(v: &Bound<'_, PyAny>) -> usize {
     v.cast::<PyString>()
         .ok()
@@ -764,7 +691,7 @@ pub fn scan_message<'py>(item: &Bound<'py, PyAny>, want_shape: bool) -> Res<Scan
                     "image" | "image_url" | "input_image" => images += 1,
                     "document" | "file" | "input_file" => documents += 1,
                     other => {
-                        body += repr_len(&block, 0);
+                        body += reprlen::repr_len(&block);
                         if !want_shape {
                             continue;
                         }
@@ -831,7 +758,7 @@ pub fn scan_message<'py>(item: &Bound<'py, PyAny>, want_shape: bool) -> Res<Scan
                         let Ok(d) = call.cast::<PyDict>() else {
                             return Err(bad_call(i, &call));
                         };
-                        reprs.push(tool_call_repr_len(d));
+                        reprs.push(reprlen::repr_len(d));
                         if !want_shape {
                             continue;
                         }

@@ -24,6 +24,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[cfg(feature = "python")]
 mod convert;
 #[cfg(feature = "python")]
+mod reprlen;
+#[cfg(feature = "python")]
 mod tool_schemas;
 
 /// The Python module `fastcompact._core`: bindings only.

@@ -181,3 +181,25 @@ def test_a_list_changed_while_it_is_read_is_read_to_its_end(grow: bool) -> None:
         assert len(msgs) == 40 + (turn + 1) * (1 if grow else -1)
         plain = [HumanMessage(_ListChanger.text) if i == 5 else m for i, m in enumerate(msgs)]
         assert n == fastcompact.count_tokens(plain, cache_key=f"plain-{turn}")
+
+
+class _ArgumentsChanger:
+    """An argument whose repr() empties the dict it sits in."""
+
+    def __init__(self, args: dict[str, Any]) -> None:
+        self.args = args
+
+    def __repr__(self) -> str:
+        self.args.clear()
+        return "changer"
+
+
+def test_arguments_changed_while_their_repr_is_measured() -> None:
+    """A tool call's arguments emptied by one of their own values' repr() while the
+    count walks them: the count ends, with no crash, and counts again afresh."""
+    msg = AIMessage("", tool_calls=[{"name": "t", "args": {"a": "x" * 50, "b": None, "c": 1}, "id": "c1"}])
+    args = msg.tool_calls[0]["args"]
+    args["b"] = _ArgumentsChanger(args)
+    n = fastcompact.count_tokens([msg], cache_key="changer")
+    assert args == {}
+    assert n >= fastcompact.count_tokens([AIMessage("", tool_calls=[{"name": "t", "args": {}, "id": "c1"}])])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import collections
+import enum
 import math
 import threading
 from typing import Any
@@ -152,6 +154,44 @@ def test_heuristic_parity_on_random_messages(msgs):
     for m, counted in zip(msgs, b.messages, strict=True):
         assert counted.tokens == count_tokens_approximately([m])
     assert count_tokens(msgs) == count_tokens_approximately(msgs)
+
+
+class _Colour(enum.Enum):
+    RED = "red"
+
+
+class _Level(enum.IntEnum):
+    HIGH = 3
+
+
+class _Point:
+    def __repr__(self) -> str:
+        return "Point(x=1, y='two')"
+
+
+def test_arguments_of_any_type_are_counted_as_their_repr_shows_them():
+    # Subclasses of the built-in types show themselves their own way; everything else
+    # as Python's repr() shows it.
+    odd: dict[str, Any] = {
+        "ordered": collections.OrderedDict(a=1, b=[2, 3]),
+        "default": collections.defaultdict(list, k=["v"]),
+        "enum": _Colour.RED,
+        "int_enum": _Level.HIGH,
+        "tuple": (1, "two", None),
+        "set": {"only"},
+        "bytes": b"\x00\xff'",
+        "big": 10**30,
+        "negative": -(2**63),
+        "float": 1e-7,
+        "object": _Point(),
+        "surrogate": "\ud800 lone",
+        "nested": [{"deep": [[[]]]}, {}],
+    }
+    for key, value in odd.items():
+        msg = AIMessage("", tool_calls=[{"name": "t", "args": {key: value}, "id": "c1"}])
+        assert count_tokens([msg]) == count_tokens_approximately([msg]), key
+    msg = AIMessage("", tool_calls=[{"name": "t", "args": odd, "id": "c1"}])
+    assert count_tokens([msg]) == count_tokens_approximately([msg])
 
 
 def test_bpe_counts_known_strings():

@@ -1,0 +1,148 @@
+//! Lengths of `repr()` of live Python values (tool calls, unknown content blocks),
+//! worked out from the objects without building the strings.
+//!
+//! The heuristic count reads every tool call of a conversation this way, so the walk
+//! keeps to exact built-in types through borrowed references: one pointer comparison
+//! per value, no reference counting for leaves. Anything else asks Python for its
+//! `repr()`, which is right by definition (a `str` enum, an `OrderedDict`).
+
+use std::sync::OnceLock;
+
+use pyo3::ffi;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
+
+use crate::pyrepr;
+
+/// Deeper nesting than this is measured by Python's own `repr()`.
+const MAX_DEPTH: usize = 128;
+
+/// Length of `repr(v)`. Never fails: a value whose `repr()` raises counts as empty.
+pub fn repr_len(v: &Bound<'_, PyAny>) -> usize {
+    len_at(v.as_borrowed(), 0)
+}
+
+fn len_at(v: Borrowed<'_, '_, PyAny>, depth: usize) -> usize {
+    if let Ok(s) = v.cast_exact::<PyString>() {
+        return str_repr_len(&s);
+    }
+    if v.is_none() {
+        return 4;
+    }
+    if depth < MAX_DEPTH {
+        if let Ok(d) = v.cast_exact::<PyDict>() {
+            // Owned: a value's `repr()` below may run Python code that drops the
+            // dict from its container.
+            return dict_repr_len(&d.to_owned(), depth);
+        }
+        if let Ok(l) = v.cast_exact::<PyList>() {
+            return list_repr_len(&l.to_owned(), depth);
+        }
+    }
+    if let Ok(b) = v.cast_exact::<PyBool>() {
+        return if b.is_true() { 4 } else { 5 };
+    }
+    if v.cast_exact::<PyInt>().is_ok() {
+        if let Ok(i) = v.extract::<i64>() {
+            return decimal_len(i);
+        }
+    }
+    if let Ok(f) = v.cast_exact::<PyFloat>() {
+        return pyrepr::py_float_repr_len(f.value());
+    }
+    // Subclasses, tuples, sets, custom objects, very deep nesting: Python's answer.
+    let owned = v.to_owned();
+    owned.repr().and_then(|r| r.len()).unwrap_or(0)
+}
+
+/// Strings every LangChain tool call holds (its four keys and its type), interned
+/// by LangChain and by `intern!` alike: recognised by address, their lengths known.
+/// The interned objects live as long as the process (`intern!` keeps them), so no
+/// other string can take their address.
+static KNOWN: OnceLock<[(usize, usize); 5]> = OnceLock::new();
+
+fn known(py: Python<'_>) -> &'static [(usize, usize); 5] {
+    KNOWN.get_or_init(|| {
+        [
+            intern!(py, "name"),
+            intern!(py, "args"),
+            intern!(py, "id"),
+            intern!(py, "type"),
+            intern!(py, "tool_call"),
+        ]
+        .map(|s| {
+            (
+                s.as_ptr() as usize,
+                s.to_str().map_or(0, pyrepr::py_str_repr_len),
+            )
+        })
+    })
+}
+
+fn str_repr_len(s: &Bound<'_, PyString>) -> usize {
+    let at = s.as_ptr() as usize;
+    if let Some(&(_, len)) = known(s.py()).iter().find(|(p, _)| *p == at) {
+        return len;
+    }
+    match s.to_str() {
+        Ok(text) => pyrepr::py_str_repr_len(text),
+        // Lone surrogates are not UTF-8 (Python escapes them): its own answer. Made
+        // owned first, as repr() is a call into Python.
+        Err(_) => s.clone().repr().and_then(|r| r.len()).unwrap_or(0),
+    }
+}
+
+/// `{k: v, ...}` over the dict as it is while walked. PyDict_Next checks its
+/// position against the dict's current entries, so a dict changed by a value's
+/// `repr()` ends or shortens the walk instead of failing it.
+fn dict_repr_len(d: &Bound<'_, PyDict>, depth: usize) -> usize {
+    let py = d.py();
+    let (mut pos, mut n, mut total) = (0, 0usize, 0usize);
+    let mut key = std::ptr::null_mut();
+    let mut value = std::ptr::null_mut();
+    // SAFETY: `d` is a live dict we hold a reference to, and the GIL is held.
+    // PyDict_Next hands out borrowed references to the current entry (non-null when
+    // it returns 1). They stay valid while the dict keeps the entry, which only
+    // Python code could change: see below for how none runs while one is in use.
+    while unsafe { ffi::PyDict_Next(d.as_ptr(), &mut pos, &mut key, &mut value) } != 0 {
+        // SAFETY: the pointers were just handed out, and nothing has run since.
+        let (k, v) = unsafe { (Borrowed::from_ptr(py, key), Borrowed::from_ptr(py, value)) };
+        total += match k.cast_exact::<PyString>() {
+            // A str key is measured without running Python code, so the borrowed
+            // value is still the entry's when `len_at` takes it (and `len_at` owns
+            // anything before running Python code on it).
+            Ok(s) => str_repr_len(&s) + 2 + len_at(v, depth + 1),
+            // Any other key's repr() may run Python code: own both first.
+            Err(_) => {
+                let (k, v) = (k.to_owned(), v.to_owned());
+                len_at(k.as_borrowed(), depth + 1) + 2 + len_at(v.as_borrowed(), depth + 1)
+            }
+        };
+        n += 1;
+    }
+    2 + total + n.saturating_sub(1) * 2
+}
+
+/// `[a, b, ...]` over the list as it is while walked (an item's `repr()` may
+/// change it).
+fn list_repr_len(l: &Bound<'_, PyList>, depth: usize) -> usize {
+    let (mut n, mut total) = (0usize, 0usize);
+    while let Ok(item) = l.get_item(n) {
+        total += len_at(item.as_borrowed(), depth + 1);
+        n += 1;
+    }
+    2 + total + n.saturating_sub(1) * 2
+}
+
+/// Characters of an integer written in decimal.
+fn decimal_len(i: i64) -> usize {
+    let sign = usize::from(i < 0);
+    let mut n = i.unsigned_abs();
+    let mut digits = 1;
+    while n >= 10 {
+        n /= 10;
+        digits += 1;
+    }
+    sign + digits
+}
