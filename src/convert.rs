@@ -646,7 +646,11 @@ pub struct Scanned<'py> {
 
 /// Scan one message of any accepted shape. Agrees with `read_message` followed by
 /// `tokens::measure` (tested), at a fraction of the cost.
-pub fn scan_message<'py>(item: &Bound<'py, PyAny>, want_shape: bool) -> Res<Scanned<'py>> {
+pub fn scan_message<'py>(
+    item: &Bound<'py, PyAny>,
+    want_shape: bool,
+    want_usage: bool,
+) -> Res<Scanned<'py>> {
     let py = item.py();
     // Bare strings and tuples are rare and small: read them fully.
     if item.is_instance_of::<PyString>() || item.is_instance_of::<PyTuple>() {
@@ -732,11 +736,15 @@ pub fn scan_message<'py>(item: &Bound<'py, PyAny>, want_shape: bool) -> Res<Scan
                 let Ok(list) = calls.cast::<PyList>() else {
                     return Err(bad_tool_calls(&calls));
                 };
+                // Only a message dict can hold OpenAI calls: a LangChain message's
+                // are LangChain tool calls, and are counted as they are, as LangChain
+                // counts them.
                 let function = intern!(py, "function");
-                let openai = list.iter().any(|c| {
-                    c.cast::<PyDict>()
-                        .is_ok_and(|d| d.contains(function).unwrap_or(false))
-                });
+                let openai = matches!(fields, Fields::Dict(_))
+                    && list.iter().any(|c| {
+                        c.cast::<PyDict>()
+                            .is_ok_and(|d| d.contains(function).unwrap_or(false))
+                    });
                 let mut add_call = |id: String, name: String| {
                     if want_shape && !shape.calls.iter().any(|(c, _)| *c == id) {
                         shape.calls.push((id, name));
@@ -773,7 +781,9 @@ pub fn scan_message<'py>(item: &Bound<'py, PyAny>, want_shape: bool) -> Res<Scan
                     }
                 }
             }
-            usage = read_usage(&fields, py)?.map(|u| (u.input, u.output));
+            if want_usage {
+                usage = read_usage(&fields, py)?.map(|u| (u.input, u.output));
+            }
         }
         Role::Tool => {
             shape.is_result = true;
@@ -799,7 +809,11 @@ pub fn scan_message<'py>(item: &Bound<'py, PyAny>, want_shape: bool) -> Res<Scan
         shape.tool_name = name.as_ref().and_then(str_of).filter(|n| !n.is_empty());
     }
     Ok(Scanned {
-        counts: CachedCounts::counted(Measure::new(body, name_len, images, documents), usage),
+        counts: CachedCounts::counted(
+            Measure::new(body, name_len, images, documents),
+            // Only AI messages report usage: for the rest, none is known without looking.
+            (want_usage || role != Role::Ai).then_some(usage),
+        ),
         shape: want_shape.then_some(shape),
         origin: Origin {
             content,
@@ -1110,6 +1124,8 @@ pub struct Want {
     pub shape: bool,
     /// The whole message (text, arguments), kept for the passes.
     pub message: bool,
+    /// The usage the message reports.
+    pub usage: bool,
 }
 
 impl Want {
@@ -1117,6 +1133,7 @@ impl Want {
         self.bpe.is_none_or(|enc| e.counts.bpe(enc).is_some())
             && (!self.shape || e.shape.is_some())
             && (!self.message || e.message.is_some())
+            && (!self.usage || e.counts.usage_read())
     }
 }
 
@@ -1202,7 +1219,7 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
             }
             entry
         } else {
-            let scanned = scan_message(&item, want.shape).map_err(|e| e.at(i))?;
+            let scanned = scan_message(&item, want.shape, want.usage).map_err(|e| e.at(i))?;
             Entry::new(&item, scanned.origin, scanned.counts, scanned.shape)
         };
         match entries.get_mut(i) {

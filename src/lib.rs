@@ -161,6 +161,7 @@ mod _core {
             bpe: (enc != Encoding::Heuristic).then_some(enc),
             shape: shapes,
             message: messages_too,
+            usage: opts.use_usage,
         };
         let mut read = convert::read_with_cache(&list, cached, want)?;
         if enc != Encoding::Heuristic && !read.fresh.is_empty() {
@@ -190,7 +191,7 @@ mod _core {
         }
         let total = if opts.use_usage {
             let usage: Vec<Option<(u64, u64)>> =
-                read.kept.entries.iter().map(|e| e.counts.usage).collect();
+                read.kept.entries.iter().map(|e| e.counts.usage()).collect();
             tokens::anchored_total(fixed, &per_message, &usage, 0).total
         } else {
             (fixed + per_message.iter().sum::<f64>()).ceil()

@@ -372,7 +372,9 @@ pub fn anchored_total(
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CachedCounts {
     pub measure: Measure,
-    pub usage: Option<(u64, u64)>,
+    /// The reported `(input, output)` usage; the outer `None` until it was read
+    /// (a plain count does without it, and reading it costs dict lookups).
+    usage: Option<Option<(u64, u64)>>,
     /// BPE counts per encoding, filled on first use: [o200k_base, cl100k_base];
     /// `NOT_COUNTED` until then. 32 bits (a message is never 4 billion tokens) keep
     /// the cache entries small.
@@ -389,16 +391,26 @@ impl Default for CachedCounts {
 
 impl CachedCounts {
     pub fn of(m: &Message) -> Self {
-        Self::counted(measure(m), m.usage.map(|u| (u.input, u.output)))
+        Self::counted(measure(m), Some(m.usage.map(|u| (u.input, u.output))))
     }
 
-    /// A message's measure and usage, before any BPE count.
-    pub fn counted(measure: Measure, usage: Option<(u64, u64)>) -> Self {
+    /// A message's measure and its usage (`None` when it was not read), before any
+    /// BPE count.
+    pub fn counted(measure: Measure, usage: Option<Option<(u64, u64)>>) -> Self {
         CachedCounts {
             measure,
             usage,
             bpe: [NOT_COUNTED; 2],
         }
+    }
+
+    /// The reported usage, `None` when the message reports none or it was not read.
+    pub fn usage(&self) -> Option<(u64, u64)> {
+        self.usage.flatten()
+    }
+
+    pub fn usage_read(&self) -> bool {
+        self.usage.is_some()
     }
 
     fn slot(enc: Encoding) -> Option<usize> {

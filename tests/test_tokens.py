@@ -277,6 +277,17 @@ def test_usage_none_fields_and_response_metadata_variants():
     assert count_tokens([base[0], none_fields, base[2]], use_usage=True) == count_tokens(base, use_usage=True)
 
 
+def test_usage_is_read_when_first_asked_for():
+    # A plain count leaves the usage unread; a later count that anchors on it reads it
+    # then, and agrees with one that anchored from the start.
+    msgs = _usage_session()
+    anchored = count_tokens(msgs, use_usage=True, cache_key="anchored-first")
+    plain = count_tokens(msgs, cache_key="plain-first")
+    assert plain != anchored
+    assert count_tokens(msgs, use_usage=True, cache_key="plain-first") == anchored
+    assert count_tokens(msgs, cache_key="plain-first") == plain
+
+
 def test_implausible_usage_is_ignored():
     msgs = _usage_session()
     msgs[1] = AIMessage(
