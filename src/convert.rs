@@ -74,6 +74,30 @@ impl<'py> Fields<'py> {
         Ok((!value.is_none()).then_some(value))
     }
 
+    /// `f` of the field's value, as `get` finds it, lent instead of held: two
+    /// refcount calls fewer for fields only looked at (several a message). `f` must
+    /// not run Python code, which could drop the value from its dict meanwhile.
+    fn peek<R>(
+        &self,
+        name: &Bound<'py, PyString>,
+        f: impl FnOnce(Option<&Bound<'py, PyAny>>) -> R,
+    ) -> Res<R> {
+        if let Fields::Model(_, d) | Fields::Dict(d) = self {
+            // SAFETY: `d` and `name` are live objects we hold references to, with the
+            // GIL held. The result is a borrowed reference or null (absent, or an
+            // error left set); it is valid while the dict keeps the entry, and `f`
+            // (which may not run Python code) is all that uses it.
+            let p = unsafe { pyo3::ffi::PyDict_GetItemWithError(d.as_ptr(), name.as_ptr()) };
+            // SAFETY: non-null, borrowed from the dict, as above.
+            if let Some(v) = unsafe { Borrowed::from_ptr_or_opt(d.py(), p) } {
+                return Ok(f((!v.is_none()).then_some(&*v)));
+            }
+            // Absent or failed: `get` knows what that means for this kind of fields.
+            let _ = PyErr::take(d.py());
+        }
+        Ok(f(self.get(name)?.as_ref()))
+    }
+
     fn get_str(&self, name: &Bound<'py, PyString>) -> Res<Option<String>> {
         match self.get(name)? {
             None => Ok(None),
@@ -482,20 +506,23 @@ fn locate<'py>(item: &Bound<'py, PyAny>) -> Res<(Role, Option<String>, Fields<'p
         Some(d) => Fields::Model(item.clone(), d),
         None => Fields::Attrs(item.clone()),
     };
-    let Some(t) = fields.get(intern!(py, "type"))? else {
-        return Err(InputError::new(
-            None,
-            "type",
-            format!(
-                "expected a LangChain message, a dict, a (role, content) tuple or a string; got {}",
-                type_name(item)
-            ),
-        ));
-    };
-    let role = match t.cast::<PyString>().ok().and_then(|s| s.to_str().ok()) {
-        Some(name) => role_from_str(name).ok_or_else(|| unknown(name))?,
-        None => return Err(unknown(&t.to_string())),
-    };
+    let role = fields.peek(intern!(py, "type"), |t| {
+        let t = t.ok_or_else(|| {
+            InputError::new(
+                None,
+                "type",
+                format!(
+                    "expected a LangChain message, a dict, a (role, content) tuple or a string; got {}",
+                    type_name(item)
+                ),
+            )
+        })?;
+        match t.cast::<PyString>().ok().and_then(|s| s.to_str().ok()) {
+            Some(name) => role_from_str(name).ok_or_else(|| unknown(name)),
+            // Owned first: str() may run Python code.
+            None => Err(unknown(&t.clone().to_string())),
+        }
+    })??;
     let role_name = match role {
         Role::Other => fields.get_str(intern!(py, "role"))?,
         Role::System => match fields.get(intern!(py, "additional_kwargs"))? {
@@ -787,13 +814,14 @@ pub fn scan_message<'py>(
         }
         Role::Tool => {
             shape.is_result = true;
-            if let Some(id) = fields.get(intern!(py, "tool_call_id"))? {
-                body += str_len(&id);
-                if let Some(id) = want_shape.then(|| str_of(&id)).flatten() {
-                    if !shape.results.contains(&id) {
-                        shape.results.insert(0, id);
-                    }
-                }
+            let (len, id) = fields.peek(intern!(py, "tool_call_id"), |id| {
+                id.map_or((0, None), |id| {
+                    (str_len(id), want_shape.then(|| str_of(id)).flatten())
+                })
+            })?;
+            body += len;
+            if let Some(id) = id.filter(|id| !shape.results.contains(id)) {
+                shape.results.insert(0, id);
             }
         }
         _ => {}
@@ -803,11 +831,13 @@ pub fn scan_message<'py>(
         _ => role.openai_name().len(),
     };
     body += role_str;
-    let name = fields.get(intern!(py, "name"))?;
-    let name_len = name.as_ref().map_or(0, str_len);
-    if want_shape && shape.is_result {
-        shape.tool_name = name.as_ref().and_then(str_of).filter(|n| !n.is_empty());
-    }
+    let want_tool_name = want_shape && shape.is_result;
+    let (name_len, tool_name) = fields.peek(intern!(py, "name"), |name| {
+        name.map_or((0, None), |n| {
+            (str_len(n), want_tool_name.then(|| str_of(n)).flatten())
+        })
+    })?;
+    shape.tool_name = tool_name.filter(|n| !n.is_empty());
     Ok(Scanned {
         counts: CachedCounts::counted(
             Measure::new(body, name_len, images, documents),
