@@ -87,9 +87,8 @@ fn str_repr_len(s: &Bound<'_, PyString>) -> usize {
     }
     match s.to_str() {
         Ok(text) => pyrepr::py_str_repr_len(text),
-        // Lone surrogates are not UTF-8 (Python escapes them): its own answer. Made
-        // owned first, as repr() is a call into Python.
-        Err(_) => s.clone().repr().and_then(|r| r.len()).unwrap_or(0),
+        // Lone surrogates are not UTF-8 (Python escapes them): str's own repr().
+        Err(_) => s.repr().and_then(|r| r.len()).unwrap_or(0),
     }
 }
 
@@ -109,9 +108,10 @@ fn dict_repr_len(d: &Bound<'_, PyDict>, depth: usize) -> usize {
         // SAFETY: the pointers were just handed out, and nothing has run since.
         let (k, v) = unsafe { (Borrowed::from_ptr(py, key), Borrowed::from_ptr(py, value)) };
         total += match k.cast_exact::<PyString>() {
-            // A str key is measured without running Python code, so the borrowed
-            // value is still the entry's when `len_at` takes it (and `len_at` owns
-            // anything before running Python code on it).
+            // A str key is measured without running Python code (even its repr(),
+            // for lone surrogates, is C code making an untracked object, so no
+            // collection either), so the borrowed value is still the entry's when
+            // `len_at` takes it; `len_at` owns anything before running code on it.
             Ok(s) => str_repr_len(&s) + 2 + len_at(v, depth + 1),
             // Any other key's repr() may run Python code: own both first.
             Err(_) => {
