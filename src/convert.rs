@@ -763,48 +763,48 @@ pub fn scan_message<'py>(
                 let Ok(list) = calls.cast::<PyList>() else {
                     return Err(bad_tool_calls(&calls));
                 };
-                // Only a message dict can hold OpenAI calls: a LangChain message's
-                // are LangChain tool calls, and are counted as they are, as LangChain
-                // counts them.
-                let function = intern!(py, "function");
-                let openai = matches!(fields, Fields::Dict(_))
-                    && list.iter().any(|c| {
-                        c.cast::<PyDict>()
-                            .is_ok_and(|d| d.contains(function).unwrap_or(false))
-                    });
-                let mut add_call = |id: String, name: String| {
-                    if want_shape && !shape.calls.iter().any(|(c, _)| *c == id) {
-                        shape.calls.push((id, name));
+                // LangChain calls are counted as they are, as LangChain repr()s them;
+                // a list holding an OpenAI call (a `function` key) as LangChain counts
+                // the calls it converts the list to.
+                let mut reprs = Vec::with_capacity(list.len());
+                let mut calls = Vec::new();
+                let mut openai = false;
+                for (i, call) in list.iter().enumerate() {
+                    let Ok(d) = call.cast::<PyDict>() else {
+                        return Err(bad_call(i, &call));
+                    };
+                    let Some(len) = reprlen::tool_call_repr_len(d) else {
+                        openai = true;
+                        break;
+                    };
+                    reprs.push(len);
+                    if !want_shape {
+                        continue;
                     }
-                };
+                    let c = Fields::Dict(d.clone());
+                    if let Some(id) = c.get(intern!(py, "id"))?.as_ref().and_then(str_of) {
+                        let name = c.get(intern!(py, "name"))?.as_ref().and_then(str_of);
+                        calls.push((id, name.unwrap_or_default()));
+                    }
+                }
                 if openai {
-                    // OpenAI shape: counted as LangChain counts the converted calls.
                     let (m, _) = read_message(item)?;
                     if !list_content && !m.tool_calls.is_empty() {
                         body += pyrepr::tool_calls_repr_len(&m.tool_calls);
                     }
-                    for (id, name) in m.calls() {
-                        add_call(id.to_owned(), name.to_owned());
-                    }
-                } else {
-                    // LangChain shape: the dicts are exactly what LangChain repr()s.
-                    let mut reprs = Vec::with_capacity(list.len());
-                    for (i, call) in list.iter().enumerate() {
-                        let Ok(d) = call.cast::<PyDict>() else {
-                            return Err(bad_call(i, &call));
-                        };
-                        reprs.push(reprlen::repr_len(d));
-                        if !want_shape {
-                            continue;
+                    calls = m
+                        .calls()
+                        .into_iter()
+                        .map(|(id, name)| (id.to_owned(), name.to_owned()))
+                        .collect();
+                } else if !list_content && !reprs.is_empty() {
+                    body += pyrepr::py_list_repr_len(reprs.into_iter());
+                }
+                if want_shape {
+                    for (id, name) in calls {
+                        if !shape.calls.iter().any(|(c, _)| *c == id) {
+                            shape.calls.push((id, name));
                         }
-                        let c = Fields::Dict(d.clone());
-                        if let Some(id) = c.get(intern!(py, "id"))?.as_ref().and_then(str_of) {
-                            let name = c.get(intern!(py, "name"))?.as_ref().and_then(str_of);
-                            add_call(id, name.unwrap_or_default());
-                        }
-                    }
-                    if !list_content && !reprs.is_empty() {
-                        body += pyrepr::py_list_repr_len(reprs.into_iter());
                     }
                 }
             }

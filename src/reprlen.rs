@@ -92,10 +92,36 @@ fn str_repr_len(s: &Bound<'_, PyString>) -> usize {
     }
 }
 
-/// `{k: v, ...}` over the dict as it is while walked. PyDict_Next checks its
-/// position against the dict's current entries, so a dict changed by a value's
-/// `repr()` ends or shortens the walk instead of failing it.
+/// Length of `repr()` of a tool call dict; `None` for an OpenAI call (one with a
+/// `function` key), which LangChain converts before it counts.
+pub fn tool_call_repr_len(d: &Bound<'_, PyDict>) -> Option<usize> {
+    let py = d.py();
+    let function = intern!(py, "function");
+    let mut openai = false;
+    let len = walk_dict(d, 0, |key| {
+        let at = key.as_ptr() as usize;
+        // LangChain's keys are recognised by address; a parsed `function` key may be
+        // a string of its own.
+        openai |= key.is(function)
+            || (!known(py).iter().any(|(p, _)| *p == at)
+                && key.to_str().is_ok_and(|k| k == "function"));
+    });
+    (!openai).then_some(len)
+}
+
 fn dict_repr_len(d: &Bound<'_, PyDict>, depth: usize) -> usize {
+    walk_dict(d, depth, |_| ())
+}
+
+/// `{k: v, ...}` over the dict as it is while walked, showing each str key to
+/// `on_key`. PyDict_Next checks its position against the dict's current entries,
+/// so a dict changed by a value's `repr()` ends or shortens the walk instead of
+/// failing it.
+fn walk_dict(
+    d: &Bound<'_, PyDict>,
+    depth: usize,
+    mut on_key: impl FnMut(&Bound<'_, PyString>),
+) -> usize {
     let py = d.py();
     let (mut pos, mut n, mut total) = (0, 0usize, 0usize);
     let mut key = std::ptr::null_mut();
@@ -112,7 +138,10 @@ fn dict_repr_len(d: &Bound<'_, PyDict>, depth: usize) -> usize {
             // for lone surrogates, is C code making an untracked object, so no
             // collection either), so the borrowed value is still the entry's when
             // `len_at` takes it; `len_at` owns anything before running code on it.
-            Ok(s) => str_repr_len(&s) + 2 + len_at(v, depth + 1),
+            Ok(s) => {
+                on_key(&s);
+                str_repr_len(&s) + 2 + len_at(v, depth + 1)
+            }
             // Any other key's repr() may run Python code: own both first.
             Err(_) => {
                 let (k, v) = (k.to_owned(), v.to_owned());

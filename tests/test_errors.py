@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import fastcompact
@@ -9,6 +10,7 @@ from fastcompact import InputError, _core
 from fastcompact.helpers import _opts
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from langchain_core.messages.utils import count_tokens_approximately
 
 from tests.test_tokens import _any_message
 
@@ -86,6 +88,39 @@ def test_fast_reader_agrees_with_full_conversion(msgs):
     assert _core._heuristic_via_messages(msgs, opts) == per
     dicts = fastcompact.normalize(msgs)
     assert len(dicts) == len(msgs)
+
+
+class _PlainAiMessage:
+    """A message object that is neither a LangChain message nor a dict."""
+
+    type = "ai"
+
+    def __init__(self, tool_calls: list[Any]) -> None:
+        self.content = ""
+        self.tool_calls = tool_calls
+
+
+def test_openai_calls_are_found_in_any_message_shape():
+    # A `function` key parsed from JSON is a string of its own, not the interned one;
+    # the fast reader must still see the OpenAI call, wherever in the list it is.
+    openai = json.loads('{"id": "c2", "type": "function", "function": {"name": "grep", "arguments": "{}"}}')
+    langchain = {"name": "read_file", "args": {"path": "a.py"}, "id": "c1", "type": "tool_call"}
+    msgs = [
+        {"role": "assistant", "content": "", "tool_calls": [langchain, openai]},
+        _PlainAiMessage([openai, langchain]),
+    ]
+    opts = _opts(
+        encoding="heuristic",
+        tools=None,
+        system=None,
+        use_usage=False,
+        chars_per_token=None,
+        model=None,
+        cache_key=None,
+    )
+    per = [m.tokens for m in fastcompact.token_breakdown(msgs).messages]
+    assert _core._heuristic_via_messages(msgs, opts) == per
+    assert per[0] == count_tokens_approximately(msgs[:1])
 
 
 def test_deeply_nested_arguments_are_bounded():
