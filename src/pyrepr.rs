@@ -336,6 +336,7 @@ fn plain_word(x: u64) -> bool {
 /// Whether a string shorter than 16 bytes needs nothing but its two quotes: most
 /// names, ids and keys. Overlapping loads cover every byte (some twice, which the
 /// all-plain test does not mind).
+#[inline]
 fn short_and_plain(b: &[u8]) -> bool {
     let u64_at = |i: usize| {
         b.get(i..i + 8)
@@ -369,10 +370,17 @@ fn short_and_plain(b: &[u8]) -> bool {
 }
 
 /// Length of Python's `repr()` of a string: quotes, escapes and all.
+#[inline]
 pub fn py_str_repr_len(s: &str) -> usize {
+    // Inlined for the short plain strings most calls pass.
     if short_and_plain(s.as_bytes()) {
         return s.len() + 2;
     }
+    tallied_repr_len(s)
+}
+
+#[inline(never)]
+fn tallied_repr_len(s: &str) -> usize {
     let t = ascii_tally(s.as_bytes());
     // Python quotes with `"` only when the text has a `'` and no `"`.
     let quote = if t.single > 0 && t.double == 0 {

@@ -56,20 +56,19 @@ fn len_at(v: Borrowed<'_, '_, PyAny>, depth: usize) -> usize {
     owned.repr().and_then(|r| r.len()).unwrap_or(0)
 }
 
-/// Strings every LangChain tool call holds (its four keys and its type), interned
-/// by LangChain and by `intern!` alike: recognised by address, their lengths known.
-/// The interned objects live as long as the process (`intern!` keeps them), so no
-/// other string can take their address.
-static KNOWN: OnceLock<[(usize, usize); 5]> = OnceLock::new();
+/// The four keys of every LangChain tool call, interned by LangChain and by
+/// `intern!` alike: recognised by address, their lengths known. The interned
+/// objects live as long as the process (`intern!` keeps them), so no other string
+/// can take their address.
+static KNOWN: OnceLock<[(usize, usize); 4]> = OnceLock::new();
 
-fn known(py: Python<'_>) -> &'static [(usize, usize); 5] {
+fn known(py: Python<'_>) -> &'static [(usize, usize); 4] {
     KNOWN.get_or_init(|| {
         [
             intern!(py, "name"),
             intern!(py, "args"),
             intern!(py, "id"),
             intern!(py, "type"),
-            intern!(py, "tool_call"),
         ]
         .map(|s| {
             (
@@ -81,10 +80,6 @@ fn known(py: Python<'_>) -> &'static [(usize, usize); 5] {
 }
 
 fn str_repr_len(s: &Bound<'_, PyString>) -> usize {
-    let at = s.as_ptr() as usize;
-    if let Some(&(_, len)) = known(s.py()).iter().find(|(p, _)| *p == at) {
-        return len;
-    }
     match s.to_str() {
         Ok(text) => pyrepr::py_str_repr_len(text),
         // Lone surrogates are not UTF-8 (Python escapes them): str's own repr().
@@ -96,31 +91,33 @@ fn str_repr_len(s: &Bound<'_, PyString>) -> usize {
 /// `function` key), which LangChain converts before it counts.
 pub fn tool_call_repr_len(d: &Bound<'_, PyDict>) -> Option<usize> {
     let py = d.py();
-    let function = intern!(py, "function");
+    let (known, function) = (known(py), intern!(py, "function"));
     let mut openai = false;
     let len = walk_dict(d, 0, |key| {
-        let at = key.as_ptr() as usize;
         // LangChain's keys are recognised by address; a parsed `function` key may be
         // a string of its own.
-        openai |= key.is(function)
-            || (!known(py).iter().any(|(p, _)| *p == at)
-                && key.to_str().is_ok_and(|k| k == "function"));
+        let at = key.as_ptr() as usize;
+        if let Some(&(_, len)) = known.iter().find(|(p, _)| *p == at) {
+            return len;
+        }
+        openai |= key.is(function) || key.to_str().is_ok_and(|k| k == "function");
+        str_repr_len(key)
     });
     (!openai).then_some(len)
 }
 
 fn dict_repr_len(d: &Bound<'_, PyDict>, depth: usize) -> usize {
-    walk_dict(d, depth, |_| ())
+    walk_dict(d, depth, str_repr_len)
 }
 
-/// `{k: v, ...}` over the dict as it is while walked, showing each str key to
-/// `on_key`. PyDict_Next checks its position against the dict's current entries,
-/// so a dict changed by a value's `repr()` ends or shortens the walk instead of
-/// failing it.
+/// `{k: v, ...}` over the dict as it is while walked, str keys measured by
+/// `key_len` (which must not run Python code). PyDict_Next checks its position
+/// against the dict's current entries, so a dict changed by a value's `repr()`
+/// ends or shortens the walk instead of failing it.
 fn walk_dict(
     d: &Bound<'_, PyDict>,
     depth: usize,
-    mut on_key: impl FnMut(&Bound<'_, PyString>),
+    mut key_len: impl FnMut(&Bound<'_, PyString>) -> usize,
 ) -> usize {
     let py = d.py();
     let (mut pos, mut n, mut total) = (0, 0usize, 0usize);
@@ -138,10 +135,7 @@ fn walk_dict(
             // for lone surrogates, is C code making an untracked object, so no
             // collection either), so the borrowed value is still the entry's when
             // `len_at` takes it; `len_at` owns anything before running code on it.
-            Ok(s) => {
-                on_key(&s);
-                str_repr_len(&s) + 2 + len_at(v, depth + 1)
-            }
+            Ok(s) => key_len(&s) + 2 + len_at(v, depth + 1),
             // Any other key's repr() may run Python code: own both first.
             Err(_) => {
                 let (k, v) = (k.to_owned(), v.to_owned());
