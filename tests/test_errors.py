@@ -72,10 +72,9 @@ def test_garbage_gives_input_error_or_a_count(items: list[Any]):
             assert "message" in str(e) or "field" in str(e)
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(_any_message(), max_size=10))
-def test_fast_reader_agrees_with_full_conversion(msgs):
-    opts = _opts(
+def _heuristic_opts() -> Any:
+    """The core's options for a plain heuristic count."""
+    return _opts(
         encoding="heuristic",
         tools=None,
         system=None,
@@ -84,6 +83,12 @@ def test_fast_reader_agrees_with_full_conversion(msgs):
         model=None,
         cache_key=None,
     )
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_any_message(), max_size=10))
+def test_fast_reader_agrees_with_full_conversion(msgs):
+    opts = _heuristic_opts()
     per = [m.tokens for m in fastcompact.token_breakdown(msgs).messages]
     assert _core._heuristic_via_messages(msgs, opts) == per
     dicts = fastcompact.normalize(msgs)
@@ -109,15 +114,7 @@ def test_openai_calls_are_found_in_any_message_shape():
         {"role": "assistant", "content": "", "tool_calls": [langchain, openai]},
         _PlainAiMessage([openai, langchain]),
     ]
-    opts = _opts(
-        encoding="heuristic",
-        tools=None,
-        system=None,
-        use_usage=False,
-        chars_per_token=None,
-        model=None,
-        cache_key=None,
-    )
+    opts = _heuristic_opts()
     per = [m.tokens for m in fastcompact.token_breakdown(msgs).messages]
     assert _core._heuristic_via_messages(msgs, opts) == per
     assert per[0] == count_tokens_approximately(msgs[:1])
