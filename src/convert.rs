@@ -792,11 +792,13 @@ pub fn scan_message<'py>(
                     if !list_content && !m.tool_calls.is_empty() {
                         body += pyrepr::tool_calls_repr_len(&m.tool_calls);
                     }
-                    calls = m
-                        .calls()
-                        .into_iter()
-                        .map(|(id, name)| (id.to_owned(), name.to_owned()))
-                        .collect();
+                    if want_shape {
+                        calls = m
+                            .calls()
+                            .into_iter()
+                            .map(|(id, name)| (id.to_owned(), name.to_owned()))
+                            .collect();
+                    }
                 } else if !list_content && !reprs.is_empty() {
                     body += pyrepr::py_list_repr_len(reprs.into_iter());
                 }

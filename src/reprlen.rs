@@ -120,42 +120,44 @@ fn walk_dict(
     mut key_len: impl FnMut(&Bound<'_, PyString>) -> usize,
 ) -> usize {
     let py = d.py();
-    let (mut pos, mut n, mut total) = (0, 0usize, 0usize);
+    let mut pos = 0;
     let mut key = std::ptr::null_mut();
     let mut value = std::ptr::null_mut();
-    // SAFETY: `d` is a live dict we hold a reference to, and the GIL is held.
-    // PyDict_Next hands out borrowed references to the current entry (non-null when
-    // it returns 1). They stay valid while the dict keeps the entry, which only
-    // Python code could change: see below for how none runs while one is in use.
-    while unsafe { ffi::PyDict_Next(d.as_ptr(), &mut pos, &mut key, &mut value) } != 0 {
+    let entries = std::iter::from_fn(|| {
+        // SAFETY: `d` is a live dict we hold a reference to, and the GIL is held.
+        // PyDict_Next hands out borrowed references to the current entry (non-null
+        // when it returns 1). They stay valid while the dict keeps the entry, which
+        // only Python code could change: see below for how none runs while one is in
+        // use.
+        if unsafe { ffi::PyDict_Next(d.as_ptr(), &mut pos, &mut key, &mut value) } == 0 {
+            return None;
+        }
         // SAFETY: the pointers were just handed out, and nothing has run since.
         let (k, v) = unsafe { (Borrowed::from_ptr(py, key), Borrowed::from_ptr(py, value)) };
-        total += match k.cast_exact::<PyString>() {
+        Some(match k.cast_exact::<PyString>() {
             // A str key is measured without running Python code (even its repr(),
             // for lone surrogates, is C code making an untracked object, so no
             // collection either), so the borrowed value is still the entry's when
             // `len_at` takes it; `len_at` owns anything before running code on it.
-            Ok(s) => key_len(&s) + 2 + len_at(v, depth + 1),
+            Ok(s) => (key_len(&s), len_at(v, depth + 1)),
             // Any other key's repr() may run Python code: own both first.
             Err(_) => {
                 let (k, v) = (k.to_owned(), v.to_owned());
-                len_at(k.as_borrowed(), depth + 1) + 2 + len_at(v.as_borrowed(), depth + 1)
+                (
+                    len_at(k.as_borrowed(), depth + 1),
+                    len_at(v.as_borrowed(), depth + 1),
+                )
             }
-        };
-        n += 1;
-    }
-    2 + total + n.saturating_sub(1) * 2
+        })
+    });
+    pyrepr::py_dict_repr_len(entries)
 }
 
 /// `[a, b, ...]` over the list as it is while walked (an item's `repr()` may
 /// change it).
 fn list_repr_len(l: &Bound<'_, PyList>, depth: usize) -> usize {
-    let (mut n, mut total) = (0usize, 0usize);
-    while let Ok(item) = l.get_item(n) {
-        total += len_at(item.as_borrowed(), depth + 1);
-        n += 1;
-    }
-    2 + total + n.saturating_sub(1) * 2
+    let items = (0..).map_while(|i| l.get_item(i).ok());
+    pyrepr::py_list_repr_len(items.map(|item| len_at(item.as_borrowed(), depth + 1)))
 }
 
 /// Characters of an integer written in decimal.
