@@ -7,6 +7,7 @@ use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use crate::cutoff::Size;
+use crate::economics::{Pricing, PRESETS};
 
 /// A `(kind, value)` pair: `("messages", n)`, `("tokens", n)` or `("fraction", f)`.
 impl<'de> Deserialize<'de> for Size {
@@ -66,6 +67,8 @@ pub struct TruncateArgsConfig {
     pub truncation_text: String,
     /// `false`: only `write_file` / `edit_file` arguments.
     pub truncate_all_tools: bool,
+    /// The longest string a `write_file` / `edit_file` call keeps (its text is on disk).
+    pub file_max_length: usize,
     /// Shorten only in batches that save at least this many tokens.
     pub min_batch_tokens: u64,
 }
@@ -76,8 +79,11 @@ impl Default for TruncateArgsConfig {
             trigger: Some(Size::Messages(20)),
             keep: Size::Messages(20),
             max_length: 2_000,
-            truncation_text: "... [argument shortened from {length} characters]".into(),
+            truncation_text:
+                "... [argument shortened from {length} characters; recall(\"{id}\") returns it]"
+                    .into(),
             truncate_all_tools: true,
+            file_max_length: 200,
             min_batch_tokens: 30_000,
         }
     }
@@ -101,7 +107,7 @@ impl Default for ClearingConfig {
         ClearingConfig {
             enabled: true,
             trigger: Size::Tokens(100_000),
-            keep_recent: 5,
+            keep_recent: 3,
             tools: [
                 "read_file",
                 "grep",
@@ -199,7 +205,7 @@ impl Default for MicrocompactConfig {
             .into_iter()
             .map(String::from)
             .collect(),
-            cleared_message: "[Result cleared after an idle gap: {tool}({arg}). Run it again if it is still needed.]"
+            cleared_message: "[Result cleared after an idle gap: {tool}({arg}), call {id}. recall(\"{id}\") returns the full output.]"
                 .into(),
         }
     }
@@ -220,6 +226,23 @@ pub struct PlanConfig {
     pub collapse: CollapseConfig,
     pub microcompact: MicrocompactConfig,
     pub chars_per_token: Option<f64>,
+    /// The prompt-cache prices batches are decided by (a preset's name); none: the
+    /// fixed batch sizes above.
+    #[serde(deserialize_with = "pricing_by_name")]
+    pub pricing: Option<Pricing>,
+}
+
+fn pricing_by_name<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Pricing>, D::Error> {
+    let name: Option<String> = Option::deserialize(d)?;
+    match name {
+        None => Ok(None),
+        Some(n) => Pricing::preset(&n).map(Some).ok_or_else(|| {
+            de::Error::custom(format!(
+                "unknown pricing {n:?}; expected one of {}",
+                PRESETS.map(|(p, _)| p).join(", ")
+            ))
+        }),
+    }
 }
 
 #[cfg(test)]

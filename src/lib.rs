@@ -5,6 +5,7 @@
 
 pub mod config;
 pub mod cutoff;
+pub mod economics;
 pub mod message;
 pub mod passes;
 pub mod plan;
@@ -58,7 +59,9 @@ mod _core {
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
-        m.add("InputError", m.py().get_type::<InputError>())
+        m.add("InputError", m.py().get_type::<InputError>())?;
+        let presets: Vec<&str> = crate::economics::PRESETS.iter().map(|(n, _)| *n).collect();
+        m.add("PRICING_PRESETS", presets)
     }
 
     /// Default bound of the token cache, in conversations.
@@ -192,7 +195,7 @@ mod _core {
         let total = if opts.use_usage {
             let usage: Vec<Option<(u64, u64)>> =
                 read.kept.entries.iter().map(|e| e.counts.usage()).collect();
-            tokens::anchored_total(fixed, &per_message, &usage, 0).total
+            tokens::anchored_total(fixed, &per_message, &usage, 0, 1.0).total
         } else {
             (fixed + per_message.iter().sum::<f64>()).ceil()
         };
@@ -361,7 +364,7 @@ mod _core {
     /// since the last turn), the result holds the model view itself under `"view"`
     /// instead of the edits.
     #[pyfunction]
-    #[pyo3(signature = (messages, config, max_input_tokens, now, timestamps, archive, opts, make_edited=None))]
+    #[pyo3(signature = (messages, config, max_input_tokens, now, timestamps, archive, opts, make_edited=None, progress=None))]
     #[allow(clippy::too_many_arguments)]
     fn plan<'py>(
         py: Python<'py>,
@@ -373,7 +376,9 @@ mod _core {
         archive: Option<Vec<Option<String>>>,
         opts: Opts,
         make_edited: Option<&Bound<'py, PyAny>>,
+        progress: Option<Progress>,
     ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let progress = progress.unwrap_or_default();
         let cfg = match config.cast::<PlanSettings>() {
             Ok(settings) => Arc::clone(&settings.get().config),
             Err(_) => Arc::new(parse_settings(config)?),
@@ -436,6 +441,15 @@ mod _core {
             archive: archive.unwrap_or_default(),
             shapes,
             memos,
+            usage: if opts.use_usage {
+                entries.iter().map(|e| e.counts.usage()).collect()
+            } else {
+                Vec::new()
+            },
+            min_anchor: progress.min_anchor,
+            prior_ratio: progress.ratio,
+            settled: progress.settled,
+            calls_before: progress.calls_before,
         };
         // A bug in a pass must not take the agent down: it becomes a Python error the
         // caller can handle (the middleware then sends the unedited view).
@@ -463,6 +477,28 @@ mod _core {
         }
         store(key, counted);
         Ok(out)
+    }
+
+    /// Where a conversation stands, as the middleware keeps it in state (indices are
+    /// in the view planned).
+    #[derive(FromPyObject)]
+    #[pyo3(from_item_all)]
+    struct Progress {
+        min_anchor: usize,
+        ratio: f64,
+        settled: Option<usize>,
+        calls_before: usize,
+    }
+
+    impl Default for Progress {
+        fn default() -> Self {
+            Progress {
+                min_anchor: 0,
+                ratio: 1.0,
+                settled: None,
+                calls_before: 0,
+            }
+        }
     }
 
     /// Each message's time, or none at all when no message has one (no gap can be
@@ -581,6 +617,11 @@ mod _core {
         out.set_item("passes", passes)?;
         out.set_item("summary_needed", plan.summary_needed)?;
         out.set_item("summary_cutoff", plan.summary_cutoff)?;
+        out.set_item("true_tokens", plan.true_tokens.ceil() as u64)?;
+        out.set_item("ratio", plan.ratio)?;
+        out.set_item("anchor", plan.anchor)?;
+        out.set_item("settled", plan.settled)?;
+        out.set_item("batch_at", plan.batch_at)?;
         Ok(out)
     }
 

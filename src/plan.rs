@@ -1,11 +1,14 @@
 //! The per-turn cascade: the cheap passes in order over the effective view, then
 //! whether a summary is still needed and where it would cut.
 
+use std::collections::HashSet;
+
 use crate::config::PlanConfig;
-use crate::cutoff::{find_cutoff, should_trigger, PairShape};
+use crate::cutoff::{find_cutoff, should_trigger, PairShape, Size};
+use crate::economics::Batch;
 use crate::message::Message;
 use crate::passes::{self, Change, Edit, Memos, Pass, Skeleton, View};
-use crate::tokens::{HeuristicParams, Measure};
+use crate::tokens::{anchored_total, Anchored, HeuristicParams, Measure};
 
 /// What one pass did.
 #[derive(Clone, Debug, PartialEq)]
@@ -27,6 +30,16 @@ pub struct Plan<'m> {
     pub summary_needed: bool,
     /// Where a summary would cut (pair-safe), when one is needed and possible.
     pub summary_cutoff: Option<usize>,
+    /// The view's true size after the passes: anchored on provider usage, the rest
+    /// scaled by the real/estimated ratio.
+    pub true_tokens: f64,
+    pub ratio: f64,
+    /// The message whose usage anchored `true_tokens`.
+    pub anchor: Option<usize>,
+    /// Messages before this index are settled: batched edits among them are committed.
+    pub settled: usize,
+    /// A batch committed this turn; its first edit is at this index.
+    pub batch_at: Option<usize>,
 }
 
 /// The inputs of one turn's plan.
@@ -50,6 +63,16 @@ pub struct PlanInput<'a, 'm> {
     pub shapes: Option<Vec<&'a PairShape>>,
     /// What earlier turns worked out per message, when the caller keeps it.
     pub memos: Option<&'m Memos>,
+    /// Per message, the provider usage it reports (empty: none is known).
+    pub usage: Vec<Option<(u64, u64)>>,
+    /// Usage before this index counted another view (before the last summary or batch).
+    pub min_anchor: usize,
+    /// The real/estimated ratio an earlier anchor found (1.0 when none did).
+    pub prior_ratio: f64,
+    /// With a price model: messages before this index are settled (see `Plan::settled`).
+    pub settled: Option<usize>,
+    /// Model calls made before the view's first message (summarized away).
+    pub calls_before: usize,
 }
 
 impl Plan<'_> {
@@ -62,6 +85,11 @@ impl Plan<'_> {
             passes: self.passes,
             summary_needed: self.summary_needed,
             summary_cutoff: self.summary_cutoff,
+            true_tokens: self.true_tokens,
+            ratio: self.ratio,
+            anchor: self.anchor,
+            settled: self.settled,
+            batch_at: self.batch_at,
         }
     }
 }
@@ -76,6 +104,156 @@ pub fn plan<'m>(input: PlanInput<'_, 'm>, cfg: &PlanConfig) -> Plan<'m> {
     }
 }
 
+/// What the passes read that no pass changes, for every run of them in one plan.
+struct Ctx<'a, 'm> {
+    msgs: &'a [&'a Message],
+    measures: &'a [Measure],
+    skeletons: &'a [Skeleton],
+    placeholders: &'a [bool],
+    tokens: &'a [f64],
+    fixed: f64,
+    max_input_tokens: Option<u64>,
+    params: &'a HeuristicParams,
+    timestamps: &'a [Option<f64>],
+    now: Option<f64>,
+    archive: &'a [Option<String>],
+    results: &'a [passes::ToolResult],
+    tool_names: &'a [&'a str],
+    memo: &'m Memos,
+    gap_template: &'a str,
+}
+
+/// One run of the passes in order.
+struct Passed<'m> {
+    edits: Vec<Edit<'m>>,
+    stats: Vec<PassStats>,
+    tokens: Vec<f64>,
+    total: f64,
+}
+
+/// The passes whose edits rewrite older messages, so commit only as batches; the
+/// budget pass edits results as they arrive, and the time-gap pass edits what the
+/// cache has already dropped.
+fn batched(pass: Pass) -> bool {
+    matches!(
+        pass,
+        Pass::TruncateArgs | Pass::Clearing | Pass::Dedupe | Pass::Collapse
+    )
+}
+
+/// Run the passes over the first `upto` messages; with `gate`, a batched pass's edit
+/// lands only if the gate holds it.
+fn run_passes<'m>(
+    ctx: &Ctx<'_, 'm>,
+    upto: usize,
+    cfg: &PlanConfig,
+    gate: Option<&HashSet<(Pass, usize)>>,
+) -> Passed<'m> {
+    let n = upto.min(ctx.msgs.len());
+    let mut tokens = ctx.tokens[..n].to_vec();
+    let mut placeholders = ctx.placeholders[..n].to_vec();
+    let results_upto = ctx.results.partition_point(|r| r.index < n);
+    let results = &ctx.results[..results_upto];
+    let timestamps = &ctx.timestamps[..ctx.timestamps.len().min(n)];
+    let archive = &ctx.archive[..ctx.archive.len().min(n)];
+    // Kept up to date edit by edit: summing every message after every pass would cost
+    // more than some passes.
+    let mut total = ctx.fixed + tokens.iter().sum::<f64>();
+    // Each pass's edits, joined once at the end (appending pass by pass would copy
+    // the earlier ones again at every growth).
+    let mut by_pass: Vec<Vec<Edit>> = Vec::with_capacity(Pass::ALL.len());
+    let mut stats = Vec::new();
+    for pass in Pass::ALL {
+        let before = total;
+        let mut new = {
+            let v = View {
+                msgs: &ctx.msgs[..n],
+                measures: &ctx.measures[..n],
+                skeletons: &ctx.skeletons[..n],
+                placeholders: &placeholders,
+                tokens: &tokens,
+                total: before,
+                max_input_tokens: ctx.max_input_tokens,
+                params: ctx.params,
+                timestamps,
+                now: ctx.now,
+                archive,
+                results,
+                tool_names: ctx.tool_names,
+                memo: ctx.memo,
+            };
+            match pass {
+                Pass::Budget => passes::budget::run(&v, &cfg.budget),
+                Pass::TruncateArgs => passes::truncate_args::run(&v, &cfg.truncate_args),
+                Pass::Clearing => passes::clearing::run(&v, &cfg.clearing),
+                Pass::Dedupe => passes::dedupe::run(&v, &cfg.dedupe),
+                Pass::Collapse => passes::collapse::run(&v, &cfg.collapse),
+                Pass::TimeGap => passes::time_gap::run(&v, &cfg.microcompact),
+            }
+        };
+        if let (Some(gate), true) = (gate, batched(pass)) {
+            new.retain(|e| gate.contains(&(e.pass, e.index)));
+        }
+        for e in &new {
+            if e.index < n {
+                if let Change::Content(text) = &e.change {
+                    // Every pass but the budget writes placeholders only.
+                    placeholders[e.index] = match e.pass {
+                        Pass::Budget => passes::is_placeholder(text, ctx.gap_template),
+                        _ => true,
+                    };
+                    debug_assert!(
+                        !placeholders[e.index] || passes::is_placeholder(text, ctx.gap_template)
+                    );
+                }
+                total += e.tokens - tokens[e.index];
+                tokens[e.index] = e.tokens;
+            }
+        }
+        stats.push(PassStats {
+            pass,
+            tokens_before: before,
+            tokens_after: total,
+            edits: new.len(),
+        });
+        by_pass.push(new);
+    }
+    let mut edits = Vec::with_capacity(by_pass.iter().map(Vec::len).sum());
+    for new in by_pass {
+        edits.extend(new);
+    }
+    Passed {
+        edits,
+        stats,
+        tokens,
+        total,
+    }
+}
+
+/// The batched edits of a run, as the gate of later runs.
+fn batched_keys(edits: &[Edit]) -> HashSet<(Pass, usize)> {
+    edits
+        .iter()
+        .filter(|e| batched(e.pass))
+        .map(|e| (e.pass, e.index))
+        .collect()
+}
+
+/// With a price model the passes act on whatever they may: the price model, not a
+/// trigger or a batch size, decides when their batches commit.
+fn priced(cfg: &PlanConfig) -> PlanConfig {
+    let mut c = cfg.clone();
+    c.clearing.trigger = Size::Tokens(0);
+    c.clearing.clear_at_least = 0;
+    if c.truncate_args.trigger.is_some() {
+        c.truncate_args.trigger = Some(Size::Messages(0));
+    }
+    c.truncate_args.min_batch_tokens = 0;
+    c.dedupe.min_batch_tokens = 0;
+    c.collapse.min_batch_tokens = 0;
+    c
+}
+
 /// The plan, with `memo` for what later turns may reuse (`input.memos` aside).
 fn plan_with<'m>(input: PlanInput<'_, '_>, memo: &'m Memos, cfg: &PlanConfig) -> Plan<'m> {
     let n = input.msgs.len();
@@ -86,11 +264,7 @@ fn plan_with<'m>(input: PlanInput<'_, '_>, memo: &'m Memos, cfg: &PlanConfig) ->
     if !timestamps.is_empty() {
         timestamps.resize(n, None);
     }
-    let archive = input.archive;
-    // Kept up to date edit by edit: summing every message after every pass would cost
-    // more than some passes.
-    let mut total = input.fixed + tokens.iter().sum::<f64>();
-    let tokens_before = total;
+    let tokens_before = input.fixed + tokens.iter().sum::<f64>();
     let worked_out: Vec<Measure>;
     let measures = match input.measures {
         Some(m) if m.len() == n => m,
@@ -112,7 +286,7 @@ fn plan_with<'m>(input: PlanInput<'_, '_>, memo: &'m Memos, cfg: &PlanConfig) ->
             &computed
         }
     };
-    let mut placeholders: Vec<bool> = input
+    let placeholders: Vec<bool> = input
         .msgs
         .iter()
         .zip(skeletons)
@@ -122,82 +296,96 @@ fn plan_with<'m>(input: PlanInput<'_, '_>, memo: &'m Memos, cfg: &PlanConfig) ->
         .collect();
     // Links the caller kept from earlier turns are reused; the rest are worked out.
     let (results, tool_names) = passes::tool_results(&input.msgs, skeletons);
-
-    // Each pass's edits, joined once at the end (appending pass by pass would copy
-    // the earlier ones again at every growth).
-    let mut by_pass: Vec<Vec<Edit>> = Vec::with_capacity(Pass::ALL.len());
-    let mut stats = Vec::new();
-    for pass in Pass::ALL {
-        let before = total;
-        let new = {
-            let v = View {
-                msgs: &input.msgs,
-                measures,
-                skeletons,
-                placeholders: &placeholders,
-                tokens: &tokens,
-                total: before,
-                max_input_tokens: input.max_input_tokens,
-                params: &input.params,
-                timestamps: &timestamps,
-                now: input.now,
-                archive: &archive,
-                results: &results,
-                tool_names: &tool_names,
-                memo,
+    let ctx = Ctx {
+        msgs: &input.msgs,
+        measures,
+        skeletons,
+        placeholders: &placeholders,
+        tokens: &tokens,
+        fixed: input.fixed,
+        max_input_tokens: input.max_input_tokens,
+        params: &input.params,
+        timestamps: &timestamps,
+        now: input.now,
+        archive: &input.archive,
+        results: &results,
+        tool_names: &tool_names,
+        memo,
+        gap_template,
+    };
+    let truth = Truth {
+        fixed: input.fixed,
+        usage: &input.usage,
+        min_anchor: input.min_anchor,
+        prior_ratio: input.prior_ratio,
+    };
+    let (passed, settled, committed_at) = match cfg.pricing {
+        None => (run_passes(&ctx, n, cfg, None), n, None),
+        Some(pricing) => {
+            let cfg = priced(cfg);
+            let settled = input.settled.unwrap_or(0).min(n);
+            let kept = if settled > 0 {
+                batched_keys(&run_passes(&ctx, settled, &cfg, None).edits)
+            } else {
+                HashSet::new()
             };
-            match pass {
-                Pass::Budget => passes::budget::run(&v, &cfg.budget),
-                Pass::TruncateArgs => passes::truncate_args::run(&v, &cfg.truncate_args),
-                Pass::Clearing => passes::clearing::run(&v, &cfg.clearing),
-                Pass::Dedupe => passes::dedupe::run(&v, &cfg.dedupe),
-                Pass::Collapse => passes::collapse::run(&v, &cfg.collapse),
-                Pass::TimeGap => passes::time_gap::run(&v, &cfg.microcompact),
-            }
-        };
-        for e in &new {
-            if e.index < n {
-                if let Change::Content(text) = &e.change {
-                    // Every pass but the budget writes placeholders only.
-                    placeholders[e.index] = match e.pass {
-                        Pass::Budget => passes::is_placeholder(text, gap_template),
-                        _ => true,
+            let full = run_passes(&ctx, n, &cfg, None);
+            let first_new = full
+                .edits
+                .iter()
+                .filter(|e| batched(e.pass) && !kept.contains(&(e.pass, e.index)))
+                .map(|e| e.index)
+                .min();
+            match first_new {
+                None => (full, settled, None),
+                Some(p) => {
+                    let stay = run_passes(&ctx, n, &cfg, Some(&kept));
+                    let without = truth.of(&stay.tokens, n);
+                    let with = without.total - without.ratio * (stay.total - full.total);
+                    let prefix =
+                        without.ratio * (input.fixed + stay.tokens[..p].iter().sum::<f64>());
+                    let is_ai = |s: &Skeleton| s.role == crate::message::Role::Ai;
+                    let batch = Batch {
+                        size_without: without.total,
+                        size_with: with,
+                        prefix,
+                        calls_since: skeletons[settled..].iter().filter(|s| is_ai(s)).count(),
+                        calls_so_far: skeletons.iter().filter(|s| is_ai(s)).count()
+                            + input.calls_before,
                     };
-                    debug_assert!(
-                        !placeholders[e.index] || passes::is_placeholder(text, gap_template)
+                    let pressed = summary_due(
+                        cfg.trigger.as_slice(),
+                        n,
+                        without.total,
+                        input.max_input_tokens,
                     );
+                    if pressed || batch.worth_committing(&pricing) {
+                        (full, n, Some(p))
+                    } else {
+                        (stay, settled, None)
+                    }
                 }
-                total += e.tokens - tokens[e.index];
-                tokens[e.index] = e.tokens;
             }
         }
-        stats.push(PassStats {
-            pass,
-            tokens_before: before,
-            tokens_after: total,
-            edits: new.len(),
-        });
-        by_pass.push(new);
-    }
-    let mut edits = Vec::with_capacity(by_pass.iter().map(Vec::len).sum());
-    for new in by_pass {
-        edits.extend(new);
-    }
-
-    let tokens_after = total;
-    let summary_needed = !cfg.trigger.is_empty()
-        && should_trigger(&cfg.trigger, n, tokens_after, input.max_input_tokens).unwrap_or(false);
+    };
+    // A batch that rewrote messages before an anchor leaves the anchor counting
+    // another view: only usage before its first edit still counts.
+    let anchored = truth.of(&passed.tokens, committed_at.unwrap_or(n));
+    let tokens_after = passed.total;
+    let summary_needed = summary_due(&cfg.trigger, n, anchored.total, input.max_input_tokens);
     let summary_cutoff = match (summary_needed, cfg.keep) {
         (true, Some(keep)) => {
+            // Keep is measured in true sizes, as the window is.
+            let scaled: Vec<f64> = passed.tokens.iter().map(|t| t * anchored.ratio).collect();
             // Edits never change who calls what, so the raw messages' shapes hold.
             let cut = match &input.shapes {
                 Some(shapes) if shapes.len() == n => {
-                    find_cutoff(shapes, &tokens, keep, input.max_input_tokens)
+                    find_cutoff(shapes, &scaled, keep, input.max_input_tokens)
                 }
                 _ => {
                     let computed: Vec<PairShape> =
                         input.msgs.iter().map(|m| PairShape::from(*m)).collect();
-                    find_cutoff(&computed, &tokens, keep, input.max_input_tokens)
+                    find_cutoff(&computed, &scaled, keep, input.max_input_tokens)
                 }
             };
             cut.ok().filter(|&c| c > 0)
@@ -205,11 +393,37 @@ fn plan_with<'m>(input: PlanInput<'_, '_>, memo: &'m Memos, cfg: &PlanConfig) ->
         _ => None,
     };
     Plan {
-        edits,
+        edits: passed.edits,
         tokens_before,
         tokens_after,
-        passes: stats,
+        passes: passed.stats,
         summary_needed,
         summary_cutoff,
+        true_tokens: anchored.total,
+        ratio: anchored.ratio,
+        anchor: anchored.anchor,
+        settled,
+        batch_at: committed_at,
+    }
+}
+
+fn summary_due(trigger: &[Size], n: usize, tokens: f64, window: Option<u64>) -> bool {
+    !trigger.is_empty() && should_trigger(trigger, n, tokens, window).unwrap_or(false)
+}
+
+/// What the true sizes are worked out from.
+struct Truth<'a> {
+    fixed: f64,
+    usage: &'a [Option<(u64, u64)>],
+    min_anchor: usize,
+    prior_ratio: f64,
+}
+
+impl Truth<'_> {
+    /// The anchored size of a view with these per-message estimates, counting only
+    /// usage reported before message `before`.
+    fn of(&self, tokens: &[f64], before: usize) -> Anchored {
+        let usage = &self.usage[..self.usage.len().min(before)];
+        anchored_total(self.fixed, tokens, usage, self.min_anchor, self.prior_ratio)
     }
 }

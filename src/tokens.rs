@@ -318,37 +318,43 @@ pub struct Anchored {
     pub total: f64,
     /// Index of the anchoring AI message, if one was used.
     pub anchor: Option<usize>,
-    /// Real / estimated tokens on the anchored prefix (1.0 without an anchor).
+    /// Real / estimated tokens: of the anchored prefix, else the prior ratio.
     pub ratio: f64,
 }
-
-/// Bounds on how far provider usage may recalibrate the estimate of the tail; an
-/// anchor outside them most likely counted a different view (edited or summarized
-/// since) and is ignored.
-pub const CALIBRATION_BOUNDS: (f64, f64) = (0.5, 2.0);
 
 /// Total tokens of `fixed` (system prompt and tools) plus the messages, using the
 /// newest message at or after `min_anchor` that reports usage: its input plus output
 /// tokens are the true size of everything up to it, and the estimate of the messages
-/// after it is scaled by the real/estimated ratio of the prefix.
+/// after it is scaled by the real/estimated ratio of that prefix. Whether an anchor
+/// counts is the caller's to say (`min_anchor`: usage before it counted another view),
+/// never how far it is from the estimate: text in Chinese, images and large system
+/// prompts are exactly where the estimate is off. Without an anchor the estimate is
+/// scaled by `prior_ratio`, the ratio an earlier anchor found.
 pub fn anchored_total(
     fixed: f64,
     per_message: &[f64],
     usage: &[Option<(u64, u64)>],
     min_anchor: usize,
+    prior_ratio: f64,
 ) -> Anchored {
     let estimate = fixed + per_message.iter().sum::<f64>();
+    let prior = if prior_ratio.is_finite() && prior_ratio > 0.0 {
+        prior_ratio
+    } else {
+        1.0
+    };
     let plain = Anchored {
-        total: estimate.ceil(),
+        total: (estimate * prior).ceil(),
         anchor: None,
-        ratio: 1.0,
+        ratio: prior,
     };
     let found = usage
         .iter()
         .enumerate()
+        .take(per_message.len())
         .skip(min_anchor)
         .rev()
-        .find_map(|(i, u)| u.map(|(input, output)| (i, input + output)));
+        .find_map(|(i, u)| u.map(|(input, output)| (i, input.saturating_add(output))));
     let Some((a, real)) = found else {
         return plain;
     };
@@ -357,9 +363,6 @@ pub fn anchored_total(
         return plain;
     }
     let ratio = real as f64 / prefix;
-    if !(CALIBRATION_BOUNDS.0..=CALIBRATION_BOUNDS.1).contains(&ratio) {
-        return plain;
-    }
     let tail: f64 = per_message[a + 1..].iter().sum();
     Anchored {
         total: real as f64 + (tail * ratio).ceil(),
@@ -577,16 +580,20 @@ mod tests {
         let per = [10.0, 10.0, 10.0, 10.0];
         let usage = [None, Some((25, 5)), None, None];
         // prefix estimate 20 vs real 30 -> ratio 1.5; tail 20 * 1.5 = 30.
-        let a = anchored_total(0.0, &per, &usage, 0);
+        let a = anchored_total(0.0, &per, &usage, 0, 1.0);
         assert_eq!(a.anchor, Some(1));
         assert_eq!(a.total, 60.0);
         assert!((a.ratio - 1.5).abs() < 1e-9);
         // An anchor before min_anchor is ignored.
-        assert_eq!(anchored_total(0.0, &per, &usage, 2).anchor, None);
-        // An implausible anchor (ratio 10x) is ignored.
-        let wild = [None, Some((200, 0)), None, None];
-        let b = anchored_total(0.0, &per, &wild, 0);
-        assert_eq!((b.anchor, b.total), (None, 40.0));
+        assert_eq!(anchored_total(0.0, &per, &usage, 2, 1.0).anchor, None);
+        // Far from the estimate (Chinese text: about a token a character) still
+        // counts: 200 real for 20 estimated, the tail scaled by 10.
+        let far = [None, Some((200, 0)), None, None];
+        let b = anchored_total(0.0, &per, &far, 0, 1.0);
+        assert_eq!((b.anchor, b.total), (Some(1), 400.0));
+        // Without a valid anchor the prior ratio scales the estimate.
+        let c = anchored_total(0.0, &per, &far, 2, 4.0);
+        assert_eq!((c.anchor, c.total, c.ratio), (None, 160.0, 4.0));
     }
 
     proptest::proptest! {

@@ -46,6 +46,11 @@ fn run(msgs: &[Message], cfg: &PlanConfig) -> Plan<'static> {
             archive: Vec::new(),
             shapes: None,
             memos: None,
+            usage: Vec::new(),
+            min_anchor: 0,
+            prior_ratio: 1.0,
+            settled: None,
+            calls_before: 0,
         },
         cfg,
     )
@@ -98,7 +103,7 @@ fn clearing_names_the_call() {
     assert_eq!(
         p.edits[0].change,
         Change::Content(
-            "[Old result cleared to save context: grep(TODO). Call the tool again if you need this output.]"
+            "[Old result cleared to save context: grep(TODO), call a. recall(\"a\") returns the full output.]"
                 .into()
         )
     );

@@ -8,6 +8,8 @@ or without summaries in between.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import re
 import threading
 from collections.abc import Callable
@@ -166,3 +168,124 @@ class ScriptedChatModel(BaseChatModel):
 def model_calls(model: ScriptedChatModel) -> list[list[BaseMessage]]:
     with model.lock:
         return [list(c) for c in model.calls]
+
+
+# --- a model that reports usage the way a provider does ---------------------------
+
+
+def message_text(m: BaseMessage) -> str:
+    """What a provider would tokenize of a message: its role, its text, and its tool
+    calls as JSON (the key of the prompt-cache prefix, too)."""
+    content = m.content
+    if isinstance(content, list):
+        content = "".join(b if isinstance(b, str) else str(b.get("text", "")) for b in content)
+    calls = getattr(m, "tool_calls", None) or []
+    framing = [json.dumps({k: c[k] for k in ("name", "args", "id")}, sort_keys=True) for c in calls]
+    call_id = getattr(m, "tool_call_id", None)
+    return "\n".join([m.type, *([call_id] if call_id else []), str(content), *framing])
+
+
+class TokenMeter:
+    """Exact o200k sizes of texts, remembered by text (sessions repeat the same
+    messages call after call)."""
+
+    def __init__(self) -> None:
+        self._sizes: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        found = self._sizes.get(text)
+        if found is None:
+            from fastcompact import count_text_tokens
+
+            found = self._sizes[text] = count_text_tokens(text, "o200k_base") + 3
+        return found
+
+
+@dataclasses.dataclass
+class MeteredCall:
+    """One call as the provider saw it."""
+
+    messages: list[BaseMessage]
+    input_tokens: int
+    cached_tokens: int
+    output_tokens: int
+
+
+class ProviderChatModel(BaseChatModel):
+    """Answers from ``script`` and reports usage on every answer as a provider does:
+    ``input_tokens`` is the exact o200k size of what it was sent, the system prompt and
+    the tool schemas included, and the prompt-cache read is the longest prefix shared
+    with the previous call (system and tools first, then whole messages)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    script: Callable[[list[BaseMessage]], AIMessage] = coding_script
+    provider: str = "anthropic"
+    meter: Any = Field(default_factory=TokenMeter)
+    calls: list[MeteredCall] = Field(default_factory=list)
+    tool_texts: list[str] = Field(default_factory=list)
+    previous: list[int] = Field(default_factory=list)
+    lock: Any = Field(default_factory=threading.Lock)
+    # Raised once the input exceeds this many tokens, as a provider refuses an overflow.
+    refuse_above: int | None = None
+
+    @property
+    def _llm_type(self) -> str:
+        return "provider-scripted"
+
+    def _get_ls_params(self, stop: Any = None, **kwargs: Any) -> Any:
+        return {"ls_provider": self.provider, "ls_model_name": "scripted-1", "ls_model_type": "chat"}
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ProviderChatModel:  # type: ignore[override]
+        from langchain_core.utils.function_calling import convert_to_openai_tool
+
+        self.tool_texts = [json.dumps(convert_to_openai_tool(t), sort_keys=True) for t in tools]
+        return self
+
+    def _sizes(self, messages: list[BaseMessage]) -> list[tuple[str, int]]:
+        fixed = "\n".join(self.tool_texts)
+        return [(fixed, self.meter(fixed) if fixed else 0)] + [
+            (text, self.meter(text)) for text in map(message_text, messages)
+        ]
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
+        sized = self._sizes(messages)
+        keys = [hash(text) for text, _ in sized]
+        total = sum(n for _, n in sized)
+        with self.lock:
+            shared = 0
+            for a, b in zip(keys, self.previous, strict=False):
+                if a != b:
+                    break
+                shared += 1
+            cached = sum(n for _, n in sized[:shared])
+            self.previous = keys
+        if self.refuse_above is not None and total > self.refuse_above:
+            raise ValueError(f"prompt is too long: {total} tokens > {self.refuse_above} maximum")
+        reply = self.script(list(messages))
+        output = self.meter(message_text(reply))
+        usage = {
+            "input_tokens": total,
+            "output_tokens": output,
+            "total_tokens": total + output,
+            "input_token_details": {"cache_read": cached, "cache_creation": total - cached},
+        }
+        reply = reply.model_copy(
+            update={
+                "usage_metadata": usage,
+                "response_metadata": {
+                    "model_provider": self.provider,
+                    "model_name": "scripted-1",
+                    "usage": {
+                        "input_tokens": total,
+                        "output_tokens": output,
+                        "cache_read_input_tokens": cached,
+                    },
+                },
+            }
+        )
+        with self.lock:
+            self.calls.append(MeteredCall(list(messages), total, cached, output))
+        return ChatResult(generations=[ChatGeneration(message=reply)])

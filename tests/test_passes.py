@@ -76,7 +76,7 @@ def test_truncate_args_exact():
     out = fastcompact.truncate_args(msgs, max_length=10, keep=("messages", 1))
     assert out[0].tool_calls[0]["args"] == {
         "file_path": "a.py",
-        "content": "yyyyyyyyyy... [argument shortened from 10000 characters]",
+        "content": 'yyyyyyyyyy... [argument shortened from 10000 characters; recall("c1") returns it]',
     }
     assert out[0].tool_calls[0]["id"] == "c1"
     only_writes = fastcompact.truncate_args(
@@ -102,7 +102,7 @@ def test_clear_observations_exact():
         ]
     out = fastcompact.clear_observations(msgs, keep_recent=2)
     cleared = (
-        "[Old result cleared to save context: read_file(f0.py). Call the tool again if you need this output.]"
+        '[Old result cleared to save context: read_file(f0.py), call c0. recall("c0") returns the full output.]'
     )
     assert out[2].content == cleared
     assert out[4].content.startswith("[Old result cleared to save context: read_file(f1.py)")
@@ -121,8 +121,8 @@ def test_dedupe_reads_exact():
     ]
     out = fastcompact.dedupe_reads(msgs)
     assert out[1].content == (
-        "[Superseded: read_file(a.py) was read again later in this conversation; "
-        "that newer result is current.]"
+        "[Superseded: read_file(a.py), call c1, was read again later in this conversation; "
+        'that newer result is current. recall("c1") returns this one.]'
     )
     assert out[3].content == "other\n" * 100 and out[5].content == "v2\n" * 100
 
@@ -151,7 +151,7 @@ def test_clear_after_gap_exact():
     times = [0, 1, 2, 3, 4, 5, 6, 5_000]
     out = fastcompact.clear_after_gap(msgs, keep_recent=1, timestamps=times)
     assert (
-        out[2].content == "[Result cleared after an idle gap: grep(p0). Run it again if it is still needed.]"
+        out[2].content == '[Result cleared after an idle gap: grep(p0), call c0. recall("c0") returns the full output.]'
     )
     assert out[4].content.startswith("[Result cleared after an idle gap: grep(p1)")
     assert out[6].content == "hit\n" * 60

@@ -59,16 +59,22 @@ from fastcompact.passes import (
     plan,
     truncate_args,
 )
+from fastcompact.recall import recall
 from fastcompact.report import Report, inspect
 
 if TYPE_CHECKING:
-    from fastcompact.middleware import CompactionMiddleware, CompactionState, CompactionToolMiddleware
+    from fastcompact.middleware import (
+        CompactionMiddleware,
+        CompactionState,
+        CompactionToolMiddleware,
+        RecallMiddleware,
+    )
 
 __version__ = "0.1.0"
 
 # The middleware pulls in LangChain's agent machinery: loaded on first use, so the
 # notebook helpers and the command line start fast.
-_MIDDLEWARE = ("CompactionMiddleware", "CompactionState", "CompactionToolMiddleware")
+_MIDDLEWARE = ("CompactionMiddleware", "CompactionState", "CompactionToolMiddleware", "RecallMiddleware")
 
 
 def __getattr__(name: str) -> Any:
@@ -95,6 +101,7 @@ __all__ = [
     "MicrocompactConfig",
     "PassStats",
     "Plan",
+    "RecallMiddleware",
     "Report",
     "RestorationConfig",
     "TokenBreakdown",
@@ -117,6 +124,7 @@ __all__ = [
     "model_view",
     "normalize",
     "plan",
+    "recall",
     "set_cache_capacity",
     "should_compact",
     "state_cutoff",

@@ -3,6 +3,8 @@
 from collections.abc import Callable
 from typing import Any, TypedDict
 
+PRICING_PRESETS: list[str]
+
 class InputError(ValueError):
     """Malformed input. ``index`` is the message index (or None), ``field`` the field."""
 
@@ -58,6 +60,21 @@ class _Plan(TypedDict):
     summary_cutoff: int | None
     per_role: dict[str, int]
     per_tool: dict[str, int]
+    # The view's size anchored on provider usage, and the real/estimated ratio.
+    true_tokens: int
+    ratio: float
+    anchor: int | None
+    # Messages before `settled` are settled; a batch committed at `batch_at`.
+    settled: int
+    batch_at: int | None
+
+class _Progress(TypedDict):
+    """Where a conversation stands (indices in the view planned)."""
+
+    min_anchor: int
+    ratio: float
+    settled: int | None
+    calls_before: int
 
 class PlanSettings:
     """Resolved pass settings, read once."""
@@ -73,6 +90,7 @@ def plan(
     archive: list[str | None] | None,
     opts: _Opts,
     make_edited: Any = None,
+    progress: _Progress | None = None,
 ) -> _Plan: ...
 def state_cutoff(prior_cutoff: int | None, effective_cutoff: int) -> int: ...
 def count_text(text: str, encoding: str) -> int: ...

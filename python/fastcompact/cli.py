@@ -283,7 +283,13 @@ def _demo(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     console = Console(highlight=False)
-    result = demo.run(fast=args.fast, window=args.window, root=args.root, echo=console.print)
+    # A line per turn: wrapped only to fit a terminal, never in a pipe or a file.
+    soft = not console.is_terminal
+
+    def echo(line: str) -> None:
+        console.print(line, soft_wrap=soft)
+
+    result = demo.run(fast=args.fast, window=args.window, root=args.root, echo=echo)
     return 0 if result.summaries and result.archive_files else 1
 
 

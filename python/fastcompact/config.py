@@ -28,6 +28,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Final, TypeAlias
 
+from fastcompact._core import PRICING_PRESETS
+
 ContextSize: TypeAlias = tuple[str, int | float]
 
 
@@ -206,17 +208,22 @@ class TruncateArgsConfig(_Watched):
     """Pass 2: string arguments longer than ``max_length`` in tool calls older than
     ``keep`` are shortened once ``trigger`` is reached. ``trigger=None`` turns the
     pass off; left out, it follows DeepAgents (85% of the window, else 20 messages).
-    ``truncation_text`` is appended; ``{length}`` in it becomes the original length."""
+    ``truncation_text`` is appended; ``{length}`` in it becomes the original length
+    and ``{id}`` the call's id. With a price model (``CompactionConfig.pricing``), the
+    text a ``write_file`` / ``edit_file`` call wrote, which is on disk, keeps at most
+    ``file_max_length`` characters."""
 
     trigger: ContextSize | None = DEFAULT
     keep: ContextSize = DEFAULT
     max_length: int = 2_000
-    truncation_text: str = "... [argument shortened from {length} characters]"
+    truncation_text: str = '... [argument shortened from {length} characters; recall("{id}") returns it]'
     truncate_all_tools: bool = True
     min_batch_tokens: int = DEFAULT
+    file_max_length: int = 200
 
     def __post_init__(self) -> None:
         o = "TruncateArgsConfig"
+        _check_int(o, "file_max_length", self.file_max_length, 1)
         _check_size(o, "trigger", self.trigger, optional=True)
         _check_size(o, "keep", self.keep)
         _check_int(o, "max_length", self.max_length, 1)
@@ -236,7 +243,7 @@ class ClearingConfig(_Watched):
 
     enabled: bool = True
     trigger: ContextSize = DEFAULT
-    keep_recent: int = 5
+    keep_recent: int = 3
     tools: set[str] = field(
         default_factory=lambda: {"read_file", "grep", "glob", "ls", "execute", "web_search", "web_fetch"}
     )
@@ -316,7 +323,8 @@ class MicrocompactConfig(_Watched):
         }
     )
     cleared_message: str = (
-        "[Result cleared after an idle gap: {tool}({arg}). Run it again if it is still needed.]"
+        "[Result cleared after an idle gap: {tool}({arg}), call {id}. "
+        'recall("{id}") returns the full output.]'
     )
 
     def __post_init__(self) -> None:
@@ -387,9 +395,17 @@ class CompactionConfig(_Watched):
     custom_instructions: str | None = None
     suppress_follow_up_questions: bool = True
     history_path_prefix: str = "/conversation_history"
+    # The provider's prompt-cache prices, by preset name (``anthropic``,
+    # ``anthropic-1h``, ``openai``, ``gemini``, ``none``); left out, picked from the
+    # agent's model. With a price model the passes' batches commit when they pay.
+    pricing: str | None = None
 
     def __post_init__(self) -> None:
         o = "CompactionConfig"
+        if self.pricing is not None and self.pricing not in PRICING_PRESETS:
+            raise ValueError(
+                f"{o}.pricing: expected one of {', '.join(PRICING_PRESETS)}, got {self.pricing!r}"
+            )
         if self.trigger is not None:
             if isinstance(self.trigger, list):
                 if not self.trigger:
@@ -427,10 +443,12 @@ class CompactionConfig(_Watched):
         _check_str(o, "custom_instructions", self.custom_instructions, optional=True)
         _check_str(o, "history_path_prefix", self.history_path_prefix)
 
-    def resolved(self, max_input_tokens: int | None = None) -> dict[str, Any]:
+    def resolved(self, max_input_tokens: int | None = None, pricing: str | None = None) -> dict[str, Any]:
         """The settings the core runs with, model-aware defaults filled in.
 
         ``max_input_tokens`` is the model's window (from its profile); fractions need it.
+        ``pricing`` is the preset of the model's provider, used when ``self.pricing``
+        is not given (neither: the fixed batch sizes).
         """
         profile = max_input_tokens is not None
 
@@ -466,6 +484,8 @@ class CompactionConfig(_Watched):
                 "max_length": ta.max_length,
                 "truncation_text": ta.truncation_text,
                 "truncate_all_tools": ta.truncate_all_tools,
+                # Without a price model the passes batch as they always did.
+                "file_max_length": ta.file_max_length if (self.pricing or pricing) else ta.max_length,
                 "min_batch_tokens": batch(ta.min_batch_tokens),
             },
             "clearing": {
@@ -480,7 +500,42 @@ class CompactionConfig(_Watched):
                 "min_batch_tokens": batch(self.collapse.min_batch_tokens),
             },
             "microcompact": _plain(self.microcompact),
+            "pricing": self.pricing or pricing,
         }
+
+
+# The provider names LangChain models report, by pricing preset.
+_PROVIDER_PRICING = {
+    "anthropic": "anthropic",
+    "bedrock": "anthropic",
+    "openai": "openai",
+    "azure": "openai",
+    "azure_openai": "openai",
+    "google_genai": "gemini",
+    "google_vertexai": "gemini",
+    "google": "gemini",
+    "gemini": "gemini",
+    "vertexai": "gemini",
+}
+
+
+def pricing_of(model: Any) -> str | None:
+    """The pricing preset of a chat model's provider; ``None`` when the provider is not
+    known (its cache prices are not either: the passes then batch by fixed sizes).
+
+    Example:
+        >>> pricing_of("anthropic:claude-sonnet-4-6"), pricing_of("openai:gpt-5"), pricing_of(None)
+        ('anthropic', 'openai', None)
+    """
+    provider = None
+    if isinstance(model, str):
+        provider = model.split(":", 1)[0] if ":" in model else None
+    elif model is not None:
+        try:
+            provider = model._get_ls_params().get("ls_provider")
+        except Exception:  # a model without LangSmith parameters
+            provider = None
+    return _PROVIDER_PRICING.get(str(provider).lower()) if provider else None
 
 
 def _plain(cfg: Any) -> dict[str, Any]:
@@ -503,4 +558,5 @@ __all__ = [
     "RestorationConfig",
     "TokenBudgetConfig",
     "TruncateArgsConfig",
+    "pricing_of",
 ]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any, NotRequired
@@ -34,9 +35,10 @@ from langchain_core.messages import ToolMessage
 from langgraph.types import Command
 
 from fastcompact import _core, storage, summarize
-from fastcompact.config import CompactionConfig
+from fastcompact.config import CompactionConfig, pricing_of
 from fastcompact.helpers import count_tokens, find_cutoff
 from fastcompact.passes import Plan, _make_edited, _plan_of, _run
+from fastcompact.recall import RECALL_DESCRIPTION, recall
 
 logger = logging.getLogger("fastcompact")
 
@@ -167,6 +169,47 @@ def _thresholds(resolved: Mapping[str, Any], window: int | None) -> tuple[float 
     return (min(tokens) if tokens else None, min(messages) if messages else None)
 
 
+def _to_view(raw_index: int, event: Mapping[str, Any] | None, prior: int) -> int:
+    """A raw-state index as an index in the effective view (the summary holds slot 0)."""
+    if event is None:
+        return max(raw_index, 0)
+    return max(raw_index - prior + 1, 1)
+
+
+def _to_raw(view_index: int, event: Mapping[str, Any] | None, prior: int) -> int:
+    return view_index if event is None else prior + max(view_index - 1, 0)
+
+
+def _int(value: Any, default: int = 0) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
+
+
+def _progress(counters: Mapping[str, Any], event: Mapping[str, Any] | None, prior: int) -> dict[str, Any]:
+    """Where the conversation stands, for the core: usage is valid only from the last
+    summary and the last batch that rewrote older messages on (earlier usage counted
+    another view); the calibration ratio carries over from earlier anchors; batched
+    edits before ``settled`` are committed."""
+    since = max(_int(counters.get("batch_at")), _int(event.get("created_at_index")) if event else 0)
+    ratio = counters.get("ratio")
+    settled = counters.get("settled")
+    return {
+        "min_anchor": _to_view(since, event, prior),
+        "ratio": float(ratio) if isinstance(ratio, int | float) and ratio > 0 else 1.0,
+        "settled": _to_view(settled, event, prior) if _int(settled, -1) >= 0 else None,
+        "calls_before": _int(counters.get("calls_before")),
+    }
+
+
+def _advance(
+    counters: dict[str, Any], plan: Plan, event: Mapping[str, Any] | None, prior: int, n_raw: int
+) -> None:
+    """Record what this turn's plan settled, in raw-state indices."""
+    counters["ratio"] = plan.ratio
+    counters["settled"] = _to_raw(plan.settled, event, prior)
+    if plan.batch_at is not None:
+        counters["batch_at"] = n_raw
+
+
 def _unplanned() -> Plan:
     """The plan of a call that could not be planned: nothing done, nothing due."""
     return Plan(
@@ -261,8 +304,9 @@ class CompactionMiddleware(AgentMiddleware):
         self.backend = backend
         # Read once: the settings are resolved per model window and kept.
         self._config = copy.deepcopy(config) if config is not None else CompactionConfig()
-        self._resolved_by_window: dict[int | None, dict[str, Any]] = {}
-        self._settings_by_window: dict[int | None, Any] = {}
+        self._resolved_by_window: dict[tuple[int | None, str | None], dict[str, Any]] = {}
+        self._settings_by_window: dict[tuple[int | None, str | None], Any] = {}
+        self._pricing_by_model: dict[int, tuple[Any, str | None]] = {}
         self.tools = []
         # Resolved "provider:name" models; shared by every conversation.
         self._models: dict[str, Any] = {}
@@ -273,17 +317,29 @@ class CompactionMiddleware(AgentMiddleware):
         middleware)."""
         return self._config
 
-    def _resolved(self, window: int | None) -> dict[str, Any]:
-        found = self._resolved_by_window.get(window)
+    def _resolved(self, window: int | None, pricing: str | None = None) -> dict[str, Any]:
+        key = (window, pricing)
+        found = self._resolved_by_window.get(key)
         if found is None:
-            found = self._resolved_by_window[window] = self._config.resolved(window)
+            found = self._resolved_by_window[key] = self._config.resolved(window, pricing)
         return found
 
-    def _plan_settings(self, window: int | None) -> Any:
-        found = self._settings_by_window.get(window)
+    def _plan_settings(self, window: int | None, pricing: str | None) -> Any:
+        key = (window, pricing)
+        found = self._settings_by_window.get(key)
         if found is None:
-            found = self._settings_by_window[window] = _core.PlanSettings(self._resolved(window))
+            found = self._settings_by_window[key] = _core.PlanSettings(self._resolved(window, pricing))
         return found
+
+    def _pricing(self, model: Any) -> str | None:
+        """The price model batches are decided by: the config's, else the provider's."""
+        if self._config.pricing is not None:
+            return self._config.pricing
+        key = id(model)
+        found = self._pricing_by_model.get(key)
+        if found is None or found[0] is not model:
+            found = self._pricing_by_model[key] = (model, pricing_of(model))
+        return found[1]
 
     @property
     def name(self) -> str:
@@ -303,11 +359,16 @@ class CompactionMiddleware(AgentMiddleware):
         # The agent's window, remembered for the compaction tool (which has no model).
         window = _window(request.model) or window
         counters["window"] = window
+        gap_before = counters.get("gap_at")
         now, timestamps = self._clock(counters, raw, prior, event is not None, len(effective))
+        if counters.get("gap_at") != gap_before:
+            # The gap's clearing rewrites older messages: earlier usage counted another view.
+            counters["batch_at"] = len(raw)
+        progress = _progress(counters, event, prior)
         try:
             raw_plan = _run(
                 effective,
-                self._plan_settings(window),
+                self._plan_settings(window, self._pricing(request.model)),
                 window,
                 now,
                 request.system_message,
@@ -317,8 +378,10 @@ class CompactionMiddleware(AgentMiddleware):
                 request.model,
                 None,
                 _make_edited,
+                progress=progress,
             )
             view, plan = raw_plan["view"], _plan_of(raw_plan, [])
+            _advance(counters, plan, event, prior, len(raw))
         except Exception as e:
             # Never take the agent down: the model gets the effective view as it is.
             logger.warning(
@@ -449,7 +512,9 @@ class CompactionMiddleware(AgentMiddleware):
             suppress_follow_up_questions=cfg.suppress_follow_up_questions,
         )
         view = [message, *draft.kept]
-        tokens = count_tokens(view, system=request.system_message, tools=request.tools, model=request.model)
+        estimate = count_tokens(view, system=request.system_message, tools=request.tools, model=request.model)
+        # In true sizes: the estimate scaled as the conversation's usage says.
+        tokens = math.ceil(estimate * turn.plan.ratio)
         resolved = self._resolved(turn.window)
         token_limit, message_limit = _thresholds(resolved, turn.window)
         if draft.forced:
@@ -480,6 +545,9 @@ class CompactionMiddleware(AgentMiddleware):
         if path is not None:
             counters["archives"] = draft.number
         counters.pop("backoff_until", None)
+        # The calls summarized away still count toward the session's length.
+        calls = sum(1 for m in draft.leaving if getattr(m, "type", None) == "ai")
+        counters["calls_before"] = _int(turn.counters.get("calls_before")) + calls
         event = {
             "cutoff_index": draft.state_cutoff,
             "summary_message": message,
@@ -502,17 +570,29 @@ class CompactionMiddleware(AgentMiddleware):
         error: BaseException | None,
         usage: dict[str, int] | None,
         restored: list[tuple[str, str]],
-    ) -> tuple[_Outcome, str, BaseException | None]:
+    ) -> tuple[_Outcome, str, BaseException | None, list[tuple[str, str]]]:
         """The outcome with the model's summary, or with the extractive one when the
-        model gave none or one too long to help; and the summary and error used."""
-        if summary is not None:
-            outcome = self._finish(request, turn, draft, summary, error, restored, None, usage)
+        model gave none or one too long to help; and the summary, error and restored
+        files used. Restored files are dropped before a summary is: they are a
+        convenience, and in a small window they alone can fill it."""
+        choices = [(summary, files) for files in ([restored, []] if restored else [[]])]
+        fallback = self._fallback(turn, draft)
+        choices = [(t, f) for t, f in choices if t is not None] + [(fallback, f) for _, f in choices]
+        outcome: _Outcome | None = None
+        for text, files in choices:
+            failed = error
+            if text is fallback and summary is not None:
+                reason = "the summary would have left the conversation over the trigger"
+                failed = summarize.SummaryError(reason)
+            outcome = self._finish(
+                request, turn, draft, text, failed, files, None, usage if text is summary else None
+            )
             if outcome.committed:
-                return outcome, summary, error
-            error = summarize.SummaryError("the summary would have left the conversation over the trigger")
-            logger.warning("fastcompact: %s; trying the fallback summary", error)
-        summary = self._fallback(turn, draft)
-        return self._finish(request, turn, draft, summary, error, restored, None, None), summary, error
+                if failed is not error:
+                    logger.warning("fastcompact: %s; used the fallback summary", failed)
+                return outcome, text, failed, files
+        assert outcome is not None
+        return outcome, fallback, error, []
 
     # --- I/O, sync and async -------------------------------------------------------
 
@@ -533,7 +613,8 @@ class CompactionMiddleware(AgentMiddleware):
         if backend is not None and draft.reads:
             r = self.config.restoration
             restored = storage.restore_files(backend, draft.reads, r.per_file_chars, r.file_budget_chars)
-        outcome, summary, error = self._settle(request, turn, draft, summary, error, usage, restored)
+        settled = self._settle(request, turn, draft, summary, error, usage, restored)
+        outcome, summary, error, restored = settled
         if outcome.committed and backend is not None and draft.leaving:
             text = storage.archive_text(draft.leaving, turn.prior_cutoff, draft.thread, draft.number)
             path = storage.write_archive(
@@ -561,7 +642,8 @@ class CompactionMiddleware(AgentMiddleware):
             restored = await storage.arestore_files(
                 backend, draft.reads, r.per_file_chars, r.file_budget_chars
             )
-        outcome, summary, error = self._settle(request, turn, draft, summary, error, usage, restored)
+        settled = self._settle(request, turn, draft, summary, error, usage, restored)
+        outcome, summary, error, restored = settled
         if outcome.committed and backend is not None and draft.leaving:
             text = storage.archive_text(draft.leaving, turn.prior_cutoff, draft.thread, draft.number)
             path = await storage.awrite_archive(
@@ -649,6 +731,20 @@ class CompactionMiddleware(AgentMiddleware):
         return self._respond(response, turn, outcome)
 
 
+def recall_tool() -> Any:
+    """The ``recall`` tool: reads the graph state's raw messages."""
+    from langchain_core.tools import StructuredTool
+
+    def run(id: str, runtime: ToolRuntime) -> str:
+        state = runtime.state if isinstance(runtime.state, Mapping) else {}
+        try:
+            return recall(state, id)
+        except KeyError as e:
+            return f"{e.args[0]}. Use the id a placeholder names."
+
+    return StructuredTool.from_function(func=run, name="recall", description=RECALL_DESCRIPTION)
+
+
 class CompactionToolMiddleware(AgentMiddleware):
     """Adds a ``compact_conversation`` tool that compacts on request, once the
     conversation has reached half of ``mw``'s trigger. It shares ``mw``'s settings and
@@ -658,7 +754,7 @@ class CompactionToolMiddleware(AgentMiddleware):
         >>> from fastcompact import CompactionMiddleware, CompactionToolMiddleware
         >>> tool_mw = CompactionToolMiddleware(CompactionMiddleware())
         >>> [t.name for t in tool_mw.tools]
-        ['compact_conversation']
+        ['compact_conversation', 'recall']
     """
 
     state_schema = CompactionState
@@ -668,7 +764,7 @@ class CompactionToolMiddleware(AgentMiddleware):
         if not isinstance(compaction, CompactionMiddleware):
             raise ValueError(f"expected a CompactionMiddleware, got {type(compaction).__name__}")
         self.compaction = compaction
-        self.tools = [self._tool()]
+        self.tools = [self._tool(), recall_tool()]
 
     def _tool(self) -> Any:
         from langchain_core.tools import StructuredTool
@@ -757,3 +853,18 @@ class CompactionToolMiddleware(AgentMiddleware):
         except Exception as e:
             return self._reply(runtime, None, None, e)  # type: ignore[arg-type]
         return self._reply(runtime, turn, outcome, None)
+
+
+class RecallMiddleware(AgentMiddleware):
+    """Adds the ``recall`` tool on its own: the full original of a cleared result, a
+    shortened argument or a summarized message, from the raw state (``CompactionToolMiddleware``
+    adds it too).
+
+    Example:
+        >>> [t.name for t in RecallMiddleware().tools]
+        ['recall']
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tools = [recall_tool()]

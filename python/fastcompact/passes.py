@@ -86,6 +86,14 @@ class Plan:
     summary_cutoff: int | None
     per_role: dict[str, int]
     per_tool: dict[str, int]
+    # The view's true size after the passes: anchored on the newest provider usage that
+    # counted this view, the rest scaled by the real/estimated ratio.
+    true_tokens: int = 0
+    ratio: float = 1.0
+    # Messages before ``settled`` are settled (their batched edits committed); a batch
+    # committed this turn from message ``batch_at`` on.
+    settled: int = 0
+    batch_at: int | None = None
 
     def __repr__(self) -> str:
         lines = [
@@ -264,7 +272,11 @@ def _run(
     model: Any,
     cache_key: str | None,
     make_edited: Any,
+    *,
+    progress: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """Plan through the core. With ``progress`` (where the conversation stands, as the
+    middleware keeps it), sizes are anchored on the provider usage the messages report."""
     if isinstance(config, dict | _core.PlanSettings):
         # Already resolved (the middleware resolves its settings once).
         settings = config
@@ -277,7 +289,7 @@ def _run(
         encoding="heuristic",
         tools=tools,
         system=system,
-        use_usage=False,
+        use_usage=progress is not None,
         chars_per_token=None,
         model=model,
         cache_key=cache_key,
@@ -291,6 +303,7 @@ def _run(
         None if archive_paths is None else list(archive_paths),
         opts,
         make_edited,
+        progress,
     )
 
 
@@ -306,6 +319,10 @@ def _plan_of(raw: dict[str, Any], edits: list[Edit]) -> Plan:
         summary_cutoff=raw["summary_cutoff"],
         per_role=dict(raw.get("per_role", {})),
         per_tool=dict(raw.get("per_tool", {})),
+        true_tokens=raw.get("true_tokens", raw["tokens_after"]),
+        ratio=raw.get("ratio", 1.0),
+        settled=raw.get("settled", 0),
+        batch_at=raw.get("batch_at"),
     )
 
 

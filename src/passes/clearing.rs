@@ -7,9 +7,9 @@ use super::{
 };
 use crate::config::ClearingConfig;
 
-/// The placeholder for a cleared result of `tool` called with `arg`.
-pub fn placeholder(tool: &str, arg: &str) -> String {
-    format!("{CLEARED}{tool}({arg}). Call the tool again if you need this output.]")
+/// The placeholder for a cleared result of call `id`, to `tool` with `arg`.
+pub fn placeholder(tool: &str, arg: &str, id: &str) -> String {
+    format!("{CLEARED}{tool}({arg}), call {id}. recall(\"{id}\") returns the full output.]")
 }
 
 pub fn run<'m>(view: &View<'_, 'm>, cfg: &ClearingConfig) -> Vec<Edit<'m>> {
@@ -34,8 +34,13 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &ClearingConfig) -> Vec<Edit<'m>> {
         if view.is_placeholder(r.index) {
             continue;
         }
-        let new = view.memo.cleared[r.index]
-            .get_or_init(|| keyed(placeholder(view.tool(r), &main_arg(view.call(r)))));
+        let new = view.memo.cleared[r.index].get_or_init(|| {
+            keyed(placeholder(
+                view.tool(r),
+                &main_arg(view.call(r)),
+                view.call_id(r),
+            ))
+        });
         let tokens = *remembered(&view.memo.cleared_tokens[r.index], counted_with, || {
             view.tokens_with_keyed(r.index, new)
         });

@@ -5,9 +5,12 @@
 use super::{keyed, main_arg, tool_flags, Batches, Edit, FastMap, Pass, View, SUPERSEDED};
 use crate::config::DedupeConfig;
 
-/// The placeholder for a read that was repeated later.
-pub fn placeholder(tool: &str, arg: &str) -> String {
-    format!("{SUPERSEDED}{tool}({arg}) was read again later in this conversation; that newer result is current.]")
+/// The placeholder for a read (call `id`) that was repeated later.
+pub fn placeholder(tool: &str, arg: &str, id: &str) -> String {
+    format!(
+        "{SUPERSEDED}{tool}({arg}), call {id}, was read again later in this conversation; that newer \
+         result is current. recall(\"{id}\") returns this one.]"
+    )
 }
 
 pub fn run<'m>(view: &View<'_, 'm>, cfg: &DedupeConfig) -> Vec<Edit<'m>> {
@@ -35,8 +38,10 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &DedupeConfig) -> Vec<Edit<'m>> {
             }
         };
         if let Some(earlier) = last.insert((r.tool_id, args.as_str()), r.index) {
-            let new = view.memo.superseded[earlier]
-                .get_or_init(|| keyed(placeholder(view.tool(r), &main_arg(view.call(r)))));
+            let new = view.memo.superseded[earlier].get_or_init(|| {
+                let id = view.msgs[earlier].tool_call_id.as_deref().unwrap_or("");
+                keyed(placeholder(view.tool(r), &main_arg(view.call(r)), id))
+            });
             let tokens = view.tokens_with_keyed(earlier, new);
             let saved = view.tokens[earlier] - tokens;
             if saved <= 0.0 {

@@ -819,6 +819,14 @@ impl<'a> View<'a, '_> {
         }
     }
 
+    /// The id of the call a result answers, as the result names it.
+    pub fn call_id(&self, r: &ToolResult) -> &'a str {
+        self.msgs
+            .get(r.index)
+            .and_then(|m| m.tool_call_id.as_deref())
+            .unwrap_or("")
+    }
+
     /// Whether message `i` now holds one of the passes' placeholders.
     pub fn is_placeholder(&self, i: usize) -> bool {
         self.placeholders.get(i).copied().unwrap_or(false)

@@ -6,9 +6,13 @@
 use super::{keyed, main_arg, tool_flags, Edit, Pass, View};
 use crate::config::MicrocompactConfig;
 
-/// The configured placeholder with `{tool}` and `{arg}` filled in.
-pub fn placeholder(template: &str, tool: &str, arg: &str) -> String {
-    template.replace("{tool}", tool).replace("{arg}", arg)
+/// The configured placeholder with `{tool}`, `{arg}` and `{id}` (the call's id)
+/// filled in.
+pub fn placeholder(template: &str, tool: &str, arg: &str, id: &str) -> String {
+    template
+        .replace("{tool}", tool)
+        .replace("{arg}", arg)
+        .replace("{id}", id)
 }
 
 /// The index of the first message after the newest gap longer than `threshold`
@@ -54,6 +58,7 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &MicrocompactConfig) -> Vec<Edit<'m>> {
                 &cfg.cleared_message,
                 view.tool(r),
                 &main_arg(view.call(r)),
+                view.call_id(r),
             ));
             let tokens = view.tokens_with_keyed(r.index, &new);
             // A placeholder longer than the result saves nothing.

@@ -15,6 +15,16 @@ fn suffix(template: &str, length: usize) -> String {
     template.replace("{length}", &length.to_string())
 }
 
+/// The longest string argument a call to `tool` keeps: what a file-writing call
+/// wrote is on disk, so it keeps only a head.
+fn limit_of(cfg: &TruncateArgsConfig, tool: &str) -> usize {
+    if FILE_WRITING_TOOLS.contains(&tool) {
+        cfg.max_length.min(cfg.file_max_length)
+    } else {
+        cfg.max_length
+    }
+}
+
 /// Whether `s` was already shortened by this pass (so it is never shortened twice).
 fn already_shortened(s: &str, template: &str) -> bool {
     let marker = template.split("{length}").next().unwrap_or(template);
@@ -100,7 +110,13 @@ fn window_start(view: &View<'_, '_>, keep: Size) -> usize {
 fn fingerprint(cfg: &TruncateArgsConfig, view: &View<'_, '_>) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    (cfg.max_length, &cfg.truncation_text, cfg.truncate_all_tools).hash(&mut h);
+    (
+        cfg.max_length,
+        cfg.file_max_length,
+        &cfg.truncation_text,
+        cfg.truncate_all_tools,
+    )
+        .hash(&mut h);
     let p = view.params;
     (
         p.chars_per_token.to_bits(),
@@ -127,7 +143,10 @@ fn shorten_message(
             cfg.truncate_all_tools || FILE_WRITING_TOOLS.contains(&call.name.as_str())
         })
         .filter_map(|(ci, call)| {
-            let args = shorten_value(&call.args, cfg.max_length, &cfg.truncation_text)?;
+            let template = cfg
+                .truncation_text
+                .replace("{id}", call.id.as_deref().unwrap_or(""));
+            let args = shorten_value(&call.args, limit_of(cfg, &call.name), &template)?;
             Some(Edit {
                 index: i,
                 pass: Pass::TruncateArgs,
@@ -164,6 +183,7 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &TruncateArgsConfig) -> Vec<Edit<'m>> {
     }
     let start = window_start(view, cfg.keep);
     let settings = fingerprint(cfg, view);
+    let shortest = cfg.max_length.min(cfg.file_max_length);
     // Candidate messages in order, each with its edits.
     let mut batches = Batches::new(cfg.min_batch_tokens as f64);
     for (i, m) in view.msgs.iter().enumerate().take(start) {
@@ -171,7 +191,7 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &TruncateArgsConfig) -> Vec<Edit<'m>> {
         if !view
             .skeletons
             .get(i)
-            .is_some_and(|s| s.calls_tools() && s.longest_arg as usize > cfg.max_length)
+            .is_some_and(|s| s.calls_tools() && s.longest_arg as usize > shortest)
         {
             continue;
         }

@@ -1,0 +1,221 @@
+"""The long agent sessions of the session benchmark, as scripts.
+
+Each session is a list of user requests and a script that decides the agent's next
+message from the last message alone (and the call it answers), which every compaction
+keeps, so a session runs the same with any middleware. Texts are generated from a seed,
+so every run and every middleware sees the same words.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+
+WORDS = (
+    "cache index parser record buffer window token stream batch queue worker thread "
+    "socket handler schema config loader report metric vector column row value field "
+    "branch commit merge review test fixture module package export import retry limit"
+).split()
+HAN = (
+    "缓存 索引 解析器 记录 缓冲区 窗口 令牌 数据流 批次 队列 线程 套接字 处理器 模式 配置 "
+    "加载器 报告 指标 向量 列 行 值 字段 分支 提交 合并 审查 测试 模块 导出 导入 重试 限制 "
+    "用户 订单 库存 价格 日志 错误 修复 功能 接口 服务 数据库 查询 事务"
+).split()
+
+
+def prose(seed: object, chars: int, words: tuple[str, ...] | list[str] = WORDS, sep: str = " ") -> str:
+    """About `chars` characters of sentences drawn from `words`, the same for the same seed."""
+    rng = random.Random(str(seed))
+    out: list[str] = []
+    size = 0
+    while size < chars:
+        sentence = sep.join(rng.choice(words) for _ in range(rng.randint(6, 14)))
+        sentence = sentence[0].upper() + sentence[1:] + ("。" if sep == "" else ". ")
+        out.append(sentence)
+        size += len(sentence)
+    return "".join(out)[:chars]
+
+
+def code(seed: object, lines: int, han: bool = False) -> str:
+    """A Python module of `lines` lines, with comments in Chinese when `han`."""
+    rng = random.Random(str(seed))
+    body = []
+    for i in range(lines):
+        if i % 6 == 0:
+            note = prose((seed, i), 30, HAN, "") if han else prose((seed, i), 50)
+            body.append(f"# {note}")
+        else:
+            name = rng.choice(WORDS)
+            body.append(f"    {name}_{i} = compute_{rng.choice(WORDS)}({name}, limit={rng.randint(1, 999)})")
+    return "\n".join(body) + "\n"
+
+
+# The edit every coding step makes to the file it wrote.
+RENAME = {"old_string": "limit=", "new_string": "cap=", "replace_all": True}
+
+
+def _call(name: str, args: dict[str, Any], call_id: str) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": name, "args": args, "id": call_id, "type": "tool_call"}])
+
+
+@dataclass
+class Session:
+    """A long session: its requests, the steps of each, and the files it starts with."""
+
+    name: str
+    requests: list[str]
+    # The tool calls of step `s`, in order: (tool, args).
+    steps: Callable[[int], list[tuple[str, dict[str, Any]]]]
+    # The agent's answer that closes step `s`.
+    answer: Callable[[int], str]
+    files: dict[str, str] = field(default_factory=dict)
+    tools: list[Any] = field(default_factory=list)
+
+    def script(self, messages: list[BaseMessage]) -> AIMessage:
+        """The agent's next message, from the last message alone."""
+        last = messages[-1]
+        if isinstance(last, HumanMessage):
+            step = _step_of(str(last.content))
+            if step is None:
+                return AIMessage("Ready.")
+            calls = self.steps(step)
+            return _call(calls[0][0], calls[0][1], f"{calls[0][0]}-{step}-0") if calls else self._done(step)
+        if isinstance(last, ToolMessage):
+            step, k = _parts(last.tool_call_id)
+            calls = self.steps(step)
+            if k + 1 < len(calls):
+                tool_name, args = calls[k + 1]
+                return _call(tool_name, args, f"{tool_name}-{step}-{k + 1}")
+            return self._done(step)
+        return AIMessage("Ready.")
+
+    def _done(self, step: int) -> AIMessage:
+        return AIMessage(self.answer(step))
+
+    def model_calls(self) -> int:
+        """Model calls the whole session makes."""
+        return sum(len(self.steps(_step_of(r) or 0)) + 1 for r in self.requests)
+
+
+def _step_of(text: str) -> int | None:
+    found = re.search(r"\[(?:step|步骤) (\d+)\]", text)
+    return int(found.group(1)) if found else None
+
+
+def _parts(call_id: str) -> tuple[int, int]:
+    """The step and the call's position in it, from a call id `tool-step-k`."""
+    parts = call_id.rsplit("-", 2)
+    step, k = (parts[1], parts[2]) if len(parts) == 3 else ("0", "0")
+    return int(step) if step.isdigit() else 0, int(k) if k.isdigit() else 0
+
+
+# --- coding: read a module, write a new one, edit it, search, read it back ---------
+
+
+def coding(steps: int = 30) -> Session:
+    modules = {f"/src/mod{i}.py": code(("mod", i), 90) for i in range(8)}
+
+    def calls(s: int) -> list[tuple[str, dict[str, Any]]]:
+        path = f"/src/feature_{s}.py"
+        out: list[tuple[str, dict[str, Any]]] = [
+            ("read_file", {"file_path": f"/src/mod{s % 8}.py"}),
+            ("write_file", {"file_path": path, "content": code(("feature", s), 70)}),
+            (
+                "edit_file",
+                {"file_path": path, **RENAME},
+            ),
+            ("grep", {"pattern": f"compute_{WORDS[s % len(WORDS)]}", "path": "/src"}),
+            ("read_file", {"file_path": path}),
+        ]
+        return out
+
+    def answer(s: int) -> str:
+        return f"Step {s} is done: feature_{s}.py is written and checked. " + prose(("answer", s), 300)
+
+    requests = [
+        f"[step {s}] Add feature {s}: follow mod{s % 8}.py, then " + prose(("request", s), 160)
+        for s in range(steps)
+    ]
+    return Session("coding", requests, calls, answer, files=modules)
+
+
+# --- research: large web results, notes written to a file ---------------------------
+
+
+@tool
+def web_search(query: str) -> str:
+    """Search the web and return the text of the top results."""
+    return "\n\n".join(
+        f"Result {i + 1} for {query!r}: https://example.org/{zlib.crc32(f'{query}/{i}'.encode())}\n"
+        + prose((query, i), 2_400)
+        for i in range(3)
+    )
+
+
+def research(questions: int = 36) -> Session:
+    def calls(s: int) -> list[tuple[str, dict[str, Any]]]:
+        return [
+            ("web_search", {"query": f"question {s} part {k} {WORDS[(s + k) % len(WORDS)]}"})
+            for k in range(3)
+        ] + [("write_file", {"file_path": f"/notes/q{s}.md", "content": prose(("notes", s), 1_500)})]
+
+    def answer(s: int) -> str:
+        return f"Answer to question {s}: " + prose(("finding", s), 700)
+
+    requests = [f"[step {s}] Research question {s}: " + prose(("ask", s), 200) for s in range(questions)]
+    return Session("research", requests, calls, answer, tools=[web_search])
+
+
+# --- the coding session in Chinese: about a token a character -----------------------
+
+
+def chinese(steps: int = 30) -> Session:
+    modules = {f"/src/mod{i}.py": code(("模块", i), 90, han=True) for i in range(8)}
+
+    def calls(s: int) -> list[tuple[str, dict[str, Any]]]:
+        path = f"/src/feature_{s}.py"
+        doc = prose(("文档", s), 1_200, HAN, "")
+        return [
+            ("read_file", {"file_path": f"/src/mod{s % 8}.py"}),
+            (
+                "write_file",
+                {"file_path": path, "content": code(("功能", s), 50, han=True) + f'"""{doc}"""\n'},
+            ),
+            (
+                "edit_file",
+                {"file_path": path, **RENAME},
+            ),
+            ("read_file", {"file_path": path}),
+        ]
+
+    def answer(s: int) -> str:
+        return f"第 {s} 步完成。" + prose(("回答", s), 400, HAN, "")
+
+    requests = [f"[步骤 {s}] 请实现功能 {s}。" + prose(("请求", s), 200, HAN, "") for s in range(steps)]
+    return Session("chinese", requests, calls, answer, files=modules)
+
+
+# --- chat: long text, no tools ------------------------------------------------------
+
+
+def chat(turns: int = 160) -> Session:
+    def answer(s: int) -> str:
+        return f"About point {s}: " + prose(("reply", s), 2_400)
+
+    requests = [f"[step {s}] " + prose(("message", s), 1_200) for s in range(turns)]
+    return Session("chat", requests, lambda s: [], answer)
+
+
+SESSIONS: dict[str, Callable[[], Session]] = {
+    "coding": coding,
+    "research": research,
+    "chinese": chinese,
+    "chat": chat,
+}

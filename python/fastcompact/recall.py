@@ -1,0 +1,68 @@
+"""``recall``: the full original of anything compaction cleared, shortened or
+summarized, read back from the raw messages (which the middleware never rewrites), so
+the agent never has to run a tool with side effects again.
+
+Every placeholder names the call it replaced (``call <id>``) and says that
+``recall("<id>")`` returns it; a summarized message is found by its message id.
+
+Example:
+    >>> from langchain_core.messages import AIMessage, ToolMessage
+    >>> msgs = [
+    ...     AIMessage("", tool_calls=[{"name": "read_file", "args": {"file_path": "a.py"}, "id": "c1"}]),
+    ...     ToolMessage("print('hi')", tool_call_id="c1"),
+    ... ]
+    >>> recall(msgs, "c1")
+    "print('hi')"
+    >>> recall(msgs, "nope")
+    Traceback (most recent call last):
+    ...
+    KeyError: "nothing in this conversation has the id 'nope'"
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+RECALL_DESCRIPTION = (
+    "Get back, in full, something that was cleared or shortened to save context: a tool "
+    "result, a tool call's arguments, or a summarized message. Pass the id its placeholder "
+    "names (the call id in 'call <id>' or 'recall(\"<id>\")'), or a message id."
+)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return json.dumps(content, ensure_ascii=False, default=str)
+
+
+def _field(m: Any, name: str) -> Any:
+    return m.get(name) if isinstance(m, Mapping) else getattr(m, name, None)
+
+
+def recall(messages: Sequence[Any] | Mapping[str, Any], ref: str) -> str:
+    """The original of ``ref`` in ``messages`` (or a state holding ``"messages"``): the
+    result of the tool call with that id, else that call's arguments (as JSON), else the
+    content of the message with that id. Raises ``KeyError`` when nothing has it."""
+    if isinstance(messages, Mapping):
+        messages = messages.get("messages") or []
+    ref = str(ref).strip().strip("\"'")
+    arguments = None
+    content = None
+    for m in messages:
+        if _field(m, "tool_call_id") == ref:
+            return _text(_field(m, "content"))
+        for call in _field(m, "tool_calls") or []:
+            if isinstance(call, Mapping) and call.get("id") == ref and arguments is None:
+                arguments = json.dumps(
+                    {"name": call.get("name"), "args": call.get("args")}, ensure_ascii=False, default=str
+                )
+        if content is None and _field(m, "id") == ref:
+            content = _text(_field(m, "content"))
+    if arguments is not None:
+        return arguments
+    if content is not None:
+        return content
+    raise KeyError(f"nothing in this conversation has the id {ref!r}")
