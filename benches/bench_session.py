@@ -52,7 +52,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import ConfigDict, Field
-from sessions import SESSIONS, Session
+from sessions import SESSIONS, SYSTEM_PROMPT, Session
 
 from tests.scripted import ProviderChatModel, TokenMeter, message_text
 
@@ -187,7 +187,12 @@ def run(session: Session, side: str) -> Outcome:
     summarizer = FaithfulSummarizer(user_texts=session.requests, agent=model, profile=profile)
     middleware, recall = _stack(side, summarizer, backend)
     agent = create_deep_agent(
-        model=model, backend=backend, tools=session.tools, middleware=middleware, checkpointer=InMemorySaver()
+        model=model,
+        backend=backend,
+        tools=session.tools,
+        system_prompt=SYSTEM_PROMPT,
+        middleware=middleware,
+        checkpointer=InMemorySaver(),
     )
     failures: list[str] = []
     cfg = {"configurable": {"thread_id": f"{session.name}-{side}"}, "recursion_limit": 10_000}

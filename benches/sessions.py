@@ -207,11 +207,16 @@ def chinese(steps: int = 30) -> Session:
 
 def chat(turns: int = 160) -> Session:
     def answer(s: int) -> str:
-        return f"About point {s}: " + prose(("reply", s), 2_400)
+        return f"About point {s}: " + prose(("reply", s), 3_000)
 
-    requests = [f"[step {s}] " + prose(("message", s), 1_200) for s in range(turns)]
+    requests = [f"[step {s}] " + prose(("message", s), 300) for s in range(turns)]
     return Session("chat", requests, lambda s: [], answer)
 
+
+# The agent's own instructions, the same for every middleware.
+SYSTEM_PROMPT = "You are a careful engineering assistant working in a project folder. " + prose(
+    "system", 2_400
+)
 
 SESSIONS: dict[str, Callable[[], Session]] = {
     "coding": coding,

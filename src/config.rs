@@ -80,8 +80,7 @@ impl Default for TruncateArgsConfig {
             keep: Size::Messages(20),
             max_length: 2_000,
             truncation_text:
-                "... [argument shortened from {length} characters; recall(\"{id}\") returns it]"
-                    .into(),
+                "... [shortened from {length} characters; recall(\"{id}/args\") returns it]".into(),
             truncate_all_tools: true,
             file_max_length: 200,
             min_batch_tokens: 30_000,
@@ -205,8 +204,8 @@ impl Default for MicrocompactConfig {
             .into_iter()
             .map(String::from)
             .collect(),
-            cleared_message: "[Result cleared after an idle gap: {tool}({arg}), call {id}. recall(\"{id}\") returns the full output.]"
-                .into(),
+            cleared_message:
+                "[Cleared after an idle gap: {tool}({arg}); recall(\"{id}\") returns it.]".into(),
         }
     }
 }

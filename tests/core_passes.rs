@@ -102,10 +102,7 @@ fn clearing_names_the_call() {
     assert_eq!(p.edits[0].pass, Pass::Clearing);
     assert_eq!(
         p.edits[0].change,
-        Change::Content(
-            "[Old result cleared to save context: grep(TODO), call a. recall(\"a\") returns the full output.]"
-                .into()
-        )
+        Change::Content("[Cleared to save context: grep(TODO); recall(\"a\") returns it.]".into())
     );
     assert!(p.tokens_after < p.tokens_before);
 }

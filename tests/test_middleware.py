@@ -512,7 +512,7 @@ def test_an_idle_gap_clears_old_results_for_good(tmp_path: Path, monkeypatch: py
     model = ScriptedChatModel()  # no profile: no other pass fires at this size
     agent = _deep_agent(model, tmp_path)
     _run(agent, "g", range(2, 8))
-    placeholder = "[Result cleared after an idle gap: "
+    placeholder = "[Cleared after an idle gap: "
     assert not any(placeholder in str(m.content) for m in _conversation(model_calls(model)[-1]))
 
     clock[0] += 2 * 3600  # two hours away: the provider's cache is cold anyway

@@ -76,7 +76,7 @@ def test_truncate_args_exact():
     out = fastcompact.truncate_args(msgs, max_length=10, keep=("messages", 1))
     assert out[0].tool_calls[0]["args"] == {
         "file_path": "a.py",
-        "content": 'yyyyyyyyyy... [argument shortened from 10000 characters; recall("c1") returns it]',
+        "content": 'yyyyyyyyyy... [shortened from 10000 characters; recall("c1/args") returns it]',
     }
     assert out[0].tool_calls[0]["id"] == "c1"
     only_writes = fastcompact.truncate_args(
@@ -101,11 +101,9 @@ def test_clear_observations_exact():
             _result(f"body {i}\n" * 50, f"c{i}", "read_file"),
         ]
     out = fastcompact.clear_observations(msgs, keep_recent=2)
-    cleared = (
-        '[Old result cleared to save context: read_file(f0.py), call c0. recall("c0") returns the full output.]'
-    )
+    cleared = '[Cleared to save context: read_file(f0.py); recall("c0") returns it.]'
     assert out[2].content == cleared
-    assert out[4].content.startswith("[Old result cleared to save context: read_file(f1.py)")
+    assert out[4].content.startswith("[Cleared to save context: read_file(f1.py)")
     assert out[6].content == "body 2\n" * 50 and out[8].content == "body 3\n" * 50
     assert fastcompact.clear_observations(msgs, keep_recent=2, exclude_tools=["read_file"]) == msgs
 
@@ -121,8 +119,7 @@ def test_dedupe_reads_exact():
     ]
     out = fastcompact.dedupe_reads(msgs)
     assert out[1].content == (
-        "[Superseded: read_file(a.py), call c1, was read again later in this conversation; "
-        'that newer result is current. recall("c1") returns this one.]'
+        '[Superseded: read_file(a.py) was read again later; recall("c1") returns this older result.]'
     )
     assert out[3].content == "other\n" * 100 and out[5].content == "v2\n" * 100
 
@@ -135,9 +132,10 @@ def test_collapse_reads_exact():
     out = fastcompact.collapse_reads(msgs, keep_recent_messages=2)
     assert out[2].content == (
         "[Collapsed 3 read/search results: read_file(p0), grep(p1), glob(p2). "
-        "Call the tools again if you need their output.]"
+        "recall(a call's id) returns its full result.]"
     )
-    assert out[4].content == out[6].content == "[Collapsed into the note on an earlier result above.]"
+    member = "[Collapsed into the note on an earlier result above; recall(this call's id) returns it.]"
+    assert out[4].content == out[6].content == member
     # The run is still open (nothing after it) or inside the recent window: untouched.
     assert fastcompact.collapse_reads(msgs[:7], keep_recent_messages=0) == msgs[:7]
     assert fastcompact.collapse_reads(msgs, keep_recent_messages=4) == msgs
@@ -150,16 +148,14 @@ def test_clear_after_gap_exact():
     msgs.append(HumanMessage("back after lunch"))
     times = [0, 1, 2, 3, 4, 5, 6, 5_000]
     out = fastcompact.clear_after_gap(msgs, keep_recent=1, timestamps=times)
-    assert (
-        out[2].content == '[Result cleared after an idle gap: grep(p0), call c0. recall("c0") returns the full output.]'
-    )
-    assert out[4].content.startswith("[Result cleared after an idle gap: grep(p1)")
+    assert out[2].content == '[Cleared after an idle gap: grep(p0); recall("c0") returns it.]'
+    assert out[4].content.startswith("[Cleared after an idle gap: grep(p1)")
     assert out[6].content == "hit\n" * 60
     assert fastcompact.clear_after_gap(msgs, keep_recent=1, timestamps=[0, 1, 2, 3, 4, 5, 6, 7]) == msgs
     # A gap between the last message and now counts too.
     assert fastcompact.clear_after_gap(msgs, keep_recent=1, timestamps=[0] * 8, now=7_200)[
         2
-    ].content.startswith("[Result cleared")
+    ].content.startswith("[Cleared after an idle gap")
 
 
 def test_timestamps_are_read_from_messages():
@@ -168,12 +164,12 @@ def test_timestamps_are_read_from_messages():
     msgs += [HumanMessage("b", additional_kwargs={"timestamp": 1_000_000_000})]  # ms would be 1e12
     msgs[1].response_metadata["created"] = 1_001
     out = fastcompact.clear_after_gap(msgs, keep_recent=0)
-    assert out[2].content.startswith("[Result cleared after an idle gap")
+    assert out[2].content.startswith("[Cleared after an idle gap")
     # ISO 8601 strings work too.
     iso = [HumanMessage("a", additional_kwargs={"created_at": "2025-01-15T09:00:00Z"}), *msgs[1:3]]
     iso.append(HumanMessage("b", additional_kwargs={"created_at": "2025-01-15T12:30:00+01:00"}))
     iso[1] = iso[1].model_copy(update={"response_metadata": {"created": "2025-01-15T09:00:05Z"}})
-    assert fastcompact.clear_after_gap(iso, keep_recent=0)[2].content.startswith("[Result cleared")
+    assert fastcompact.clear_after_gap(iso, keep_recent=0)[2].content.startswith("[Cleared after an idle gap")
     iso[-1] = HumanMessage("b", additional_kwargs={"created_at": "2025-01-15T09:30:00Z"})
     assert fastcompact.clear_after_gap(iso, keep_recent=0)[2] is iso[2]
 
@@ -226,7 +222,7 @@ def test_apply_edits_on_dicts_keeps_their_shape():
         {"role": "user", "content": "next"},
     ]
     out = fastcompact.truncate_args(msgs, max_length=5, keep=("messages", 1))
-    assert out[0]["tool_calls"][0]["function"]["arguments"].startswith('{"content": "zzzzz... [argument')
+    assert out[0]["tool_calls"][0]["function"]["arguments"].startswith('{"content": "zzzzz... [shortened')
     assert msgs[0]["tool_calls"][0]["function"]["arguments"].startswith('{"content": "zzzzzz')
     assert out[1] is msgs[1]
 

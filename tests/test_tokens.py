@@ -291,11 +291,8 @@ def test_usage_is_read_when_first_asked_for():
 def test_usage_far_from_the_estimate_still_anchors():
     # Chinese text, images and large system prompts are where the estimate is far off:
     # the provider's number is right, however far from it.
-    msgs = [
-        HumanMessage("hi"),
-        AIMessage("ok", usage_metadata={"input_tokens": 150_000, "output_tokens": 2, "total_tokens": 150_002}),
-        HumanMessage("next"),
-    ]
+    usage = {"input_tokens": 150_000, "output_tokens": 2, "total_tokens": 150_002}
+    msgs = [HumanMessage("hi"), AIMessage("ok", usage_metadata=usage), HumanMessage("next")]
     assert count_tokens(msgs) < 20
     tail = count_tokens([msgs[2]])
     ratio = 150_002 / count_tokens(msgs[:2])

@@ -216,7 +216,7 @@ class TruncateArgsConfig(_Watched):
     trigger: ContextSize | None = DEFAULT
     keep: ContextSize = DEFAULT
     max_length: int = 2_000
-    truncation_text: str = '... [argument shortened from {length} characters; recall("{id}") returns it]'
+    truncation_text: str = '... [shortened from {length} characters; recall("{id}/args") returns it]'
     truncate_all_tools: bool = True
     min_batch_tokens: int = DEFAULT
     file_max_length: int = 200
@@ -322,10 +322,7 @@ class MicrocompactConfig(_Watched):
             "write_file",
         }
     )
-    cleared_message: str = (
-        "[Result cleared after an idle gap: {tool}({arg}), call {id}. "
-        'recall("{id}") returns the full output.]'
-    )
+    cleared_message: str = '[Cleared after an idle gap: {tool}({arg}); recall("{id}") returns it.]'
 
     def __post_init__(self) -> None:
         o = "MicrocompactConfig"

@@ -2,8 +2,9 @@
 summarized, read back from the raw messages (which the middleware never rewrites), so
 the agent never has to run a tool with side effects again.
 
-Every placeholder names the call it replaced (``call <id>``) and says that
-``recall("<id>")`` returns it; a summarized message is found by its message id.
+Every placeholder says that ``recall("<id>")`` returns what it replaced (the call's
+id; ``<id>/args`` for a call's shortened arguments); a summarized message is found by
+its message id.
 
 Example:
     >>> from langchain_core.messages import AIMessage, ToolMessage
@@ -13,6 +14,8 @@ Example:
     ... ]
     >>> recall(msgs, "c1")
     "print('hi')"
+    >>> recall(msgs, "c1/args")
+    '{"name": "read_file", "args": {"file_path": "a.py"}}'
     >>> recall(msgs, "nope")
     Traceback (most recent call last):
     ...
@@ -25,10 +28,13 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+# After a call id: that call's arguments rather than its result.
+ARGS_SUFFIX = "/args"
+
 RECALL_DESCRIPTION = (
     "Get back, in full, something that was cleared or shortened to save context: a tool "
     "result, a tool call's arguments, or a summarized message. Pass the id its placeholder "
-    "names (the call id in 'call <id>' or 'recall(\"<id>\")'), or a message id."
+    'names (as in recall("<id>")), or a message id.'
 )
 
 
@@ -44,15 +50,19 @@ def _field(m: Any, name: str) -> Any:
 
 def recall(messages: Sequence[Any] | Mapping[str, Any], ref: str) -> str:
     """The original of ``ref`` in ``messages`` (or a state holding ``"messages"``): the
-    result of the tool call with that id, else that call's arguments (as JSON), else the
-    content of the message with that id. Raises ``KeyError`` when nothing has it."""
+    result of the tool call with that id; with ``/args`` after the id, that call's
+    arguments (as JSON); else the content of the message with that id. Raises
+    ``KeyError`` when nothing has it."""
     if isinstance(messages, Mapping):
         messages = messages.get("messages") or []
     ref = str(ref).strip().strip("\"'")
+    wants_args = ref.endswith(ARGS_SUFFIX)
+    if wants_args:
+        ref = ref[: -len(ARGS_SUFFIX)]
     arguments = None
     content = None
     for m in messages:
-        if _field(m, "tool_call_id") == ref:
+        if not wants_args and _field(m, "tool_call_id") == ref:
             return _text(_field(m, "content"))
         for call in _field(m, "tool_calls") or []:
             if isinstance(call, Mapping) and call.get("id") == ref and arguments is None:

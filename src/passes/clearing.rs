@@ -9,7 +9,7 @@ use crate::config::ClearingConfig;
 
 /// The placeholder for a cleared result of call `id`, to `tool` with `arg`.
 pub fn placeholder(tool: &str, arg: &str, id: &str) -> String {
-    format!("{CLEARED}{tool}({arg}), call {id}. recall(\"{id}\") returns the full output.]")
+    format!("{CLEARED}{tool}({arg}); recall(\"{id}\") returns it.]")
 }
 
 pub fn run<'m>(view: &View<'_, 'm>, cfg: &ClearingConfig) -> Vec<Edit<'m>> {

@@ -23,14 +23,14 @@ pub fn note(calls: &[String]) -> String {
         list.push_str(&format!(" and {} more", calls.len() - LISTED));
     }
     format!(
-        "{COLLAPSED}{} read/search results: {list}. Call the tools again if you need their output.]",
+        "{COLLAPSED}{} read/search results: {list}. recall(a call's id) returns its full result.]",
         calls.len()
     )
 }
 
 /// The text that replaces the other results of a collapsed run.
 pub fn member() -> String {
-    format!("{COLLAPSED_MEMBER}an earlier result above.]")
+    format!("{COLLAPSED_MEMBER}an earlier result above; recall(this call's id) returns it.]")
 }
 
 /// A read/search step starting at `i`: an AI message calling only listed tools, then

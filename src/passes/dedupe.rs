@@ -7,10 +7,7 @@ use crate::config::DedupeConfig;
 
 /// The placeholder for a read (call `id`) that was repeated later.
 pub fn placeholder(tool: &str, arg: &str, id: &str) -> String {
-    format!(
-        "{SUPERSEDED}{tool}({arg}), call {id}, was read again later in this conversation; that newer \
-         result is current. recall(\"{id}\") returns this one.]"
-    )
+    format!("{SUPERSEDED}{tool}({arg}) was read again later; recall(\"{id}\") returns this older result.]")
 }
 
 pub fn run<'m>(view: &View<'_, 'm>, cfg: &DedupeConfig) -> Vec<Edit<'m>> {

@@ -899,7 +899,7 @@ pub fn shorten(s: &str, max: usize) -> String {
 }
 
 /// Placeholders the passes write, recognised so that no pass edits them again.
-pub const CLEARED: &str = "[Old result cleared to save context: ";
+pub const CLEARED: &str = "[Cleared to save context: ";
 pub const SUPERSEDED: &str = "[Superseded: ";
 pub const COLLAPSED: &str = "[Collapsed ";
 pub const COLLAPSED_MEMBER: &str = "[Collapsed into the note on ";
@@ -1330,10 +1330,7 @@ mod tests {
     #[test]
     fn placeholders_are_recognised() {
         let gap = "[Idle: {tool}]";
-        assert!(is_placeholder(
-            "[Old result cleared to save context: ls(/)]",
-            gap
-        ));
+        assert!(is_placeholder("[Cleared to save context: ls(/)]", gap));
         assert!(is_placeholder("[Idle: grep]", gap));
         assert!(!is_placeholder("def f(): pass", gap));
     }
