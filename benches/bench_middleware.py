@@ -46,6 +46,10 @@ class Answering(BaseChatModel):
     def _llm_type(self) -> str:
         return "answering"
 
+    def _get_ls_params(self, stop: Any = None, **kwargs: Any) -> Any:
+        # A provider with a prompt cache, so fastcompact plans with its price model.
+        return {"ls_provider": "anthropic", "ls_model_name": "answering", "ls_model_type": "chat"}
+
     def bind_tools(self, tools: Any, **kwargs: Any) -> Answering:  # type: ignore[override]
         return self
 

@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from deepagents import create_deep_agent
-from deepagents.backends import FilesystemBackend
+from deepagents.backends import FilesystemBackend, LocalShellBackend
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -108,7 +108,9 @@ class PassThrough(AgentMiddleware):
         return "SummarizationMiddleware"
 
 
-def _stack(side: str, summarizer: BaseChatModel, backend: Any) -> tuple[list[Any], Callable[..., Any]]:
+def _stack(
+    side: str, summarizer: BaseChatModel, backend: Any, trigger: float | None = None
+) -> tuple[list[Any], Callable[..., Any]]:
     """The middleware list of one side, and how it gets a cleared result back (or None)."""
     if side == "none":
         return [PassThrough()], _no_recall
@@ -137,7 +139,8 @@ def _stack(side: str, summarizer: BaseChatModel, backend: Any) -> tuple[list[Any
     if side == "fastcompact":
         import fastcompact
 
-        mw = fastcompact.CompactionMiddleware(summarizer, backend=backend)
+        config = fastcompact.CompactionConfig(trigger=("fraction", trigger)) if trigger else None
+        mw = fastcompact.CompactionMiddleware(summarizer, backend=backend, config=config)
         return [mw, fastcompact.RecallMiddleware()], _fastcompact_recall
     raise ValueError(side)
 
@@ -174,18 +177,18 @@ class Outcome:
     seconds: float
 
 
-def run(session: Session, side: str) -> Outcome:
+def run(session: Session, side: str, trigger: float | None = None) -> Outcome:
     started = time.perf_counter()
     root = Path(tempfile.mkdtemp(prefix=f"fc-session-{session.name}-"))
     for path, text in session.files.items():
         target = root / path.lstrip("/")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
-    backend = FilesystemBackend(root_dir=root, virtual_mode=True)
+    backend = (LocalShellBackend if session.shell else FilesystemBackend)(root_dir=root, virtual_mode=True)
     profile = {"max_input_tokens": WINDOW}
     model = ProviderChatModel(script=session.script, profile=profile)
     summarizer = FaithfulSummarizer(user_texts=session.requests, agent=model, profile=profile)
-    middleware, recall = _stack(side, summarizer, backend)
+    middleware, recall = _stack(side, summarizer, backend, trigger)
     agent = create_deep_agent(
         model=model,
         backend=backend,
@@ -273,10 +276,9 @@ def _measure(
 
 def table(outcomes: list[Outcome]) -> str:
     lines = [
-        "| session | middleware | calls | input tokens | peak | over window | cache hit | summaries "
-        "(input) | cost anthropic | openai | no cache | vs cheaper peer | user fidelity | recoverable | "
-        "failed turns |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| session | middleware | calls | input tokens | peak | over window | cache hit | summaries (input) "
+        "| Anthropic | OpenAI | no cache | vs cheaper peer | user fidelity | recoverable |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name in dict.fromkeys(o.session for o in outcomes):
         rows = [o for o in outcomes if o.session == name]
@@ -284,12 +286,13 @@ def table(outcomes: list[Outcome]) -> str:
         cheaper = min(peers) if peers else None
         for o in rows:
             ratio = f"{o.cost['anthropic'] / cheaper:.2f}x" if cheaper else ""
+            failed = f" ({o.failed_turns} turns failed)" if o.failed_turns else ""
+            back = f"{100 * o.recoverable:.0f}% of {o.cleared}" if o.cleared else "nothing cleared"
             lines.append(
-                f"| {o.session} | {o.side} | {o.calls} | {o.input_tokens:,} | {o.peak_input:,} | "
+                f"| {o.session} | {o.side}{failed} | {o.calls} | {o.input_tokens:,} | {o.peak_input:,} | "
                 f"{o.over_window} | {o.cache_hit:.3f} | {o.summary_calls} ({o.summary_input:,}) | "
                 f"{o.cost['anthropic']:.3f} | {o.cost['openai']:.3f} | {o.cost['none']:.3f} | {ratio} | "
-                f"{100 * o.user_fidelity:.0f}% | {100 * o.recoverable:.0f}% of {o.cleared} | "
-                f"{o.failed_turns} |"
+                f"{100 * o.user_fidelity:.0f}% | {back} |"
             )
     return "\n".join(lines)
 
@@ -299,12 +302,15 @@ def main() -> None:
     parser.add_argument("--sessions", nargs="*", default=list(SESSIONS), choices=list(SESSIONS))
     parser.add_argument("--sides", nargs="*", default=SIDES, choices=SIDES)
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument(
+        "--fastcompact-trigger", type=float, help="fastcompact's summary trigger, a fraction of the window"
+    )
     args = parser.parse_args()
     outcomes = []
     for name in args.sessions:
         session = SESSIONS[name]()
         for side in args.sides:
-            o = run(session, side)
+            o = run(session, side, args.fastcompact_trigger if side == "fastcompact" else None)
             outcomes.append(o)
             print(
                 f"{name:>9} {side:>18}: {o.calls} calls, anthropic {o.cost['anthropic']:.3f}, "

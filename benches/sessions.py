@@ -67,41 +67,46 @@ def _call(name: str, args: dict[str, Any], call_id: str) -> AIMessage:
 
 @dataclass
 class Session:
-    """A long session: its requests, the steps of each, and the files it starts with."""
+    """A long session: its requests, the script that answers them, the files it starts
+    with, and the tools it needs beyond DeepAgents' own."""
 
     name: str
     requests: list[str]
-    # The tool calls of step `s`, in order: (tool, args).
-    steps: Callable[[int], list[tuple[str, dict[str, Any]]]]
-    # The agent's answer that closes step `s`.
-    answer: Callable[[int], str]
+    script: Callable[[list[BaseMessage]], AIMessage]
     files: dict[str, str] = field(default_factory=dict)
     tools: list[Any] = field(default_factory=list)
+    # Runs shell commands (DeepAgents' `execute`) in its folder.
+    shell: bool = False
 
-    def script(self, messages: list[BaseMessage]) -> AIMessage:
-        """The agent's next message, from the last message alone."""
+
+def stepped(
+    steps: Callable[[int], list[tuple[str, dict[str, Any]]]], answer: Callable[[int], str]
+) -> Callable[[list[BaseMessage]], AIMessage]:
+    """A script from the tool calls of each step (`steps(s)`, in order) and the answer
+    that closes it, deciding from the last message alone."""
+
+    def script(messages: list[BaseMessage]) -> AIMessage:
         last = messages[-1]
         if isinstance(last, HumanMessage):
             step = _step_of(str(last.content))
             if step is None:
                 return AIMessage("Ready.")
-            calls = self.steps(step)
-            return _call(calls[0][0], calls[0][1], f"{calls[0][0]}-{step}-0") if calls else self._done(step)
+            calls = steps(step)
+            return (
+                _call(calls[0][0], calls[0][1], f"{calls[0][0]}-{step}-0")
+                if calls
+                else AIMessage(answer(step))
+            )
         if isinstance(last, ToolMessage):
             step, k = _parts(last.tool_call_id)
-            calls = self.steps(step)
+            calls = steps(step)
             if k + 1 < len(calls):
                 tool_name, args = calls[k + 1]
                 return _call(tool_name, args, f"{tool_name}-{step}-{k + 1}")
-            return self._done(step)
+            return AIMessage(answer(step))
         return AIMessage("Ready.")
 
-    def _done(self, step: int) -> AIMessage:
-        return AIMessage(self.answer(step))
-
-    def model_calls(self) -> int:
-        """Model calls the whole session makes."""
-        return sum(len(self.steps(_step_of(r) or 0)) + 1 for r in self.requests)
+    return script
 
 
 def _step_of(text: str) -> int | None:
@@ -143,7 +148,7 @@ def coding(steps: int = 30) -> Session:
         f"[step {s}] Add feature {s}: follow mod{s % 8}.py, then " + prose(("request", s), 160)
         for s in range(steps)
     ]
-    return Session("coding", requests, calls, answer, files=modules)
+    return Session("coding", requests, stepped(calls, answer), files=modules)
 
 
 # --- research: large web results, notes written to a file ---------------------------
@@ -170,7 +175,7 @@ def research(questions: int = 36) -> Session:
         return f"Answer to question {s}: " + prose(("finding", s), 700)
 
     requests = [f"[step {s}] Research question {s}: " + prose(("ask", s), 200) for s in range(questions)]
-    return Session("research", requests, calls, answer, tools=[web_search])
+    return Session("research", requests, stepped(calls, answer), tools=[web_search])
 
 
 # --- the coding session in Chinese: about a token a character -----------------------
@@ -199,7 +204,7 @@ def chinese(steps: int = 30) -> Session:
         return f"第 {s} 步完成。" + prose(("回答", s), 400, HAN, "")
 
     requests = [f"[步骤 {s}] 请实现功能 {s}。" + prose(("请求", s), 200, HAN, "") for s in range(steps)]
-    return Session("chinese", requests, calls, answer, files=modules)
+    return Session("chinese", requests, stepped(calls, answer), files=modules)
 
 
 # --- chat: long text, no tools ------------------------------------------------------
@@ -210,7 +215,84 @@ def chat(turns: int = 160) -> Session:
         return f"About point {s}: " + prose(("reply", s), 3_000)
 
     requests = [f"[step {s}] " + prose(("message", s), 300) for s in range(turns)]
-    return Session("chat", requests, lambda s: [], answer)
+    return Session("chat", requests, stepped(lambda s: [], answer))
+
+
+# --- the bundled sessions, replayed -------------------------------------------------
+
+# The tools every DeepAgents agent has; a bundled session's other tools are replayed.
+DEEPAGENTS_TOOLS = {
+    "ls",
+    "read_file",
+    "write_file",
+    "edit_file",
+    "glob",
+    "grep",
+    "execute",
+    "write_todos",
+    "task",
+}
+
+
+def _replayed_tool(name: str, results: dict[str, Any], example: dict[str, Any]) -> Any:
+    """A tool that answers each call with the result recorded for its call id."""
+    from typing import Annotated
+
+    from langchain_core.tools import InjectedToolCallId, StructuredTool
+    from pydantic import create_model
+
+    fields: dict[str, Any] = {k: (Any, None) for k in example}
+    fields["tool_call_id"] = (Annotated[str, InjectedToolCallId], ...)
+    schema = create_model(f"{name}_args", **fields)
+
+    def run(tool_call_id: str, **kwargs: Any) -> Any:
+        return results.get(tool_call_id, "no result was recorded for this call")
+
+    return StructuredTool.from_function(
+        func=run, name=name, description=f"{name} (replayed)", args_schema=schema
+    )
+
+
+def bundled(name: str) -> Session:
+    """A session bundled with fastcompact, replayed: each request and each tool result
+    gets the reply recorded after it. File and shell tools run for real on the session's
+    files; its other tools answer with the results recorded."""
+    from fastcompact.samples import load_session, session_files
+
+    recorded = load_session(name)
+    after: dict[str, AIMessage] = {}
+    results: dict[str, dict[str, Any]] = {}
+    examples: dict[str, dict[str, Any]] = {}
+    for i, m in enumerate(recorded):
+        for c in getattr(m, "tool_calls", None) or []:
+            examples.setdefault(c["name"], c["args"])
+        if isinstance(m, ToolMessage):
+            tool = next(
+                (
+                    c["name"]
+                    for r in recorded[:i]
+                    for c in getattr(r, "tool_calls", None) or []
+                    if c["id"] == m.tool_call_id
+                ),
+                "",
+            )
+            results.setdefault(tool, {})[m.tool_call_id] = m.content
+        nxt = next((r for r in recorded[i + 1 :] if isinstance(r, AIMessage)), None)
+        if nxt is not None and isinstance(m, HumanMessage | ToolMessage):
+            after[m.tool_call_id if isinstance(m, ToolMessage) else f"human:{m.content}"] = nxt
+
+    def script(messages: list[BaseMessage]) -> AIMessage:
+        last = messages[-1]
+        key = last.tool_call_id if isinstance(last, ToolMessage) else f"human:{last.content}"
+        found = after.get(key)
+        return AIMessage(found.content, tool_calls=found.tool_calls) if found else AIMessage("Done.")
+
+    tools = [
+        _replayed_tool(t, results.get(t, {}), examples[t]) for t in examples if t not in DEEPAGENTS_TOOLS
+    ]
+    requests = [str(m.content) for m in recorded if isinstance(m, HumanMessage)]
+    files = session_files(name) if name == "coding" else {}
+    return Session(f"bundled {name}", requests, script, files=files, tools=tools, shell=name == "coding")
 
 
 # The agent's own instructions, the same for every middleware.
@@ -223,4 +305,7 @@ SESSIONS: dict[str, Callable[[], Session]] = {
     "research": research,
     "chinese": chinese,
     "chat": chat,
+    "bundled-coding": lambda: bundled("coding"),
+    "bundled-research": lambda: bundled("research"),
+    "bundled-chat": lambda: bundled("chat"),
 }

@@ -319,8 +319,9 @@ fn plan_with<'m>(input: PlanInput<'_, '_>, memo: &'m Memos, cfg: &PlanConfig) ->
         min_anchor: input.min_anchor,
         prior_ratio: input.prior_ratio,
     };
-    let (passed, settled, committed_at) = match cfg.pricing {
-        None => (run_passes(&ctx, n, cfg, None), n, None),
+    // `barely`: the trigger pressed a batch that left the view just under it.
+    let (passed, settled, committed_at, barely) = match cfg.pricing {
+        None => (run_passes(&ctx, n, cfg, None), n, None, false),
         Some(pricing) => {
             let cfg = priced(cfg);
             let settled = input.settled.unwrap_or(0).min(n);
@@ -337,7 +338,7 @@ fn plan_with<'m>(input: PlanInput<'_, '_>, memo: &'m Memos, cfg: &PlanConfig) ->
                 .map(|e| e.index)
                 .min();
             match first_new {
-                None => (full, settled, None),
+                None => (full, settled, None, false),
                 Some(p) => {
                     let stay = run_passes(&ctx, n, &cfg, Some(&kept));
                     let without = truth.of(&stay.tokens, n);
@@ -359,10 +360,17 @@ fn plan_with<'m>(input: PlanInput<'_, '_>, memo: &'m Memos, cfg: &PlanConfig) ->
                         without.total,
                         input.max_input_tokens,
                     );
+                    let barely = pressed
+                        && summary_due(
+                            cfg.trigger.as_slice(),
+                            n,
+                            with / (1.0 - PASSES_HEADROOM),
+                            input.max_input_tokens,
+                        );
                     if pressed || batch.worth_committing(&pricing) {
-                        (full, n, Some(p))
+                        (full, n, Some(p), barely)
                     } else {
-                        (stay, settled, None)
+                        (stay, settled, None, false)
                     }
                 }
             }
@@ -372,7 +380,8 @@ fn plan_with<'m>(input: PlanInput<'_, '_>, memo: &'m Memos, cfg: &PlanConfig) ->
     // another view: only usage before its first edit still counts.
     let anchored = truth.of(&passed.tokens, committed_at.unwrap_or(n));
     let tokens_after = passed.total;
-    let summary_needed = summary_due(&cfg.trigger, n, anchored.total, input.max_input_tokens);
+    let summary_needed =
+        barely || summary_due(&cfg.trigger, n, anchored.total, input.max_input_tokens);
     let summary_cutoff = match (summary_needed, cfg.keep) {
         (true, Some(keep)) => {
             // Keep is measured in true sizes, as the window is.
@@ -406,6 +415,12 @@ fn plan_with<'m>(input: PlanInput<'_, '_>, memo: &'m Memos, cfg: &PlanConfig) ->
         batch_at: committed_at,
     }
 }
+
+/// With a price model, the share of the trigger the cheap passes must free when the
+/// trigger presses them: a batch that leaves the view just under it has to be followed
+/// by another on the next call, rewriting the newest results each time, and a summary
+/// costs less than that.
+const PASSES_HEADROOM: f64 = 0.2;
 
 fn summary_due(trigger: &[Size], n: usize, tokens: f64, window: Option<u64>) -> bool {
     !trigger.is_empty() && should_trigger(trigger, n, tokens, window).unwrap_or(false)

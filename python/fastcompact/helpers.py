@@ -162,7 +162,8 @@ def count_tokens(
     With ``use_usage=True`` the newest AI message that reports provider usage anchors
     the count: its input plus output tokens are the real size of everything up to it,
     and only the messages after it are estimated, scaled by how far the estimate was
-    off on the anchored part (within 0.5x-2x).
+    off on the anchored part. However far that is, the anchor counts: Chinese text,
+    images and large system prompts are where the estimate is wrong.
 
     Repeated calls on a growing conversation count only the new messages: per-message
     counts are cached by message identity (bounded, see :func:`cache_info`). Messages
