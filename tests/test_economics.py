@@ -129,8 +129,10 @@ def test_a_chinese_session_follows_its_usage_and_stays_inside_the_window(tmp_pat
     for step in range(16):
         agent.invoke({"messages": [HumanMessage(f"步骤 {step} 请阅读文档")]}, cfg)
     state = agent.get_state(cfg).values
-    # About a token a character: the estimate (4 a token) is far below what the provider counts.
-    assert state["_fastcompact"]["ratio"] > 1.5
+    # About a token a character: the estimate (4 a token) is far below what the provider
+    # counts (English code and prose come out at 0.7-1.1; the fallback summaries in
+    # this view are English).
+    assert state["_fastcompact"]["ratio"] > 1.2
     assert max(c.input_tokens for c in model.calls) <= window
     assert state.get("_summarization_event") or any(
         "Cleared to save context" in str(m.content) for c in model.calls for m in c.messages
@@ -249,3 +251,42 @@ def test_no_cleared_item_is_left_without_a_way_back(n: int, seed: int, keep_rece
             call = m.tool_calls[e.call]
             back = json.loads(fastcompact.recall(msgs, f"{call['id']}/args"))
             assert back == {"name": call["name"], "args": call["args"]}
+
+
+class _Recording(CompactionMiddleware):
+    """Records, call by call, whether the plan rewrote older messages (a batch or a
+    summary committed on that call)."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.rewrote: list[bool] = []
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        from fastcompact.middleware import EVENT_KEY, STATE_KEY
+
+        out = super().wrap_model_call(request, handler)
+        update = out.command.update
+        batch = update[STATE_KEY].get("batch_at") == len(request.messages)
+        self.rewrote.append(EVENT_KEY in update or batch)
+        return out
+
+
+def test_between_batches_each_call_starts_with_the_previous_one(tmp_path: Path):
+    from tests.scripted import ScriptedChatModel, coding_script
+
+    backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
+    model = ProviderChatModel(script=coding_script, profile={"max_input_tokens": 12_000})
+    # Summaries from another model, so that `model.calls` are the agent's calls only.
+    mw = _Recording(model=ScriptedChatModel(), backend=backend)
+    agent = create_deep_agent(model=model, backend=backend, middleware=[mw], checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": "prefix"}}
+    for step in range(1, 16):
+        agent.invoke({"messages": [HumanMessage(f"Please do step {step}.")]}, cfg)
+    calls = model.calls
+    assert len(calls) == len(mw.rewrote) > 60
+    rewrites = [i for i in range(1, len(calls)) if mw.rewrote[i]]
+    assert 0 < len(rewrites) < len(calls) // 4, "batches are rare"
+    for i in range(1, len(calls)):
+        if not mw.rewrote[i]:
+            # The whole previous input was read from the cache.
+            assert calls[i].cached_tokens == calls[i - 1].input_tokens, i

@@ -95,7 +95,7 @@ def _backend(tmp_path: Path, fail: str) -> LocalShellBackend:
 def test_backend_write_and_read_failures(tmp_path: Path, log: list[str]):
     model = FaultyModel(profile={"max_input_tokens": WINDOW})
     steps = range(1, 30)
-    with pytest.warns(RuntimeWarning, match="disk full"):
+    with pytest.warns(UserWarning, match="disk full"):
         state = _session(_agent(model, _backend(tmp_path, "write read")), "b", steps)
     event = state["_summarization_event"]
     assert event is not None and event["file_path"] is None

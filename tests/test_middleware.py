@@ -305,7 +305,7 @@ def test_archive_failure_warns_and_compaction_goes_on(tmp_path: Path):
     backend = Broken(root_dir=tmp_path, virtual_mode=True)
     model = _model()
     agent = _deep_agent(model, tmp_path, mw=CompactionMiddleware(backend=backend))
-    with pytest.warns(RuntimeWarning, match="disk full"):
+    with pytest.warns(UserWarning, match="disk full"):
         state = _run(agent, "w", range(1, 25))
     event = state["_summarization_event"]
     assert event is not None and event["file_path"] is None

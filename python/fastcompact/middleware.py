@@ -19,6 +19,7 @@ import dataclasses
 import logging
 import math
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any, NotRequired
 
@@ -144,15 +145,21 @@ def _window(model: Any) -> int | None:
     return None
 
 
-def _thread() -> str:
+def _thread(counters: dict[str, Any]) -> str:
+    """The conversation's name in archive paths: its thread id, else a session id made
+    once and kept in state (two conversations without a thread id never share files)."""
     try:
         from langgraph.config import get_config
 
-        configurable = get_config().get("configurable", {})
+        thread = get_config().get("configurable", {}).get("thread_id")
     except (RuntimeError, ImportError):
-        return "default"
-    thread = configurable.get("thread_id")
-    return str(thread) if thread else "default"
+        thread = None
+    if thread:
+        return str(thread)
+    session = counters.get("session")
+    if not isinstance(session, str) or not session:
+        session = counters["session"] = f"session-{uuid.uuid4().hex[:12]}"
+    return session
 
 
 def _thresholds(resolved: Mapping[str, Any], window: int | None) -> tuple[float | None, float | None]:
@@ -469,7 +476,7 @@ class CompactionMiddleware(AgentMiddleware):
             leaving=leaving,
             span=turn.view[:cut],
             kept=turn.view[cut:],
-            thread=_thread(),
+            thread=_thread(turn.counters),
             number=int(turn.counters.get("archives", 0)) + 1,
             previous_summary=summarize.summary_text(turn.event["summary_message"]) if turn.event else None,
             todos=list(todos) if isinstance(todos, list) and restoration.restore_plans else [],

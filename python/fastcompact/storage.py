@@ -76,6 +76,12 @@ async def _ataken(backend: Any, path: str) -> bool:
     return bool(responses) and getattr(responses[0], "content", None) is not None
 
 
+def _exists(reason: str) -> bool:
+    """Whether a failed write says the file is there already (an existence check can
+    miss it: the write's own answer is what counts, and the next name is tried)."""
+    return "exist" in reason.lower()
+
+
 def _failed(result: Any) -> str | None:
     if result is None:
         return "the backend returned nothing"
@@ -89,7 +95,7 @@ def _warn(path: str, reason: str) -> None:
         "Compaction goes on; those messages stay in the graph state."
     )
     logger.warning(msg)
-    warnings.warn(msg, RuntimeWarning, stacklevel=3)
+    warnings.warn(msg, UserWarning, stacklevel=3)
 
 
 def write_archive(backend: Any, prefix: str, thread: str, number: int, text: str) -> str | None:
@@ -104,6 +110,8 @@ def write_archive(backend: Any, prefix: str, thread: str, number: int, text: str
             reason = _failed(backend.write(path, text))
             if reason is None:
                 return path
+            if _exists(reason):
+                continue
             _warn(path, reason)
             return None
         _warn(path, "every candidate file name is taken")
@@ -125,6 +133,8 @@ async def awrite_archive(backend: Any, prefix: str, thread: str, number: int, te
             reason = _failed(result)
             if reason is None:
                 return path
+            if _exists(reason):
+                continue
             _warn(path, reason)
             return None
         _warn(path, "every candidate file name is taken")

@@ -1,0 +1,62 @@
+"""Archive files: never shared between conversations, never overwritten, and failures
+warned about the way users filter on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from deepagents import create_deep_agent
+from deepagents.backends import FilesystemBackend
+from deepagents.backends.protocol import FileDownloadResponse
+from fastcompact import CompactionMiddleware
+from langchain_core.messages import HumanMessage
+
+from tests.scripted import ScriptedChatModel
+
+
+class BlindBackend(FilesystemBackend):
+    """A filesystem backend whose existence check always says not-found (and whose
+    writes overwrite, as `FilesystemBackend`'s do)."""
+
+    def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
+        return [FileDownloadResponse(path=p, content=None, error="file_not_found") for p in paths]
+
+
+def _history(project: str, steps: int) -> list[Any]:
+    """A conversation that already did `steps` steps of a project, as a client sends it."""
+    model = ScriptedChatModel()
+    out: list[Any] = []
+    for step in range(1, steps + 1):
+        out.append(HumanMessage(f"Please do step {step} for project {project}."))
+        while True:
+            reply = model.script(out)
+            out.append(reply)
+            if not reply.tool_calls:
+                break
+            from langchain_core.messages import ToolMessage
+
+            out += [ToolMessage(f"ok {project} {c['id']}", tool_call_id=c["id"]) for c in reply.tool_calls]
+    return out
+
+
+def test_two_conversations_without_a_thread_id_never_share_an_archive(tmp_path: Path):
+    backend = BlindBackend(root_dir=tmp_path, virtual_mode=True)
+    model = ScriptedChatModel(profile={"max_input_tokens": 6_000})
+    agent = create_deep_agent(
+        model=model, backend=backend, middleware=[CompactionMiddleware(backend=backend)]
+    )
+    for project in ("alpha", "beta"):
+        # No checkpointer, no thread id: the client sends the whole conversation.
+        agent.invoke(
+            {"messages": [*_history(project, 12), HumanMessage(f"Please do step 13 for project {project}.")]}
+        )
+    files = sorted((tmp_path / "conversation_history").rglob("*.md"))
+    folders: dict[Path, str] = {}
+    for f in files:
+        folders[f.parent] = folders.get(f.parent, "") + f.read_text()
+    # One folder a conversation (a session id kept in its state), each holding only
+    # its own messages, so neither overwrote the other.
+    assert len(folders) == 2, files
+    assert sorted("project alpha" in t and "project beta" not in t for t in folders.values()) == [False, True]
+    assert sorted("project beta" in t and "project alpha" not in t for t in folders.values()) == [False, True]
