@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use crate::cutoff::Size;
+use crate::cutoff::{Clause, Size};
 use crate::economics::{Pricing, PRESETS};
 
 /// A `(kind, value)` pair: `("messages", n)`, `("tokens", n)` or `("fraction", f)`.
@@ -29,6 +29,26 @@ impl<'de> Deserialize<'de> for Size {
             }
         }
         d.deserialize_seq(PairVisitor)
+    }
+}
+
+/// A trigger: one size (`[kind, value]`), or sizes that must all be reached
+/// (`[[kind, value], ...]`).
+impl<'de> Deserialize<'de> for Clause {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Given {
+            One(Size),
+            All(Vec<Size>),
+        }
+        match Given::deserialize(d) {
+            Ok(Given::One(s)) => Ok(Clause(vec![s])),
+            Ok(Given::All(sizes)) if !sizes.is_empty() => Ok(Clause(sizes)),
+            _ => Err(de::Error::custom(
+                "a trigger is a (kind, value) pair or a list of them that must all be reached",
+            )),
+        }
     }
 }
 
@@ -214,8 +234,8 @@ impl Default for MicrocompactConfig {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct PlanConfig {
-    /// When a summary is needed (any fires).
-    pub trigger: Vec<Size>,
+    /// When a summary is needed (any clause fires).
+    pub trigger: Vec<Clause>,
     /// What a summary keeps.
     pub keep: Option<Size>,
     pub budget: BudgetConfig,
@@ -257,11 +277,31 @@ mod tests {
             "truncate_args": {"trigger": null},
         }))
         .unwrap_or_default();
-        assert_eq!(c.trigger, vec![Size::Tokens(1000)]);
+        assert_eq!(c.trigger, vec![Clause(vec![Size::Tokens(1000)])]);
         assert_eq!(c.clearing.keep_recent, 2);
         assert_eq!(c.clearing.clear_at_least, 30_000);
         assert_eq!(c.truncate_args.trigger, None);
         assert_eq!(c.truncate_args.max_length, 2_000);
+    }
+
+    #[test]
+    fn a_trigger_clause_needs_all_its_sizes() {
+        let c: PlanConfig = serde_json::from_value(json!({
+            "trigger": [[["tokens", 100], ["messages", 5]], ["fraction", 0.9]],
+        }))
+        .unwrap_or_default();
+        assert_eq!(
+            c.trigger,
+            vec![
+                Clause(vec![Size::Tokens(100), Size::Messages(5)]),
+                Clause(vec![Size::Fraction(0.9)])
+            ]
+        );
+        let fires = |n, t| crate::cutoff::any_clause_fires(&c.trigger, n, t, Some(1_000));
+        assert_eq!(fires(4, 500.0), Ok(false));
+        assert_eq!(fires(5, 500.0), Ok(true));
+        assert_eq!(fires(1, 950.0), Ok(true));
+        assert!(serde_json::from_value::<PlanConfig>(json!({"trigger": [[]]})).is_err());
     }
 
     #[test]

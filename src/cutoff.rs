@@ -106,6 +106,41 @@ pub fn should_trigger(
     Ok(false)
 }
 
+/// Sizes that must all be reached together (a trigger given as a dict, such as
+/// `{"tokens": 100_000, "messages": 50}`); a plain trigger is a clause of one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Clause(pub Vec<Size>);
+
+impl From<Size> for Clause {
+    fn from(s: Size) -> Self {
+        Clause(vec![s])
+    }
+}
+
+/// True when any clause fires: every size in it is reached.
+pub fn any_clause_fires(
+    clauses: &[Clause],
+    n_messages: usize,
+    total_tokens: f64,
+    max_input_tokens: Option<u64>,
+) -> Result<bool, InputError> {
+    for c in clauses {
+        let mut all = !c.0.is_empty();
+        for s in &c.0 {
+            all &= should_trigger(
+                std::slice::from_ref(s),
+                n_messages,
+                total_tokens,
+                max_input_tokens,
+            )?;
+        }
+        if all {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// `safe[c]` tells whether cutting before message `c` (summarize `msgs[..c]`, keep
 /// `msgs[c..]`) keeps every tool pair whole, for `c` in `0..=len`.
 ///

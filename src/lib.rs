@@ -298,28 +298,50 @@ mod _core {
         run().map_err(|e| input_error(py, e))
     }
 
-    /// Whether any trigger fires.
+    /// Whether any trigger clause fires (every size of it reached).
     #[pyfunction]
     #[pyo3(signature = (messages, triggers, max_input_tokens, opts))]
     fn should_compact(
         py: Python<'_>,
         messages: &Bound<'_, PyAny>,
-        triggers: Vec<(String, f64)>,
+        triggers: Vec<Vec<(String, f64)>>,
         max_input_tokens: Option<u64>,
         opts: Opts,
     ) -> PyResult<bool> {
         let run = || -> Result<bool, CoreInputError> {
-            let triggers = triggers
+            let clauses = triggers
                 .iter()
-                .map(|(k, v)| Size::parse(k, *v, "trigger"))
+                .map(|clause| {
+                    clause
+                        .iter()
+                        .map(|(k, v)| Size::parse(k, *v, "trigger"))
+                        .collect::<Result<Vec<_>, _>>()
+                        .map(cutoff::Clause)
+                })
                 .collect::<Result<Vec<_>, _>>()?;
             let (key, counted) = count(py, messages, &opts, false, false)?;
             let n = counted.per_message.len();
-            let fired = cutoff::should_trigger(&triggers, n, counted.total, max_input_tokens);
+            let fired = cutoff::any_clause_fires(&clauses, n, counted.total, max_input_tokens);
             store(key, counted);
             fired
         };
         run().map_err(|e| input_error(py, e))
+    }
+
+    /// Whether a trigger (as `CompactionConfig.resolved()` gives it) fires at this size.
+    #[pyfunction]
+    #[pyo3(signature = (triggers, n_messages, tokens, max_input_tokens))]
+    fn trigger_fires(
+        py: Python<'_>,
+        triggers: &Bound<'_, PyAny>,
+        n_messages: usize,
+        tokens: f64,
+        max_input_tokens: Option<u64>,
+    ) -> PyResult<bool> {
+        let clauses: Vec<cutoff::Clause> = pythonize::depythonize(triggers)
+            .map_err(|e| input_error(py, CoreInputError::new(None, "trigger", e.to_string())))?;
+        cutoff::any_clause_fires(&clauses, n_messages, tokens, max_input_tokens)
+            .map_err(|e| input_error(py, e))
     }
 
     fn parse_settings(resolved: &Bound<'_, PyAny>) -> PyResult<PlanConfig> {
@@ -401,7 +423,7 @@ mod _core {
         // works the shapes out itself).
         let before = counted.fixed + counted.per_message.iter().sum::<f64>();
         let may_summarize = !cfg.trigger.is_empty()
-            && cutoff::should_trigger(&cfg.trigger, n, before, max_input_tokens).unwrap_or(true);
+            && cutoff::any_clause_fires(&cfg.trigger, n, before, max_input_tokens).unwrap_or(true);
         let shapes: Option<Vec<_>> = may_summarize.then(|| {
             let mut shapes = Vec::with_capacity(n);
             shapes.extend(entries.iter().filter_map(|e| e.shape.as_deref()));

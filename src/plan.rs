@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use crate::config::PlanConfig;
-use crate::cutoff::{find_cutoff, should_trigger, PairShape, Size};
+use crate::cutoff::{any_clause_fires, find_cutoff, Clause, PairShape, Size};
 use crate::economics::Batch;
 use crate::message::Message;
 use crate::passes::{self, Change, Edit, Memos, Pass, Skeleton, View};
@@ -422,8 +422,8 @@ fn plan_with<'m>(input: PlanInput<'_, '_>, memo: &'m Memos, cfg: &PlanConfig) ->
 /// costs less than that.
 const PASSES_HEADROOM: f64 = 0.2;
 
-fn summary_due(trigger: &[Size], n: usize, tokens: f64, window: Option<u64>) -> bool {
-    !trigger.is_empty() && should_trigger(trigger, n, tokens, window).unwrap_or(false)
+fn summary_due(trigger: &[Clause], n: usize, tokens: f64, window: Option<u64>) -> bool {
+    !trigger.is_empty() && any_clause_fires(trigger, n, tokens, window).unwrap_or(false)
 }
 
 /// What the true sizes are worked out from.

@@ -85,6 +85,25 @@ def _check_size(owner: str, name: str, value: Any, *, optional: bool = False) ->
         raise ValueError(f"{where}: unknown kind {kind!r}; expected 'messages', 'tokens' or 'fraction'")
 
 
+def _check_trigger(owner: str, name: str, value: Any) -> None:
+    """One trigger: a size, or a dict of sizes that must all be reached (DeepAgents'
+    clause, ``{"tokens": 100_000, "messages": 50}``)."""
+    if isinstance(value, dict):
+        if not value:
+            raise ValueError(f"{owner}.{name}: an empty clause never fires; leave it out for the default")
+        for kind, v in value.items():
+            _check_size(owner, name, (kind, v))
+    else:
+        _check_size(owner, name, value)
+
+
+def _trigger_for_core(value: Any) -> Any:
+    """A trigger as the core reads it: a pair, or a clause as a list of pairs."""
+    if isinstance(value, dict):
+        return [(kind, v) for kind, v in value.items()]
+    return tuple(value)
+
+
 def _check_int(owner: str, name: str, value: Any, minimum: int = 0) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"{owner}.{name}: expected an int >= {minimum}, got {value!r}")
@@ -372,7 +391,7 @@ class CompactionConfig(_Watched):
         [('fraction', 0.85)]
     """
 
-    trigger: ContextSize | list[ContextSize] | None = None
+    trigger: ContextSize | dict[str, int | float] | list[ContextSize | dict[str, int | float]] | None = None
     keep: ContextSize | None = None
     autocompact_buffer_tokens: int = 13_000
     max_output_tokens_for_summary: int = 20_000
@@ -408,9 +427,9 @@ class CompactionConfig(_Watched):
                 if not self.trigger:
                     raise ValueError(f"{o}.trigger: an empty list never fires; leave it out for the default")
                 for t in self.trigger:
-                    _check_size(o, "trigger", t)
+                    _check_trigger(o, "trigger", t)
             else:
-                _check_size(o, "trigger", self.trigger)
+                _check_trigger(o, "trigger", self.trigger)
         _check_size(o, "keep", self.keep, optional=True)
         for name in ("autocompact_buffer_tokens", "max_output_tokens_for_summary", "ptl_max_retries"):
             _check_int(o, name, getattr(self, name))
@@ -456,9 +475,9 @@ class CompactionConfig(_Watched):
         if trigger is None:
             triggers = [("fraction", 0.85) if profile else ("tokens", 170_000)]
         elif isinstance(trigger, list):
-            triggers = [tuple(t) for t in trigger]
+            triggers = [_trigger_for_core(t) for t in trigger]
         else:
-            triggers = [tuple(trigger)]
+            triggers = [_trigger_for_core(trigger)]
 
         def batch(value: Any) -> int:
             # A batch worth breaking the prompt cache for.

@@ -353,21 +353,33 @@ def should_compact(
 
     ``trigger`` is one size or a list of them (any fires): ``("messages", n)`` fires at
     ``n`` messages, ``("tokens", n)`` at ``n`` tokens, ``("fraction", f)`` at that share
-    of ``max_input_tokens``. By default DeepAgents' choice: 85% of the window when
-    ``max_input_tokens`` is known, else 170,000 tokens.
+    of ``max_input_tokens``; a dict of sizes (``{"tokens": 1_000, "messages": 5}``)
+    fires when all of them are reached. By default DeepAgents' choice: 85% of the window
+    when ``max_input_tokens`` is known, else 170,000 tokens.
 
     Example:
         >>> should_compact(["hello"] * 10, ("messages", 10))
         True
         >>> should_compact(["hello"] * 10, [("tokens", 1_000), ("messages", 50)])
         False
+        >>> should_compact(["hello"] * 10, {"tokens": 1_000, "messages": 10})
+        False
     """
     if trigger is None:
         trigger = DEFAULT_TRIGGER_WITH_PROFILE if max_input_tokens is not None else DEFAULT_TRIGGER
-    if isinstance(trigger, tuple) and len(trigger) == 2 and isinstance(trigger[0], str):
-        triggers = [_size(trigger, "trigger")]
+
+    def clause(t: Any) -> list[tuple[str, float]]:
+        if isinstance(t, Mapping) and t:
+            return [_size((kind, v), "trigger") for kind, v in t.items()]
+        if isinstance(t, list) and t and not isinstance(t[0], str):  # a clause the config resolved
+            return [_size(s, "trigger") for s in t]
+        return [_size(t, "trigger")]
+
+    one = isinstance(trigger, tuple) and len(trigger) == 2 and isinstance(trigger[0], str)
+    if one or isinstance(trigger, Mapping):
+        triggers = [clause(trigger)]
     elif isinstance(trigger, list | tuple) and trigger:
-        triggers = [_size(t, "trigger") for t in trigger]
+        triggers = [clause(t) for t in trigger]
     else:
         raise _input_error("trigger", f"expected a size or a non-empty list of sizes, got {trigger!r}")
     opts = _opts(

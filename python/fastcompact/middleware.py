@@ -32,7 +32,7 @@ from langchain.agents.middleware.types import (
     PrivateStateAttr,
 )
 from langchain.tools import ToolRuntime
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import SystemMessage, ToolMessage
 from langgraph.types import Command
 
 from fastcompact import _core, storage, summarize
@@ -162,18 +162,83 @@ def _thread(counters: dict[str, Any]) -> str:
     return session
 
 
-def _thresholds(resolved: Mapping[str, Any], window: int | None) -> tuple[float | None, float | None]:
-    """(token threshold, message threshold) of the summary trigger: the lowest of each."""
-    tokens: list[float] = []
-    messages: list[float] = []
-    for kind, value in resolved["trigger"]:
-        if kind == "tokens":
-            tokens.append(float(value))
-        elif kind == "fraction" and window is not None:
-            tokens.append(float(value) * window)
-        elif kind == "messages":
-            messages.append(float(value))
-    return (min(tokens) if tokens else None, min(messages) if messages else None)
+# The keywords of DeepAgents' and LangChain's SummarizationMiddleware it also takes.
+SUMMARIZATION_KEYWORDS = (
+    "trigger",
+    "keep",
+    "token_counter",
+    "summary_prompt",
+    "trim_tokens_to_summarize",
+    "truncate_args_settings",
+    "history_path_prefix",
+    "max_tokens_before_summary",
+    "messages_to_keep",
+)
+
+
+def config_from_summarization(options: Mapping[str, Any]) -> CompactionConfig:
+    """A ``CompactionConfig`` from ``SummarizationMiddleware`` keywords: ``trigger`` (a
+    size, a dict whose sizes must all be reached, or a list of either), ``keep``,
+    ``history_path_prefix``, ``truncate_args_settings`` (DeepAgents' meaning: ``None``
+    turns argument truncation off; a dict shortens ``write_file`` / ``edit_file``
+    arguments unless it says ``truncate_all_tools``), and LangChain's older
+    ``max_tokens_before_summary`` / ``messages_to_keep``.
+
+    Example:
+        >>> cfg = config_from_summarization({"trigger": ("fraction", 0.8), "keep": ("messages", 20)})
+        >>> cfg.trigger, cfg.keep
+        (('fraction', 0.8), ('messages', 20))
+        >>> config_from_summarization({"max_tokens_before_summary": 50_000}).trigger
+        ('tokens', 50000)
+    """
+    from fastcompact.config import TruncateArgsConfig
+
+    fields: dict[str, Any] = {}
+    for old, new, kind in (
+        ("max_tokens_before_summary", "trigger", "tokens"),
+        ("messages_to_keep", "keep", "messages"),
+    ):
+        value = options.get(old)
+        if value is None:
+            continue
+        if options.get(new) is not None:
+            raise ValueError(f"give {new} or {old}, not both")
+        fields[new] = (kind, value)
+    for name in ("trigger", "keep", "history_path_prefix"):
+        if options.get(name) is not None:
+            fields[name] = options[name]
+    # Sizes may come as lists (from JSON, say); the config takes tuples.
+    if isinstance(fields.get("trigger"), list):
+        fields["trigger"] = [tuple(t) if isinstance(t, list) else t for t in fields["trigger"]]
+    if isinstance(fields.get("keep"), list):
+        fields["keep"] = tuple(fields["keep"])
+    if "truncate_args_settings" in options:
+        settings = options["truncate_args_settings"]
+        if settings is None:
+            fields["truncate_args"] = TruncateArgsConfig(trigger=None)
+        elif isinstance(settings, Mapping):
+            known = {"trigger", "keep", "max_length", "truncation_text", "truncate_all_tools"}
+            extra = sorted(set(settings) - known)
+            if extra:
+                raise ValueError(f"truncate_args_settings: unexpected key {', '.join(map(repr, extra))}")
+            given = {k: tuple(v) if isinstance(v, list) else v for k, v in settings.items()}
+            fields["truncate_args"] = TruncateArgsConfig(**{"truncate_all_tools": False, **given})
+        else:
+            raise ValueError(
+                f"truncate_args_settings: expected a dict or None, got {type(settings).__name__}"
+            )
+    return CompactionConfig(**fields)
+
+
+def _takes_tools(counter: Any) -> bool:
+    """Whether a token counter takes a ``tools`` keyword (DeepAgents passes it when so)."""
+    import inspect
+
+    try:
+        params = inspect.signature(counter).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "tools" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
 def _to_view(raw_index: int, event: Mapping[str, Any] | None, prior: int) -> int:
@@ -276,6 +341,16 @@ class CompactionMiddleware(AgentMiddleware):
         config: A :class:`~fastcompact.CompactionConfig`; fields left out follow the
             DeepAgents defaults for the agent's model.
 
+    It also takes the keywords of DeepAgents' and LangChain's ``SummarizationMiddleware``
+    (``trigger``, including dict clauses, ``keep``, ``token_counter``,
+    ``summary_prompt``, ``trim_tokens_to_summarize``, ``truncate_args_settings``,
+    ``history_path_prefix``, and the older ``max_tokens_before_summary`` and
+    ``messages_to_keep``), mapped onto a ``CompactionConfig``; not together with
+    ``config=``. A ``token_counter`` replaces the core's count for the summary trigger:
+    it runs in Python over the whole view on every call (``count_tokens_approximately``
+    takes about 3 ms at 1,000 messages and 34 ms at 10,000), where the core's count
+    reads only the messages it has not seen.
+
     Its ``name`` is ``"SummarizationMiddleware"``, so ``create_deep_agent(middleware=[mw])``
     puts it in place of the built-in summarizer (main agent and general-purpose
     subagent) instead of adding a second one.
@@ -297,10 +372,37 @@ class CompactionMiddleware(AgentMiddleware):
         summary_model: Any = None,
         backend: Any = None,
         config: CompactionConfig | None = None,
+        **summarization: Any,
     ) -> None:
         super().__init__()
         if config is not None and not isinstance(config, CompactionConfig):
             raise ValueError(f"config: expected a fastcompact.CompactionConfig, got {type(config).__name__}")
+        unknown = sorted(set(summarization) - set(SUMMARIZATION_KEYWORDS))
+        if unknown:
+            raise ValueError(
+                f"unexpected keyword {', '.join(map(repr, unknown))}; CompactionMiddleware takes model, "
+                f"summary_model, backend, config and {', '.join(SUMMARIZATION_KEYWORDS)}"
+            )
+        if config is not None and summarization:
+            raise ValueError(
+                f"give either config= or {', '.join(map(repr, sorted(summarization)))}, not both: "
+                "put the settings in the CompactionConfig"
+            )
+        if config is None and summarization:
+            config = config_from_summarization(summarization)
+        counter = summarization.get("token_counter")
+        if counter is not None and not callable(counter):
+            raise ValueError(f"token_counter: expected a callable, got {type(counter).__name__}")
+        self.token_counter = counter
+        self._counter_takes_tools = counter is not None and _takes_tools(counter)
+        prompt = summarization.get("summary_prompt")
+        if prompt is not None and not isinstance(prompt, str):
+            raise ValueError(f"summary_prompt: expected a str, got {type(prompt).__name__}")
+        self.summary_prompt = prompt
+        trim = summarization.get("trim_tokens_to_summarize")
+        if trim is not None and (isinstance(trim, bool) or not isinstance(trim, int) or trim < 1):
+            raise ValueError(f"trim_tokens_to_summarize: expected a positive int or None, got {trim!r}")
+        self.trim_tokens_to_summarize = trim
         for label, value in (("model", model), ("summary_model", summary_model)):
             if value is not None and not isinstance(value, str) and not hasattr(value, "invoke"):
                 raise ValueError(
@@ -397,7 +499,7 @@ class CompactionMiddleware(AgentMiddleware):
                 e,
             )
             view, plan = list(effective), _unplanned()
-        return _Turn(
+        turn = _Turn(
             raw=raw,
             event=event,
             prior_cutoff=prior,
@@ -407,6 +509,13 @@ class CompactionMiddleware(AgentMiddleware):
             window=window,
             counters=counters,
         )
+        try:
+            self._counted(request, turn)
+        except Exception as e:  # a caller's counter must not take the agent down
+            logger.warning(
+                "fastcompact: the token_counter failed (%s: %s); using the core's count", type(e).__name__, e
+            )
+        return turn
 
     def _clock(
         self, counters: dict[str, Any], raw: list[Any], prior: int, summarized: bool, n: int
@@ -431,6 +540,38 @@ class CompactionMiddleware(AgentMiddleware):
             return now, None
         after = threshold + 1.0
         return after, [0.0] * at + [after] * (n - at)
+
+    def _trimmed(self, span: list[Any]) -> list[Any]:
+        """The span handed to the summarizer: its newest messages within
+        ``trim_tokens_to_summarize`` tokens, when that is set."""
+        limit = self.trim_tokens_to_summarize
+        if limit is None or not span:
+            return span
+        start = len(span)
+        total = 0
+        for i in range(len(span) - 1, -1, -1):
+            total += count_tokens([span[i]])
+            if total > limit and start < len(span):
+                break
+            start = i
+        return span[start:]
+
+    def _counted(self, request: ModelRequest, turn: _Turn) -> None:
+        """With a ``token_counter``, the summary decision follows its count of the view."""
+        counter = self.token_counter
+        if counter is None:
+            return
+        system = request.system_message
+        messages = [system, *turn.view] if system is not None else list(turn.view)
+        tokens = counter(messages, tools=request.tools) if self._counter_takes_tools else counter(messages)
+        resolved = self._resolved(turn.window, self._pricing(request.model))
+        due = _core.trigger_fires(resolved["trigger"], len(turn.view), float(tokens), turn.window)
+        cut = turn.plan.summary_cutoff
+        if due and cut is None:
+            cut = find_cutoff(turn.view, resolved["keep"], turn.window, model=request.model)
+        turn.plan = dataclasses.replace(
+            turn.plan, summary_needed=due, summary_cutoff=cut if due else None, true_tokens=int(tokens)
+        )
 
     def _summarizer(self, request: ModelRequest) -> Any:
         chosen = self.summary_model or self.model or request.model
@@ -523,12 +664,13 @@ class CompactionMiddleware(AgentMiddleware):
         # In true sizes: the estimate scaled as the conversation's usage says.
         tokens = math.ceil(estimate * turn.plan.ratio)
         resolved = self._resolved(turn.window)
-        token_limit, message_limit = _thresholds(resolved, turn.window)
         if draft.forced:
             fits = tokens < turn.plan.tokens_after
         else:
-            fits = (token_limit is None or tokens <= token_limit * (1 - COMMIT_MARGIN)) and (
-                message_limit is None or len(view) <= message_limit * (1 - COMMIT_MARGIN)
+            # Every trigger clause stays unfired with the margin to spare.
+            scale = 1 / (1 - COMMIT_MARGIN)
+            fits = not _core.trigger_fires(
+                resolved["trigger"], math.ceil(len(view) * scale), tokens * scale, turn.window
             )
         info = {
             "summarized_messages": len(draft.leaving),
@@ -609,9 +751,10 @@ class CompactionMiddleware(AgentMiddleware):
             try:
                 summary, usage = summarize.summarize(
                     self._summarizer(request),
-                    draft.span,
+                    self._trimmed(draft.span),
                     custom_instructions=self.config.custom_instructions,
                     retries=self.config.ptl_max_retries,
+                    template=self.summary_prompt,
                 )
             except Exception as e:
                 error = _summarizer_failed(e)
@@ -636,9 +779,10 @@ class CompactionMiddleware(AgentMiddleware):
             try:
                 summary, usage = await summarize.asummarize(
                     self._summarizer(request),
-                    draft.span,
+                    self._trimmed(draft.span),
                     custom_instructions=self.config.custom_instructions,
                     retries=self.config.ptl_max_retries,
+                    template=self.summary_prompt,
                 )
             except Exception as e:
                 error = _summarizer_failed(e)
@@ -766,12 +910,37 @@ class CompactionToolMiddleware(AgentMiddleware):
 
     state_schema = CompactionState
 
-    def __init__(self, compaction: CompactionMiddleware) -> None:
+    def __init__(self, compaction: CompactionMiddleware, *, system_prompt: str | None = None) -> None:
         super().__init__()
         if not isinstance(compaction, CompactionMiddleware):
             raise ValueError(f"expected a CompactionMiddleware, got {type(compaction).__name__}")
+        if system_prompt is not None and not isinstance(system_prompt, str):
+            raise ValueError(f"system_prompt: expected a str, got {type(system_prompt).__name__}")
         self.compaction = compaction
+        self.system_prompt = system_prompt
         self.tools = [self._tool(), recall_tool()]
+
+    def _prompted(self, request: ModelRequest) -> ModelRequest:
+        """The request with ``system_prompt`` (a nudge to compact or recall when it
+        helps) after the agent's own system prompt."""
+        if not self.system_prompt:
+            return request
+        system = request.system_message
+        text = summarize.text_of(system) if system is not None else ""
+        joined = f"{text}\n\n{self.system_prompt}" if text else self.system_prompt
+        return request.override(system_message=SystemMessage(joined))
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        """Adds ``system_prompt`` to the model's system prompt, when given."""
+        return handler(self._prompted(request))
+
+    async def awrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
+    ) -> ModelResponse:
+        """The async twin of :meth:`wrap_model_call`."""
+        return await handler(self._prompted(request))
 
     def _tool(self) -> Any:
         from langchain_core.tools import StructuredTool
@@ -810,10 +979,10 @@ class CompactionToolMiddleware(AgentMiddleware):
         )
         known = state.get(STATE_KEY)
         turn = mw._turn(request, known.get("window") if isinstance(known, Mapping) else None)
-        token_limit, message_limit = _thresholds(mw._resolved(turn.window), turn.window)
+        # Half the trigger: it would fire on a conversation twice this size.
         tokens = turn.plan.tokens_after
-        eligible = (token_limit is not None and tokens >= token_limit / 2) or (
-            message_limit is not None and len(turn.view) >= message_limit / 2
+        eligible = _core.trigger_fires(
+            mw._resolved(turn.window)["trigger"], len(turn.view) * 2, tokens * 2.0, turn.window
         )
         if not eligible:
             return request, turn, None

@@ -53,7 +53,7 @@ class Report:
             "per_tool": dict(self.per_tool),
             "largest": [m.__dict__ for m in self.largest],
             "max_input_tokens": self.max_input_tokens,
-            "trigger": [list(t) for t in self.trigger],
+            "trigger": [list(t) if isinstance(t[0], str) else [list(s) for s in t] for t in self.trigger],
             "trigger_fires": self.trigger_fires,
             "keep": list(self.keep),
             "cutoff": self.cutoff,
@@ -68,7 +68,11 @@ class Report:
         }
 
     def _trigger_text(self) -> str:
-        return " or ".join(f"{kind}={value:g}" for kind, value in self.trigger)
+        def clause(t: Any) -> str:
+            sizes = [t] if isinstance(t[0], str) else t
+            return " and ".join(f"{kind}={value:g}" for kind, value in sizes)
+
+        return " or ".join(clause(t) for t in self.trigger)
 
     def __str__(self) -> str:
         total = max(self.total_tokens, 1)
@@ -174,7 +178,7 @@ def inspect(
             keep=keep if keep is not None else cfg.keep,
         )
     resolved = cfg.resolved(max_input_tokens)
-    triggers = [tuple(t) for t in resolved["trigger"]]
+    triggers = list(resolved["trigger"])
     kept_policy = tuple(resolved["keep"])
     breakdown = token_breakdown(msgs, encoding=encoding)
     fires = should_compact(msgs, triggers, max_input_tokens=max_input_tokens, encoding=encoding)

@@ -56,14 +56,21 @@ class SummaryError(Exception):
     """The summarizer gave no usable summary."""
 
 
-def build_prompt(messages: Sequence[Any], custom_instructions: str | None = None) -> str:
+def build_prompt(
+    messages: Sequence[Any], custom_instructions: str | None = None, template: str | None = None
+) -> str:
     """The summarizer's prompt for ``messages`` (with the user's extra instructions)."""
     custom = (
         f"\nAlso follow these instructions from the user:\n{custom_instructions.strip()}\n"
         if custom_instructions
         else ""
     )
-    return SUMMARY_PROMPT.format(custom=custom, transcript=_core.render_transcript(list(messages)))
+    transcript = _core.render_transcript(list(messages))
+    if template is not None:
+        # A caller's prompt (DeepAgents' `summary_prompt`): the transcript goes where
+        # `{messages}` is; other braces are left as they are.
+        return template.replace("{messages}", f"<transcript>\n{transcript}\n</transcript>") + custom
+    return SUMMARY_PROMPT.format(custom=custom, transcript=transcript)
 
 
 _ANALYSIS = re.compile(r"<analysis>.*?(</analysis>|(?=<summary>)|\Z)", re.S)
@@ -149,7 +156,12 @@ def summary_config() -> dict[str, Any]:
 
 
 def summarize(
-    model: Any, messages: Sequence[Any], *, custom_instructions: str | None, retries: int
+    model: Any,
+    messages: Sequence[Any],
+    *,
+    custom_instructions: str | None,
+    retries: int,
+    template: str | None = None,
 ) -> tuple[str, dict[str, int] | None]:
     """Summarize ``messages`` with ``model``; a prompt-too-long answer drops the oldest
     chunk and tries again, up to ``retries`` times. Returns the summary and the
@@ -158,7 +170,7 @@ def summarize(
     span = list(messages)
     attempt = 0
     while True:
-        prompt = build_prompt(span, custom_instructions)
+        prompt = build_prompt(span, custom_instructions, template)
         try:
             reply = model.invoke([HumanMessage(prompt)], config=summary_config())
         except Exception as e:
@@ -169,13 +181,18 @@ def summarize(
 
 
 async def asummarize(
-    model: Any, messages: Sequence[Any], *, custom_instructions: str | None, retries: int
+    model: Any,
+    messages: Sequence[Any],
+    *,
+    custom_instructions: str | None,
+    retries: int,
+    template: str | None = None,
 ) -> tuple[str, dict[str, int] | None]:
     """The async twin of :func:`summarize`."""
     span = list(messages)
     attempt = 0
     while True:
-        prompt = build_prompt(span, custom_instructions)
+        prompt = build_prompt(span, custom_instructions, template)
         try:
             reply = await model.ainvoke([HumanMessage(prompt)], config=summary_config())
         except Exception as e:
