@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import dataclasses
 import logging
@@ -803,6 +804,43 @@ class CompactionMiddleware(AgentMiddleware):
             outcome = self._finish(request, turn, draft, summary, error, restored, path, usage)
         return outcome
 
+    def _clipped(self, request: ModelRequest, view: list[Any], backend: Any) -> list[Any] | None:
+        """The view with the newest tool results (the run of them it ends with) cut to
+        a head: a ``read_file`` result points at its file, any other is saved in full
+        to ``/large_tool_results/<id>`` (or left to ``recall`` when there is no backend).
+        ``None`` when there is nothing to clip."""
+        start = len(view)
+        while start > 0 and isinstance(view[start - 1], ToolMessage):
+            start -= 1
+        calls = {
+            c.get("id"): c
+            for m in view[:start]
+            for c in getattr(m, "tool_calls", None) or []
+            if isinstance(c, Mapping)
+        }
+        out = list(view)
+        clipped = 0
+        for i in range(start, len(view)):
+            m = view[i]
+            text = m.content if isinstance(m.content, str) else summarize.text_of(m)
+            if len(text) <= storage.CLIP_HEAD_CHARS:
+                continue
+            call = calls.get(m.tool_call_id) or {}
+            args = call.get("args") if isinstance(call.get("args"), Mapping) else {}
+            read = args.get("file_path") if call.get("name") == "read_file" else None
+            saved = None
+            if read is None and backend is not None:
+                saved = storage.offload_result(backend, m.tool_call_id, text)
+            new = storage.clip_text(text, m.tool_call_id, read if isinstance(read, str) else None, saved)
+            out[i] = m.model_copy(update={"content": new})
+            clipped += 1
+        if not clipped:
+            return None
+        logger.warning(
+            "fastcompact: the newest turn did not fit the window; clipped %d tool results", clipped
+        )
+        return out
+
     # --- the hooks -----------------------------------------------------------------
 
     def _wants_summary(self, turn: _Turn) -> bool:
@@ -848,12 +886,14 @@ class CompactionMiddleware(AgentMiddleware):
             if not summarize.is_prompt_too_long(e) or (outcome is not None and outcome.committed):
                 raise
             draft = self._draft(request, turn, forced=True)
-            if draft is None:
+            outcome = self._compact(request, turn, draft) if draft is not None else None
+            committed = outcome is not None and outcome.committed
+            # What is left after a summary may still be the newest turn's results alone.
+            view = outcome.view if committed else view
+            clipped = self._clipped(request, view, storage.resolve_backend(self.backend, request.runtime))
+            if clipped is None and not committed:
                 raise
-            outcome = self._compact(request, turn, draft)
-            if not outcome.committed:
-                raise
-            response = handler(request.override(messages=outcome.view))
+            response = handler(request.override(messages=clipped or view))
         return self._respond(response, turn, outcome)
 
     async def awrap_model_call(
@@ -873,12 +913,14 @@ class CompactionMiddleware(AgentMiddleware):
             if not summarize.is_prompt_too_long(e) or (outcome is not None and outcome.committed):
                 raise
             draft = self._draft(request, turn, forced=True)
-            if draft is None:
+            outcome = await self._acompact(request, turn, draft) if draft is not None else None
+            committed = outcome is not None and outcome.committed
+            view = outcome.view if committed else view
+            backend = storage.resolve_backend(self.backend, request.runtime)
+            clipped = await asyncio.to_thread(self._clipped, request, view, backend)
+            if clipped is None and not committed:
                 raise
-            outcome = await self._acompact(request, turn, draft)
-            if not outcome.committed:
-                raise
-            response = await handler(request.override(messages=outcome.view))
+            response = await handler(request.override(messages=clipped or view))
         return self._respond(response, turn, outcome)
 
 

@@ -250,3 +250,56 @@ async def arestore_files(
         if text is not None:
             found.append((path, text))
     return _within_budget(found, per_file_chars, total_chars)
+
+
+# --- the newest turn alone overflows: clip its results ----------------------------
+
+LARGE_RESULTS_PREFIX = "/large_tool_results"
+# What a clipped result keeps of its text.
+CLIP_HEAD_CHARS = 4_000
+
+
+def _content(backend: Any, path: str) -> bytes | None:
+    try:
+        responses = backend.download_files([path])
+    except Exception:
+        return None
+    return getattr(responses[0], "content", None) if responses else None
+
+
+def offload_result(backend: Any, call_id: str, text: str) -> str | None:
+    """Write a tool result's full text to ``/large_tool_results/<id>``; its path (the same
+    file when an earlier call already wrote it), or ``None`` when the backend failed.
+    Nothing is overwritten: a name taken by other text moves on to ``<id>-2`` and on."""
+    base = f"{LARGE_RESULTS_PREFIX}/{_safe(call_id)}"
+    data = text.encode()
+    try:
+        for attempt in range(8):
+            path = base if attempt == 0 else f"{base}-{attempt + 1}"
+            found = _content(backend, path)
+            if found is not None:
+                if found == data:
+                    return path
+                continue
+            reason = _failed(backend.write(path, text))
+            if reason is None:
+                return path
+            if not _exists(reason):
+                logger.warning("fastcompact: could not save a large tool result to %s: %s", path, reason)
+                return None
+    except Exception as e:
+        logger.warning("fastcompact: could not save a large tool result: %s: %s", type(e).__name__, e)
+    return None
+
+
+def clip_text(text: str, call_id: str, read_path: str | None, saved_at: str | None) -> str:
+    """A result's head, and where the whole of it is."""
+    head = text[:CLIP_HEAD_CHARS]
+    cut = len(text) - len(head)
+    if read_path is not None:
+        where = f"the whole file is {read_path}: read_file with offset and limit reads the rest"
+    elif saved_at is not None:
+        where = f"the full output is saved at {saved_at}: read_file reads it in parts"
+    else:
+        where = f'recall("{call_id}") returns the full output'
+    return f"{head}\n\n[... {cut:,} more characters cut so that this turn fits the context window; {where}.]"

@@ -115,6 +115,9 @@ _TOO_LONG = (
     "too many tokens",
     "input is too long",
     "reduce the length",
+    "context_length_exceeded",
+    "context limit exceeded",
+    "exceed the configured limit",
 )
 
 
