@@ -25,7 +25,8 @@ WINDOW = 12_000
 def crawl(url: str) -> str:
     """Fetch a page."""
     # Under the per-result budget (50,000 characters), over the window with the next.
-    return "\n".join(f"{url} line {i}: the crawler found {i * 7} links and {i % 13} forms" for i in range(700))
+    lines = (f"{url} line {i}: the crawler found {i * 7} links and {i % 13} forms" for i in range(700))
+    return "\n".join(lines)
 
 
 def _script(messages: list[BaseMessage]) -> AIMessage:
