@@ -3,6 +3,8 @@ warned about the way users filter on."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,7 @@ from deepagents.backends import FilesystemBackend
 from deepagents.backends.protocol import FileDownloadResponse
 from fastcompact import CompactionMiddleware
 from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
 
 from tests.scripted import ScriptedChatModel
 
@@ -60,3 +63,63 @@ def test_two_conversations_without_a_thread_id_never_share_an_archive(tmp_path: 
     assert len(folders) == 2, files
     assert sorted("project alpha" in t and "project beta" not in t for t in folders.values()) == [False, True]
     assert sorted("project beta" in t and "project alpha" not in t for t in folders.values()) == [False, True]
+
+
+class SlowBackend(FilesystemBackend):
+    """A filesystem backend whose async writes take a while, recording when each archive
+    write ran."""
+
+    def __init__(self, *args: Any, log: list[tuple[str, float, float]], **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.log = log
+
+    async def awrite(self, file_path: str, content: str) -> Any:
+        start = time.perf_counter()
+        await asyncio.sleep(0.3)
+        result = super().write(file_path, content)
+        if file_path.startswith("/conversation_history/"):
+            self.log.append(("archive", start, time.perf_counter()))
+        return result
+
+
+class SlowSummaries(ScriptedChatModel):
+    """Summaries that take a while, recording when each ran."""
+
+    # Shared with the backend's (a list field would be copied on validation).
+    log: Any = None
+
+    async def _agenerate(
+        self, messages: list[Any], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> Any:
+        start = time.perf_counter()
+        if "<transcript>" in str(messages[0].content):
+            await asyncio.sleep(0.3)
+        result = self._generate(messages, stop, run_manager, **kw)
+        if "<transcript>" in str(messages[0].content):
+            self.log.append(("summary", start, time.perf_counter()))
+        return result
+
+
+def test_the_async_archive_write_and_summary_overlap(tmp_path: Path):
+    log: list[tuple[str, float, float]] = []
+    backend = SlowBackend(root_dir=tmp_path, virtual_mode=True, log=log)
+    model = SlowSummaries(profile={"max_input_tokens": 6_000}, log=log)
+    agent = create_deep_agent(
+        model=model,
+        backend=backend,
+        middleware=[CompactionMiddleware(backend=backend)],
+        checkpointer=InMemorySaver(),
+    )
+
+    async def run() -> None:
+        for step in range(1, 12):
+            cfg = {"configurable": {"thread_id": "slow"}}
+            await agent.ainvoke({"messages": [HumanMessage(f"Please do step {step} for project slow.")]}, cfg)
+
+    asyncio.run(run())
+    writes = [(s, e) for kind, s, e in log if kind == "archive"]
+    summaries = [(s, e) for kind, s, e in log if kind == "summary"]
+    assert writes and summaries
+    # Each archive write ran while a summary call was under way (overlap, not speed).
+    for ws, we in writes:
+        assert any(ss < we and ws < se for ss, se in summaries), (writes, summaries)

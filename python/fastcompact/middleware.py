@@ -747,6 +747,9 @@ class CompactionMiddleware(AgentMiddleware):
     # --- I/O, sync and async -------------------------------------------------------
 
     def _compact(self, request: ModelRequest, turn: _Turn, draft: _Draft) -> _Outcome:
+        hopeless = self._hopeless(request, turn, draft)
+        if hopeless is not None:
+            return hopeless
         summary, error, usage = None, None, None
         if draft.use_llm:
             try:
@@ -775,34 +778,56 @@ class CompactionMiddleware(AgentMiddleware):
         return outcome
 
     async def _acompact(self, request: ModelRequest, turn: _Turn, draft: _Draft) -> _Outcome:
-        summary, error, usage = None, None, None
-        if draft.use_llm:
+        """The async twin of :meth:`_compact`. The summary call, the restoration reads
+        and the archive write run at the same time: a compaction that gets this far
+        commits (see :meth:`_hopeless`), so the archive is never written for nothing."""
+        hopeless = self._hopeless(request, turn, draft)
+        if hopeless is not None:
+            return hopeless
+        backend = storage.resolve_backend(self.backend, request.runtime)
+
+        async def summary() -> tuple[str | None, BaseException | None, dict[str, int] | None]:
+            if not draft.use_llm:
+                return None, None, None
             try:
-                summary, usage = await summarize.asummarize(
+                text, usage = await summarize.asummarize(
                     self._summarizer(request),
                     self._trimmed(draft.span),
                     custom_instructions=self.config.custom_instructions,
                     retries=self.config.ptl_max_retries,
                     template=self.summary_prompt,
                 )
+                return text, None, usage
             except Exception as e:
-                error = _summarizer_failed(e)
-        backend = storage.resolve_backend(self.backend, request.runtime)
-        restored: list[tuple[str, str]] = []
-        if backend is not None and draft.reads:
+                return None, _summarizer_failed(e), None
+
+        async def reads() -> list[tuple[str, str]]:
+            if backend is None or not draft.reads:
+                return []
             r = self.config.restoration
-            restored = await storage.arestore_files(
-                backend, draft.reads, r.per_file_chars, r.file_budget_chars
-            )
-        settled = self._settle(request, turn, draft, summary, error, usage, restored)
-        outcome, summary, error, restored = settled
-        if outcome.committed and backend is not None and draft.leaving:
+            return await storage.arestore_files(backend, draft.reads, r.per_file_chars, r.file_budget_chars)
+
+        async def archive() -> str | None:
+            if backend is None or not draft.leaving:
+                return None
             text = storage.archive_text(draft.leaving, turn.prior_cutoff, draft.thread, draft.number)
-            path = await storage.awrite_archive(
+            return await storage.awrite_archive(
                 backend, self.config.history_path_prefix, draft.thread, draft.number, text
             )
-            outcome = self._finish(request, turn, draft, summary, error, restored, path, usage)
+
+        (text, error, usage), restored, path = await asyncio.gather(summary(), reads(), archive())
+        outcome, text, error, restored = self._settle(request, turn, draft, text, error, usage, restored)
+        if path is not None:
+            outcome = self._finish(request, turn, draft, text, error, restored, path, usage)
         return outcome
+
+    def _hopeless(self, request: ModelRequest, turn: _Turn, draft: _Draft) -> _Outcome | None:
+        """The uncommitted outcome, when even the extractive summary with nothing
+        restored would leave the view over the trigger (then no summary can help, and
+        neither the summarizer nor the backend is called); ``None`` otherwise."""
+        plain = dataclasses.replace(draft, use_llm=False)
+        outcome = self._finish(request, turn, plain, self._fallback(turn, draft), None, [], None, None)
+        return None if outcome.committed else outcome
 
     def _clipped(self, request: ModelRequest, view: list[Any], backend: Any) -> list[Any] | None:
         """The view with the newest tool results (the run of them it ends with) cut to
