@@ -4,6 +4,7 @@ warned about the way users filter on."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import time
 from pathlib import Path
 from typing import Any
@@ -123,3 +124,55 @@ def test_the_async_archive_write_and_summary_overlap(tmp_path: Path):
     # Each archive write ran while a summary call was under way (overlap, not speed).
     for ws, we in writes:
         assert any(ss < we and ws < se for ss, se in summaries), (writes, summaries)
+
+
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+
+
+def _media_run(backend: FilesystemBackend) -> None:
+    model = ScriptedChatModel(profile={"max_input_tokens": 8_000})
+    agent = create_deep_agent(
+        model=model,
+        backend=backend,
+        middleware=[CompactionMiddleware(backend=backend)],
+        checkpointer=InMemorySaver(),
+    )
+    cfg = {"configurable": {"thread_id": "m"}}
+    image = {"type": "image", "base64": base64.b64encode(PNG).decode(), "mime_type": "image/png"}
+    for step in range(1, 14):
+        blocks: list[Any] = [{"type": "text", "text": f"Please do step {step}."}]
+        if step <= 2:
+            # The same picture twice (one file), and a picture by URL.
+            blocks += [image, {"type": "image", "url": "https://example.org/cat.png"}]
+        agent.invoke({"messages": [HumanMessage(content=blocks)]}, cfg)
+    assert agent.get_state(cfg).values["_summarization_event"] is not None
+
+
+def test_inline_media_is_saved_beside_the_archive_and_urls_stay(tmp_path: Path):
+    _media_run(FilesystemBackend(root_dir=tmp_path, virtual_mode=True))
+    folder = tmp_path / "conversation_history" / "m"
+    saved = list((folder / "media").iterdir())
+    assert [p.read_bytes() for p in saved] == [PNG]
+    assert saved[0].name.endswith(".png")
+    archive = "\n".join(p.read_text() for p in folder.glob("*.md"))
+    reference = (
+        f"[image saved at /conversation_history/m/media/{saved[0].name} (image/png, {len(PNG)} bytes)]"
+    )
+    assert archive.count(reference) == 2
+    assert archive.count("[image: https://example.org/cat.png]") == 2
+
+
+class NoUploads(FilesystemBackend):
+    def upload_files(self, files: list[tuple[str, bytes]]) -> list[Any]:
+        from deepagents.backends.protocol import FileUploadResponse
+
+        return [FileUploadResponse(path=p, error="permission_denied") for p, _ in files]
+
+
+def test_media_that_cannot_be_saved_leaves_a_placeholder_and_the_archive(tmp_path: Path):
+    _media_run(NoUploads(root_dir=tmp_path, virtual_mode=True))
+    archive = "\n".join(p.read_text() for p in (tmp_path / "conversation_history" / "m").glob("*.md"))
+    assert f"[image (image/png, {len(PNG)} bytes) could not be saved: permission_denied]" in archive
+    assert "Please do step 1." in archive

@@ -36,7 +36,7 @@ from langchain.tools import ToolRuntime
 from langchain_core.messages import SystemMessage, ToolMessage
 from langgraph.types import Command
 
-from fastcompact import _core, storage, summarize
+from fastcompact import _core, media, storage, summarize
 from fastcompact.config import CompactionConfig, pricing_of
 from fastcompact.helpers import count_tokens, find_cutoff
 from fastcompact.passes import Plan, _make_edited, _plan_of, _run
@@ -751,18 +751,18 @@ class CompactionMiddleware(AgentMiddleware):
         if hopeless is not None:
             return hopeless
         summary, error, usage = None, None, None
+        backend = storage.resolve_backend(self.backend, request.runtime)
         if draft.use_llm:
             try:
                 summary, usage = summarize.summarize(
                     self._summarizer(request),
-                    self._trimmed(draft.span),
+                    self._trimmed(self._with_media_saved(backend, draft, draft.span)),
                     custom_instructions=self.config.custom_instructions,
                     retries=self.config.ptl_max_retries,
                     template=self.summary_prompt,
                 )
             except Exception as e:
                 error = _summarizer_failed(e)
-        backend = storage.resolve_backend(self.backend, request.runtime)
         restored: list[tuple[str, str]] = []
         if backend is not None and draft.reads:
             r = self.config.restoration
@@ -770,7 +770,8 @@ class CompactionMiddleware(AgentMiddleware):
         settled = self._settle(request, turn, draft, summary, error, usage, restored)
         outcome, summary, error, restored = settled
         if outcome.committed and backend is not None and draft.leaving:
-            text = storage.archive_text(draft.leaving, turn.prior_cutoff, draft.thread, draft.number)
+            leaving = self._with_media_saved(backend, draft, draft.leaving)
+            text = storage.archive_text(leaving, turn.prior_cutoff, draft.thread, draft.number)
             path = storage.write_archive(
                 backend, self.config.history_path_prefix, draft.thread, draft.number, text
             )
@@ -790,9 +791,10 @@ class CompactionMiddleware(AgentMiddleware):
             if not draft.use_llm:
                 return None, None, None
             try:
+                span = await asyncio.to_thread(self._with_media_saved, backend, draft, draft.span)
                 text, usage = await summarize.asummarize(
                     self._summarizer(request),
-                    self._trimmed(draft.span),
+                    self._trimmed(span),
                     custom_instructions=self.config.custom_instructions,
                     retries=self.config.ptl_max_retries,
                     template=self.summary_prompt,
@@ -810,7 +812,8 @@ class CompactionMiddleware(AgentMiddleware):
         async def archive() -> str | None:
             if backend is None or not draft.leaving:
                 return None
-            text = storage.archive_text(draft.leaving, turn.prior_cutoff, draft.thread, draft.number)
+            leaving = await asyncio.to_thread(self._with_media_saved, backend, draft, draft.leaving)
+            text = storage.archive_text(leaving, turn.prior_cutoff, draft.thread, draft.number)
             return await storage.awrite_archive(
                 backend, self.config.history_path_prefix, draft.thread, draft.number, text
             )
@@ -820,6 +823,16 @@ class CompactionMiddleware(AgentMiddleware):
         if path is not None:
             outcome = self._finish(request, turn, draft, text, error, restored, path, usage)
         return outcome
+
+    def _with_media_saved(self, backend: Any, draft: _Draft, messages: list[Any]) -> list[Any]:
+        """``messages`` with inline media saved beside the archive and referenced by path,
+        so that the summary and the archive both name the files (the same media is saved
+        once)."""
+        if backend is None:
+            return messages
+        return media.offload(
+            backend, storage.media_folder(self.config.history_path_prefix, draft.thread), messages
+        )
 
     def _hopeless(self, request: ModelRequest, turn: _Turn, draft: _Draft) -> _Outcome | None:
         """The uncommitted outcome, when even the extractive summary with nothing

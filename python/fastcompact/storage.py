@@ -44,6 +44,16 @@ def archive_path(prefix: str, thread: str, number: int, attempt: int = 0) -> str
     return f"{prefix.rstrip('/')}/{_safe(thread)}/{number}{suffix}.md"
 
 
+def media_folder(prefix: str, thread: str) -> str:
+    """Where the media of a thread's archived messages go.
+
+    Example:
+        >>> media_folder("/conversation_history", "t1")
+        '/conversation_history/t1/media'
+    """
+    return f"{prefix.rstrip('/')}/{_safe(thread)}/media"
+
+
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "default"
 

@@ -44,6 +44,9 @@ every request, decision, file, command, error and fix. Then write the notes insi
 9. Next step: the next action that follows from the latest request, quoting the user's
    or the agent's own words; omit it when the last task is done and nothing new was
    asked.
+
+Keep every reference to an image, audio, video or other file (its saved path or its URL)
+where the notes mention what it showed.
 {custom}
 Reply with the two blocks only. The transcript:
 

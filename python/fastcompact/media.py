@@ -1,0 +1,134 @@
+"""Inline media in archived messages: written as files beside the archive.
+
+A summarized message may carry an image, audio, a video, a PDF or another file inline
+(base64 data or a ``data:`` URL), in LangChain's, OpenAI's or Anthropic's block shape.
+The text archive cannot hold those bytes, so each is written once under
+``<archive folder>/media/<sha256 prefix>.<ext>`` (the same content, the same file) and
+the block becomes a text reference to that path. A URL stays as it is. A media file
+that cannot be written becomes a placeholder saying so; the text archive is still
+written, and the message itself stays whole in the graph state.
+
+Example:
+    >>> from langchain_core.messages import HumanMessage
+    >>> m = HumanMessage(content=[{"type": "image", "url": "https://example.org/cat.png"}])
+    >>> media_blocks(m)
+    [(0, 'image', None, 'https://example.org/cat.png')]
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import logging
+import mimetypes
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+logger = logging.getLogger("fastcompact")
+
+_KINDS = {"image": "image", "image_url": "image", "audio": "audio", "input_audio": "audio",
+          "video": "video", "file": "file", "document": "file", "pdf": "file"}  # fmt: skip
+
+
+def _data_url(url: str) -> tuple[str, str] | None:
+    """(mime type, base64 data) of a ``data:`` URL."""
+    if not url.startswith("data:") or ";base64," not in url:
+        return None
+    head, data = url[5:].split(";base64,", 1)
+    return head or "application/octet-stream", data
+
+
+def _inline(block: Mapping[str, Any]) -> tuple[str | None, str | None, str | None]:
+    """(mime type, base64 data, URL) of a media block, in any of the shapes."""
+    mime = block.get("mime_type") or block.get("media_type")
+    if isinstance(block.get("base64"), str):
+        return mime, block["base64"], None
+    if block.get("source_type") == "base64" and isinstance(block.get("data"), str):
+        return mime, block["data"], None
+    source = block.get("source")
+    if isinstance(source, Mapping):
+        if source.get("type") == "base64" and isinstance(source.get("data"), str):
+            return source.get("media_type") or mime, source["data"], None
+        if isinstance(source.get("url"), str):
+            return mime, None, source["url"]
+    nested = block.get("image_url") or block.get("file") or block.get("input_audio")
+    url = block.get("url")
+    if isinstance(nested, Mapping):
+        url = nested.get("url") or nested.get("file_data") or url
+        if isinstance(nested.get("data"), str):
+            return mime or f"audio/{nested.get('format', 'wav')}", nested["data"], None
+    elif isinstance(nested, str):
+        url = nested
+    if isinstance(url, str):
+        found = _data_url(url)
+        return (found[0], found[1], None) if found else (mime, None, url)
+    return mime, None, None
+
+
+def media_blocks(message: Any) -> list[tuple[int, str, str | None, str | None]]:
+    """The media blocks of a message: (block index, kind, mime type, URL); the URL is
+    ``None`` for inline data."""
+    content = message.get("content") if isinstance(message, Mapping) else getattr(message, "content", None)
+    if not isinstance(content, Sequence) or isinstance(content, str):
+        return []
+    out = []
+    for i, block in enumerate(content):
+        if not isinstance(block, Mapping) or block.get("type") not in _KINDS:
+            continue
+        mime, data, url = _inline(block)
+        if data is not None or url is not None:
+            out.append((i, _KINDS[str(block["type"])], mime, None if data is not None else url))
+    return out
+
+
+def _write(backend: Any, path: str, data: bytes) -> str | None:
+    """Write ``data`` to ``path`` unless the same bytes are there; the reason it failed."""
+    try:
+        found = backend.download_files([path])
+        if found and getattr(found[0], "content", None) == data:
+            return None
+        responses = backend.upload_files([(path, data)])
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+    error = getattr(responses[0], "error", None) if responses else "the backend returned nothing"
+    return str(error) if error else None
+
+
+def offload(backend: Any, folder: str, messages: Sequence[Any]) -> list[Any]:
+    """``messages`` with each inline media block written under ``folder`` and replaced by
+    a reference to its file (a URL block by a reference to its URL); messages without
+    media are the same objects."""
+    out = []
+    for m in messages:
+        blocks = media_blocks(m)
+        if not blocks:
+            out.append(m)
+            continue
+        content = list(m.get("content") if isinstance(m, Mapping) else m.content)
+        for i, kind, mime, url in blocks:
+            if url is not None:
+                content[i] = {"type": "text", "text": f"[{kind}: {url}]"}
+                continue
+            _, data64, _ = _inline(content[i])
+            content[i] = {"type": "text", "text": _saved(backend, folder, kind, mime, data64 or "")}
+        out.append(
+            {**m, "content": content} if isinstance(m, Mapping) else m.model_copy(update={"content": content})
+        )
+    return out
+
+
+def _saved(backend: Any, folder: str, kind: str, mime: str | None, data64: str) -> str:
+    """Write one inline media block; the reference (or the placeholder) that replaces it."""
+    try:
+        data = base64.b64decode(data64, validate=False)
+    except (binascii.Error, ValueError) as e:
+        return f"[{kind} ({mime or 'unknown type'}) could not be decoded: {e}; it stays in the state]"
+    ext = mimetypes.guess_extension(mime or "") or ".bin"
+    path = f"{folder.rstrip('/')}/{hashlib.sha256(data).hexdigest()[:16]}{ext}"
+    reason = None if backend is None else _write(backend, path, data)
+    if backend is None or reason is not None:
+        why = reason or "no backend"
+        logger.warning("fastcompact: could not save a %s from the archived messages: %s", kind, why)
+        return f"[{kind} ({mime or 'unknown type'}, {len(data):,} bytes) could not be saved: {why}]"
+    return f"[{kind} saved at {path} ({mime or 'unknown type'}, {len(data):,} bytes)]"
