@@ -448,6 +448,8 @@ class CompactionMiddleware(AgentMiddleware):
         key = id(model)
         found = self._pricing_by_model.get(key)
         if found is None or found[0] is not model:
+            if len(self._pricing_by_model) >= 64:  # models made per call: keep a few
+                self._pricing_by_model.clear()
             found = self._pricing_by_model[key] = (model, pricing_of(model))
         return found[1]
 
