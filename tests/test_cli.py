@@ -175,7 +175,8 @@ def test_compact_many_files_in_parallel_keeps_each_layout(tmp_path: Path):
     r = run("compact", *files, "-o", str(outdir), "--max-input-tokens", "20000")
     assert r.returncode == 0, r.stderr
     assert r.stdout.count("summarized") == 3
-    chat_out = [json.loads(line) for line in (outdir / "chat.json").read_text().splitlines()]
+    # Each output keeps its input's whole name, and so its layout's suffix.
+    chat_out = [json.loads(line) for line in (outdir / "chat.jsonl").read_text().splitlines()]
     assert chat_out[0]["data"]["additional_kwargs"]["lc_source"] == "summarization"
     coding_out = json.loads((outdir / "coding.json").read_text())["messages"]
     assert coding_out[0]["role"] == "user" and "compacted" in coding_out[0]["content"]
@@ -204,3 +205,60 @@ def test_demo_fast_compacts_and_archives(tmp_path: Path):
     assert archives and all(a.read_text().startswith("# Conversation history") for a in archives)
     turns = re.findall(r"^turn +\d+ ", r.stdout, flags=re.M)
     assert len(turns) == 14
+
+
+def _seed(path: Path, session: str = "research") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(messages_to_dict(load_session(session))))
+    return path
+
+
+def test_two_inputs_of_one_name_never_share_an_output(tmp_path: Path):
+    a, b = _seed(tmp_path / "a" / "s.json"), _seed(tmp_path / "b" / "s.json", "chat")
+    out = tmp_path / "out"
+    r = run("compact", str(a), str(b), "-o", str(out), "--max-input-tokens", "20000")
+    assert r.returncode == 0, r.stderr
+    outputs = sorted(p.name for p in out.iterdir())
+    assert outputs == ["b_s.archive.md", "b_s.json", "s.archive.md", "s.json"] or outputs == [
+        "a_s.archive.md",
+        "a_s.json",
+        "s.archive.md",
+        "s.json",
+    ]
+    assert "another input is also named s.json" in r.stdout
+    # Both conversations are there, each whole.
+    texts = [(out / n).read_text() for n in outputs if n.endswith(".json")]
+    assert sum("lc_source" in t for t in texts) == 2
+    assert len({t for t in texts}) == 2
+
+
+def test_outputs_keep_the_whole_stem(tmp_path: Path):
+    files = [str(_seed(tmp_path / f"run.{k}.json")) for k in (1, 2)]
+    out = tmp_path / "out"
+    r = run("compact", *files, "-o", str(out), "--max-input-tokens", "20000")
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in out.iterdir()) == [
+        "run.1.archive.md",
+        "run.1.json",
+        "run.2.archive.md",
+        "run.2.json",
+    ]
+
+
+def test_an_existing_output_is_refused_without_overwrite(tmp_path: Path):
+    src = _seed(tmp_path / "s.json")
+    out = tmp_path / "o.json"
+    out.write_text("keep me")
+    r = run("compact", str(src), "-o", str(out), "--max-input-tokens", "20000")
+    assert r.returncode == 2 and "exists; give --overwrite" in r.stderr
+    assert out.read_text() == "keep me"
+    r = run("compact", str(src), "-o", str(out), "--max-input-tokens", "20000", "--overwrite")
+    assert r.returncode == 0, r.stderr
+    assert "lc_source" in out.read_text()
+
+
+def test_a_trailing_slash_names_a_directory(tmp_path: Path):
+    src = _seed(tmp_path / "seed.json")
+    r = run("compact", str(src), "-o", f"{tmp_path / 'new'}/", "--max-input-tokens", "20000")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "new").is_dir() and (tmp_path / "new" / "seed.json").is_file()

@@ -151,13 +151,44 @@ def _inspect(args: argparse.Namespace) -> int:
 # --- compact -------------------------------------------------------------------------------
 
 
-def _outputs(src: str, out: Path, many: bool) -> tuple[Path, Path]:
-    if many or out.is_dir():
-        stem = Path(src).name.split(".")[0] or "conversation"
-        target = out / f"{stem}.json"
+def _archive_of(target: Path) -> Path:
+    """``session.v2.json`` -> ``session.v2.archive.md``: the whole stem is kept."""
+    return target.with_name(f"{target.stem or 'conversation'}.archive.md")
+
+
+def plan_outputs(files: list[str], output: str, overwrite: bool) -> list[tuple[str, Path, Path, str]]:
+    """Where each input's conversation and archive go, and a note when a name was
+    changed: (input, output, archive, note). Several inputs, an existing directory or a
+    path ending in ``/`` name a directory, where each output keeps its input's whole
+    name; two inputs of the same name are told apart by their folder, then a counter.
+    No two outputs share a name, and an existing file is refused unless ``overwrite``."""
+    out = Path(output)
+    if len(files) == 1 and not output.endswith(("/", os.sep)) and not out.is_dir():
+        plans = [(files[0], out, _archive_of(out), "")]
     else:
-        target = out
-    return target, target.with_name(target.name.split(".")[0] + ".archive.md")
+        if out.exists() and not out.is_dir():
+            raise CliError(f"{out} is a file; give a directory for several inputs")
+        taken: set[Path] = set()
+        plans = []
+        for src in files:
+            name = "stdin.json" if src == "-" else Path(src).name or "conversation.json"
+            target, note = out / name, ""
+            if target in taken or _archive_of(target) in taken:
+                folder = Path(src).resolve().parent.name or "input"
+                target = out / f"{folder}_{name}"
+                k = 2
+                while target in taken or _archive_of(target) in taken:
+                    target = out / f"{Path(name).stem}-{k}{Path(name).suffix}"
+                    k += 1
+                note = f" (as {target.name}: another input is also named {name})"
+            taken |= {target, _archive_of(target)}
+            plans.append((src, target, _archive_of(target), note))
+    if not overwrite:
+        for _, target, archive, _ in plans:
+            for path in (target, archive):
+                if path.exists():
+                    raise CliError(f"{path} exists; give --overwrite to replace it")
+    return plans
 
 
 def _write(target: Path, messages: list[Any], layout: str) -> None:
@@ -171,21 +202,21 @@ def _write(target: Path, messages: list[Any], layout: str) -> None:
     target.write_text(text, encoding="utf-8")
 
 
-def compact_file(src: str, out: str, many: bool, options: dict[str, Any]) -> dict[str, Any]:
-    """Compact one file; the figures of what was done (run in a worker)."""
+def compact_file(src: str, target: str, archive: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Compact one file into ``target`` (and ``archive``); the figures of what was done
+    (run in a worker)."""
     messages, layout = read_file(src)
     try:
-        return _compact_messages(src, messages, layout, out, many, options)
+        return _compact_messages(src, messages, layout, Path(target), Path(archive), options)
     except fastcompact.InputError as e:
         raise CliError(f"{src}: {e}") from None
 
 
 def _compact_messages(
-    src: str, messages: list[Any], layout: str, out: str, many: bool, options: dict[str, Any]
+    src: str, messages: list[Any], layout: str, target: Path, archive: Path, options: dict[str, Any]
 ) -> dict[str, Any]:
     from fastcompact.pipeline import compact
 
-    target, archive = _outputs(src, Path(out), many)
     model = None
     if options.get("model"):
         from langchain.chat_models import init_chat_model
@@ -224,11 +255,8 @@ def _compact(args: argparse.Namespace) -> int:
 
     files: list[str] = args.files
     many = len(files) > 1
-    out = Path(args.output)
-    if many and out.exists() and not out.is_dir():
-        raise CliError(f"{out} is a file; give a directory for several inputs")
-    if many:
-        out.mkdir(parents=True, exist_ok=True)
+    plans = plan_outputs(files, args.output, args.overwrite)
+    notes = {src: note for src, _, _, note in plans}
     options = {"max_input_tokens": args.max_input_tokens, "model": args.model, "force": args.force}
     console = Console(stderr=True, highlight=False)
     results: list[dict[str, Any]] = []
@@ -241,7 +269,10 @@ def _compact(args: argparse.Namespace) -> int:
     )
     with pool, Progress(console=console, transient=True, disable=not many) as progress:
         task = progress.add_task("compacting", total=len(files))
-        futures = {pool.submit(compact_file, f, str(out), many, options): f for f in files}
+        futures = {
+            pool.submit(compact_file, src, str(target), str(archive), options): src
+            for src, target, archive, _ in plans
+        }
         for future in as_completed(futures):
             try:
                 results.append(future.result())
@@ -261,7 +292,8 @@ def _compact(args: argparse.Namespace) -> int:
             )
             sys.stdout.write(
                 f"{r['file']}: {r['messages_before']:,} -> {r['messages_after']:,} messages, "
-                f"{r['tokens_before']:,} -> {r['tokens_after']:,} tokens; {what}; wrote {r['output']}\n"
+                f"{r['tokens_before']:,} -> {r['tokens_after']:,} tokens; {what}; wrote {r['output']}"
+                f"{notes.get(r['file'], '')}\n"
             )
     for e in errors:
         sys.stderr.write(f"fastcompact: {e}\n")
@@ -314,12 +346,18 @@ def main(argv: list[str] | None = None) -> int:
 
     c = sub.add_parser("compact", help="compact saved transcripts (the summary is offline unless --model)")
     c.add_argument("files", nargs="+", help="JSON or JSONL conversations")
-    c.add_argument("-o", "--output", required=True, help="output file, or a directory for several inputs")
+    c.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        help="output file, or a directory (several inputs, or a path ending in /)",
+    )
     c.add_argument("--max-input-tokens", type=int, default=None, help="the model's context window")
     c.add_argument(
         "--model", default=None, help="summarize with provider:name (init_chat_model; needs its key)"
     )
     c.add_argument("--force", action="store_true", help="summarize even below the trigger")
+    c.add_argument("--overwrite", action="store_true", help="replace outputs that exist already")
     c.add_argument("--json", action="store_true", help="print the figures as JSON")
     c.set_defaults(run=_compact)
 
