@@ -262,3 +262,14 @@ def test_a_trailing_slash_names_a_directory(tmp_path: Path):
     r = run("compact", str(src), "-o", f"{tmp_path / 'new'}/", "--max-input-tokens", "20000")
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "new").is_dir() and (tmp_path / "new" / "seed.json").is_file()
+
+
+@pytest.mark.parametrize("value", ["-5", "0", "lots"])
+def test_bad_sizes_on_the_command_line_get_one_line_and_exit_2(tmp_path: Path, value: str):
+    src = _seed(tmp_path / "s.json", "chat")
+    for command in (["inspect", str(src)], ["compact", str(src), "-o", str(tmp_path / "o.json")]):
+        r = run(*command, "--max-input-tokens", value)
+        assert r.returncode == 2
+        assert r.stderr.strip().count("\n") == 0, r.stderr
+        assert f"expected a whole number of at least 1, got '{value}'" in r.stderr
+        assert "Traceback" not in r.stderr

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import fastcompact
+import pytest
 from fastcompact import InputError, _core
 from fastcompact.helpers import _opts
 from hypothesis import given, settings
@@ -134,3 +135,34 @@ def test_huge_tool_result():
     big = "x" * 20_000_000
     msgs = [{"role": "tool", "tool_call_id": "1", "content": big}]
     assert fastcompact.count_tokens(msgs) == (len(big) + 1 + 4 + 3) // 4 + 3
+
+
+@pytest.mark.parametrize("window", [-5, 0, True, 2.5])
+def test_a_window_that_is_not_a_positive_int_is_an_input_error(window: Any):
+    msgs = ["hello"] * 3
+    calls = [
+        lambda: fastcompact.find_cutoff(msgs, max_input_tokens=window),
+        lambda: fastcompact.should_compact(msgs, ("fraction", 0.5), max_input_tokens=window),
+        lambda: fastcompact.plan(msgs, max_input_tokens=window),
+        lambda: fastcompact.inspect(msgs, max_input_tokens=window),
+    ]
+    for call in calls:
+        with pytest.raises(fastcompact.InputError) as e:
+            call()
+        assert e.value.field == "max_input_tokens"
+
+
+@pytest.mark.parametrize("bad", ["/path/seed.json", {"foo": 1}, None, 42])
+def test_inspect_rejects_what_the_other_helpers_reject(bad: Any):
+    with pytest.raises(fastcompact.InputError) as e:
+        fastcompact.inspect(bad)
+    assert e.value.field == "messages"
+
+
+def test_inspect_reads_a_path(tmp_path: Any):
+    from fastcompact.samples import load_session
+    from langchain_core.messages import messages_to_dict
+
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(messages_to_dict(load_session("chat"))))
+    assert fastcompact.inspect(path).messages == len(load_session("chat"))

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import fastcompact
 from fastcompact.samples import SESSIONS, load_session
@@ -154,6 +154,25 @@ def _inspect(args: argparse.Namespace) -> int:
 def _archive_of(target: Path) -> Path:
     """``session.v2.json`` -> ``session.v2.archive.md``: the whole stem is kept."""
     return target.with_name(f"{target.stem or 'conversation'}.archive.md")
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments get one line (and exit status 2), not the usage text: ``--help``
+    shows that."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see --help)\n")
+
+
+def _positive(text: str) -> int:
+    """A size on the command line: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
 
 
 def plan_outputs(files: list[str], output: str, overwrite: bool) -> list[tuple[str, Path, Path, str]]:
@@ -326,7 +345,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="fastcompact", description="Context compaction for LLM agents.")
+    parser = _Parser(prog="fastcompact", description="Context compaction for LLM agents.")
     parser.add_argument("--version", action="version", version=f"fastcompact {fastcompact.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -338,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
         "--sample", choices=SESSIONS, default="coding", help="the bundled session inspected without FILE"
     )
     p.add_argument("--encoding", default="heuristic", choices=["heuristic", "o200k_base", "cl100k_base"])
-    p.add_argument("--max-input-tokens", type=int, default=None, help="the model's context window")
+    p.add_argument("--max-input-tokens", type=_positive, default=None, help="the model's context window")
     p.add_argument("--trigger", type=_size, default=None, help="e.g. tokens:170000 or fraction:0.85")
     p.add_argument("--keep", type=_size, default=None, help="e.g. messages:6 or fraction:0.1")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -352,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
         required=True,
         help="output file, or a directory (several inputs, or a path ending in /)",
     )
-    c.add_argument("--max-input-tokens", type=int, default=None, help="the model's context window")
+    c.add_argument("--max-input-tokens", type=_positive, default=None, help="the model's context window")
     c.add_argument(
         "--model", default=None, help="summarize with provider:name (init_chat_model; needs its key)"
     )
@@ -363,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
 
     d = sub.add_parser("demo", help="a DeepAgents coding agent kept inside a small window, offline")
     d.add_argument("--fast", action="store_true", help="a shorter session")
-    d.add_argument("--window", type=int, default=None, help="the model's window in tokens")
+    d.add_argument("--window", type=_positive, default=None, help="the model's window in tokens")
     d.add_argument("--root", default=None, help="work directory (default: a new temporary one)")
     d.set_defaults(run=_demo)
 

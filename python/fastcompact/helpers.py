@@ -130,6 +130,15 @@ def _opts(
     }
 
 
+def _window(max_input_tokens: Any) -> int | None:
+    """``max_input_tokens`` checked: ``None`` or a positive int (the model's window)."""
+    if max_input_tokens is None:
+        return None
+    if isinstance(max_input_tokens, bool) or not isinstance(max_input_tokens, int) or max_input_tokens < 1:
+        raise _input_error("max_input_tokens", f"expected a positive int, got {max_input_tokens!r}")
+    return max_input_tokens
+
+
 def _as_list(messages: Iterable[Any]) -> Any:
     # Lists and tuples go as they are (their identity keys the cache); a string or a
     # dict is passed on for the core to reject with a clear message.
@@ -333,7 +342,7 @@ def find_cutoff(
         model=model,
         cache_key=cache_key,
     )
-    return _core.find_cutoff(_as_list(messages), (kind, value), max_input_tokens, opts)
+    return _core.find_cutoff(_as_list(messages), (kind, value), _window(max_input_tokens), opts)
 
 
 def should_compact(
@@ -391,7 +400,7 @@ def should_compact(
         model=model,
         cache_key=cache_key,
     )
-    return _core.should_compact(_as_list(messages), triggers, max_input_tokens, opts)
+    return _core.should_compact(_as_list(messages), triggers, _window(max_input_tokens), opts)
 
 
 def _event_fields(event: Any) -> tuple[Any, int]:

@@ -27,7 +27,7 @@ from fastcompact.config import (
     TruncateArgsConfig,
 )
 from fastcompact.config import generation as config_generation
-from fastcompact.helpers import _as_list, _input_error, _opts
+from fastcompact.helpers import _as_list, _input_error, _opts, _window
 
 __all__ = [
     "Edit",
@@ -297,7 +297,7 @@ def _run(
     return _core.plan(
         _as_list(messages),
         settings,
-        max_input_tokens,
+        _window(max_input_tokens),
         now,
         None if timestamps is None else list(timestamps),
         None if archive_paths is None else list(archive_paths),

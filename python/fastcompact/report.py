@@ -4,6 +4,7 @@ cheap pass would save, and where the trigger and the summary cutoff fall."""
 from __future__ import annotations
 
 import html
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,6 +14,9 @@ from fastcompact.helpers import (
     ContextSize,
     Encoding,
     MessageTokens,
+    _as_list,
+    _window,
+    count_tokens,
     find_cutoff,
     should_compact,
     token_breakdown,
@@ -167,7 +171,15 @@ def inspect(
         >>> r.trigger_fires, r.cutoff > 0, r.plan.tokens_after < r.total_tokens
         (True, True, True)
     """
-    msgs = list(messages)
+    if isinstance(messages, os.PathLike):
+        from fastcompact.cli import read_file
+
+        messages, _ = read_file(os.fspath(messages))
+    found = _as_list(messages)
+    if not isinstance(found, list | tuple):
+        count_tokens(found)  # the helpers' own check says what is wrong
+    msgs = list(found)
+    _window(max_input_tokens)
     cfg = config or CompactionConfig()
     if trigger is not None or keep is not None:
         from dataclasses import replace
