@@ -19,9 +19,12 @@ from langchain_core.messages import convert_to_openai_messages, messages_to_dict
 EXE = shutil.which("fastcompact")
 
 
+def _command() -> list[str]:
+    return [EXE] if EXE else [sys.executable, "-m", "fastcompact.cli"]
+
+
 def run(*args: str, stdin: str | None = None, timeout: int = 120) -> subprocess.CompletedProcess[str]:
-    cmd = [EXE, *args] if EXE else [sys.executable, "-m", "fastcompact.cli", *args]
-    return subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([*_command(), *args], input=stdin, capture_output=True, text=True, timeout=timeout)
 
 
 def _anthropic(messages: list[Any]) -> list[dict[str, Any]]:
@@ -273,3 +276,31 @@ def test_bad_sizes_on_the_command_line_get_one_line_and_exit_2(tmp_path: Path, v
         assert r.stderr.strip().count("\n") == 0, r.stderr
         assert f"expected a whole number of at least 1, got '{value}'" in r.stderr
         assert "Traceback" not in r.stderr
+
+
+def test_counts_are_singular_for_one(tmp_path: Path):
+    src = tmp_path / "one.json"
+    src.write_text(json.dumps([{"role": "user", "content": "hello there"}]))
+    r = run("inspect", str(src))
+    assert r.returncode == 0, r.stderr
+    assert "1 message," in r.stdout and "1 messages" not in r.stdout
+
+
+def test_help_describes_each_command_and_option():
+    for command in ("inspect", "compact", "demo"):
+        r = run(command, "--help")
+        assert r.returncode == 0
+        # The description line under the usage, not only the parent's list.
+        assert r.stdout.split("\n\n")[1].strip()
+    assert "how tokens are counted" in run("inspect", "--help").stdout
+
+
+def test_a_reader_that_stops_early_is_not_an_error():
+    proc = subprocess.Popen(
+        [*_command(), "inspect", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # as `| head` does once it has what it wants
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 0, err
+    assert "BrokenPipe" not in err and "Traceback" not in err

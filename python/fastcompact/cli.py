@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import fastcompact
+from fastcompact.helpers import plural
 from fastcompact.samples import SESSIONS, load_session
 
 
@@ -88,13 +89,12 @@ def _size(text: str) -> tuple[str, float]:
 
 
 def _print_rich(report: fastcompact.Report) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(highlight=False)
+    console = _console()
     total = max(report.total_tokens, 1)
     console.print(
-        f"[bold]{report.source}[/bold]: {report.messages:,} messages, "
+        f"[bold]{report.source}[/bold]: {plural(report.messages, 'message')}, "
         f"{report.total_tokens:,} tokens ({report.encoding})"
     )
 
@@ -154,6 +154,15 @@ def _inspect(args: argparse.Namespace) -> int:
 def _archive_of(target: Path) -> Path:
     """``session.v2.json`` -> ``session.v2.archive.md``: the whole stem is kept."""
     return target.with_name(f"{target.stem or 'conversation'}.archive.md")
+
+
+def _console() -> Any:
+    """Rich output on stdout: lines wrap to fit a terminal, never in a pipe or a file."""
+    from rich.console import Console
+
+    console = Console(highlight=False)
+    console.soft_wrap = not console.is_terminal
+    return console
 
 
 class _Parser(argparse.ArgumentParser):
@@ -305,12 +314,12 @@ def _compact(args: argparse.Namespace) -> int:
     else:
         for r in sorted(results, key=lambda r: r["file"]):
             what = (
-                f"summarized {r['summarized']:,} messages ({r['summarizer']}), archive {r['archive']}"
+                f"summarized {plural(r['summarized'], 'message')} ({r['summarizer']}), archive {r['archive']}"
                 if r["summarized"]
                 else "cheap passes only (no summary needed)"
             )
             sys.stdout.write(
-                f"{r['file']}: {r['messages_before']:,} -> {r['messages_after']:,} messages, "
+                f"{r['file']}: {r['messages_before']:,} -> {plural(r['messages_after'], 'message')}, "
                 f"{r['tokens_before']:,} -> {r['tokens_after']:,} tokens; {what}; wrote {r['output']}"
                 f"{notes.get(r['file'], '')}\n"
             )
@@ -331,16 +340,9 @@ def _demo(args: argparse.Namespace) -> int:
         import deepagents  # noqa: F401
     except ImportError as e:
         raise CliError("the demo needs DeepAgents: pip install 'fastcompact[demo]'") from e
-    from rich.console import Console
 
-    console = Console(highlight=False)
-    # A line per turn: wrapped only to fit a terminal, never in a pipe or a file.
-    soft = not console.is_terminal
-
-    def echo(line: str) -> None:
-        console.print(line, soft_wrap=soft)
-
-    result = demo.run(fast=args.fast, window=args.window, root=args.root, echo=echo)
+    console = _console()
+    result = demo.run(fast=args.fast, window=args.window, root=args.root, echo=console.print)
     return 0 if result.summaries and result.archive_files else 1
 
 
@@ -349,21 +351,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--version", action="version", version=f"fastcompact {fastcompact.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("inspect", help="where a conversation's tokens go and where it would be cut")
+    what = "where a conversation's tokens go and where it would be cut"
+    p = sub.add_parser("inspect", help=what, description=what)
     p.add_argument(
         "file", nargs="?", help="JSON or JSONL conversation ('-' for stdin); default: a bundled session"
     )
     p.add_argument(
         "--sample", choices=SESSIONS, default="coding", help="the bundled session inspected without FILE"
     )
-    p.add_argument("--encoding", default="heuristic", choices=["heuristic", "o200k_base", "cl100k_base"])
+    p.add_argument(
+        "--encoding",
+        default="heuristic",
+        choices=["heuristic", "o200k_base", "cl100k_base"],
+        help="how tokens are counted: LangChain's estimate (default) or exact BPE",
+    )
     p.add_argument("--max-input-tokens", type=_positive, default=None, help="the model's context window")
     p.add_argument("--trigger", type=_size, default=None, help="e.g. tokens:170000 or fraction:0.85")
     p.add_argument("--keep", type=_size, default=None, help="e.g. messages:6 or fraction:0.1")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(run=_inspect)
 
-    c = sub.add_parser("compact", help="compact saved transcripts (the summary is offline unless --model)")
+    what = "compact saved transcripts (the summary is offline unless --model)"
+    c = sub.add_parser("compact", help=what, description=what)
     c.add_argument("files", nargs="+", help="JSON or JSONL conversations")
     c.add_argument(
         "-o",
@@ -380,7 +389,8 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--json", action="store_true", help="print the figures as JSON")
     c.set_defaults(run=_compact)
 
-    d = sub.add_parser("demo", help="a DeepAgents coding agent kept inside a small window, offline")
+    what = "a DeepAgents coding agent kept inside a small window, offline (no key, no network)"
+    d = sub.add_parser("demo", help=what, description=what)
     d.add_argument("--fast", action="store_true", help="a shorter session")
     d.add_argument("--window", type=_positive, default=None, help="the model's window in tokens")
     d.add_argument("--root", default=None, help="work directory (default: a new temporary one)")
@@ -395,6 +405,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("fastcompact: interrupted\n")
         return 130
+    except BrokenPipeError:
+        # The reader stopped (`| head`): that is not an error. Later writes go nowhere.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -130,6 +130,16 @@ def _opts(
     }
 
 
+def plural(n: int, word: str) -> str:
+    """``1 message``, ``2 messages``: a count with its noun.
+
+    Example:
+        >>> plural(1, "edit"), plural(1_500, "message")
+        ('1 edit', '1,500 messages')
+    """
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
 def _window(max_input_tokens: Any) -> int | None:
     """``max_input_tokens`` checked: ``None`` or a positive int (the model's window)."""
     if max_input_tokens is None:

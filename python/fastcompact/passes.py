@@ -27,7 +27,7 @@ from fastcompact.config import (
     TruncateArgsConfig,
 )
 from fastcompact.config import generation as config_generation
-from fastcompact.helpers import _as_list, _input_error, _opts, _window
+from fastcompact.helpers import _as_list, _input_error, _opts, _window, plural
 
 __all__ = [
     "Edit",
@@ -98,7 +98,7 @@ class Plan:
     def __repr__(self) -> str:
         lines = [
             f"Plan: {self.tokens_before:,} -> {self.tokens_after:,} tokens, "
-            f"{len(self.edits)} edit{'s' if len(self.edits) != 1 else ''}, "
+            f"{plural(len(self.edits), 'edit')}, "
             + (
                 f"summary needed (cut at message {self.summary_cutoff})"
                 if self.summary_needed and self.summary_cutoff is not None
@@ -109,7 +109,7 @@ class Plan:
         ]
         for p in self.passes:
             if p.edits:
-                lines.append(f"  {p.name:<14} -{p.saved:>10,} tokens  ({p.edits} edits)")
+                lines.append(f"  {p.name:<14} -{p.saved:>10,} tokens  ({plural(p.edits, 'edit')})")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:

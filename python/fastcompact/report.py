@@ -18,6 +18,7 @@ from fastcompact.helpers import (
     _window,
     count_tokens,
     find_cutoff,
+    plural,
     should_compact,
     token_breakdown,
 )
@@ -81,7 +82,8 @@ class Report:
     def __str__(self) -> str:
         total = max(self.total_tokens, 1)
         lines = [
-            f"{self.source}: {self.messages:,} messages, {self.total_tokens:,} tokens ({self.encoding})",
+            f"{self.source}: {plural(self.messages, 'message')}, "
+            f"{self.total_tokens:,} tokens ({self.encoding})",
             "",
         ]
         lines.append("tokens by role")
@@ -97,7 +99,7 @@ class Report:
             lines.append(f"  #{m.index:<6} {label:<24} {m.tokens:>10,}")
         lines.append("what each cheap pass would save")
         for p in self.plan.passes:
-            lines.append(f"  {p.name:<14} {p.saved:>12,}  ({p.edits} edits)")
+            lines.append(f"  {p.name:<14} {p.saved:>12,}  ({plural(p.edits, 'edit')})")
         lines.append(f"  {'after passes':<14} {self.plan.tokens_after:>12,}")
         lines.append("")
         lines += self.verdict()
@@ -110,7 +112,7 @@ class Report:
         needed = "still needed" if self.plan.summary_needed else "not needed"
         cut = (
             f"keep {kind}={value:g}: cutoff at message {self.cutoff:,} "
-            f"(summarize {self.cutoff:,} messages, keep {self.kept_tokens:,} tokens)"
+            f"(summarize {plural(self.cutoff, 'message')}, keep {self.kept_tokens:,} tokens)"
             if self.cutoff
             else f"keep {kind}={value:g}: nothing to summarize"
         )
