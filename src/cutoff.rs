@@ -83,8 +83,27 @@ impl Size {
     }
 }
 
-/// True when any trigger fires: a message trigger at `n_messages >= n`, a token or
-/// fraction trigger at `total_tokens >= threshold`.
+impl Size {
+    /// Whether a conversation of `n_messages` and `total_tokens` has reached this size:
+    /// a message count at `n_messages >= n`, a token or fraction size at
+    /// `total_tokens >= threshold`.
+    pub fn reached(
+        self,
+        n_messages: usize,
+        total_tokens: f64,
+        max_input_tokens: Option<u64>,
+    ) -> Result<bool, InputError> {
+        Ok(match self {
+            Size::Messages(n) => n_messages as u64 >= n,
+            _ => match self.tokens(max_input_tokens)? {
+                Some(threshold) => total_tokens >= threshold as f64,
+                None => false,
+            },
+        })
+    }
+}
+
+/// True when any trigger fires (see `Size::reached`).
 pub fn should_trigger(
     triggers: &[Size],
     n_messages: usize,
@@ -92,14 +111,7 @@ pub fn should_trigger(
     max_input_tokens: Option<u64>,
 ) -> Result<bool, InputError> {
     for t in triggers {
-        let fired = match t {
-            Size::Messages(n) => n_messages as u64 >= *n,
-            _ => match t.tokens(max_input_tokens)? {
-                Some(threshold) => total_tokens >= threshold as f64,
-                None => false,
-            },
-        };
-        if fired {
+        if t.reached(n_messages, total_tokens, max_input_tokens)? {
             return Ok(true);
         }
     }
@@ -111,12 +123,6 @@ pub fn should_trigger(
 #[derive(Clone, Debug, PartialEq)]
 pub struct Clause(pub Vec<Size>);
 
-impl From<Size> for Clause {
-    fn from(s: Size) -> Self {
-        Clause(vec![s])
-    }
-}
-
 /// True when any clause fires: every size in it is reached.
 pub fn any_clause_fires(
     clauses: &[Clause],
@@ -127,12 +133,7 @@ pub fn any_clause_fires(
     for c in clauses {
         let mut all = !c.0.is_empty();
         for s in &c.0 {
-            all &= should_trigger(
-                std::slice::from_ref(s),
-                n_messages,
-                total_tokens,
-                max_input_tokens,
-            )?;
+            all &= s.reached(n_messages, total_tokens, max_input_tokens)?;
         }
         if all {
             return Ok(true);

@@ -11,6 +11,7 @@ from fastcompact import (
     CollapseConfig,
     CompactionConfig,
     DedupeConfig,
+    RestorationConfig,
     TokenBudgetConfig,
     TruncateArgsConfig,
     apply_edits,
@@ -582,3 +583,32 @@ def test_a_collapse_note_follows_the_messages_of_its_run():
     assert "grep(TODO)" in note()
     fastcompact.clear_cache()
     assert "grep(TODO)" in note()
+
+
+@pytest.mark.parametrize(
+    ("make", "field"),
+    [
+        (lambda: CompactionConfig(prefer_partial=False), "CompactionConfig.prefer_partial"),
+        (lambda: CompactionConfig(autocompact_buffer_tokens=1), "CompactionConfig.autocompact_buffer_tokens"),
+        (
+            lambda: CompactionConfig(max_output_tokens_for_summary=1),
+            "CompactionConfig.max_output_tokens_for_summary",
+        ),
+        (lambda: TokenBudgetConfig(warning_token_threshold=1), "TokenBudgetConfig.warning_token_threshold"),
+        (lambda: TokenBudgetConfig(error_token_threshold=1), "TokenBudgetConfig.error_token_threshold"),
+        (lambda: TokenBudgetConfig(blocking_token_threshold=1), "TokenBudgetConfig.blocking_token_threshold"),
+        (lambda: RestorationConfig(skill_budget_chars=1), "RestorationConfig.skill_budget_chars"),
+        (lambda: RestorationConfig(per_skill_chars=1), "RestorationConfig.per_skill_chars"),
+    ],
+)
+def test_fields_kept_only_for_compatibility_warn_that_they_have_no_effect(make: Any, field: str):
+    with pytest.warns(DeprecationWarning, match=rf"{field} has no effect"):
+        make()
+
+
+def test_defaults_give_no_compatibility_warning():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        CompactionConfig(token_budget=TokenBudgetConfig(), restoration=RestorationConfig())

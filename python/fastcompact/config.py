@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Final, TypeAlias
@@ -102,6 +103,20 @@ def _trigger_for_core(value: Any) -> Any:
     if isinstance(value, dict):
         return [(kind, v) for kind, v in value.items()]
     return tuple(value)
+
+
+def _warn_unused(cfg: Any, names: Iterable[str]) -> None:
+    """A field kept only so that compact-middleware's configuration is accepted as it is:
+    given a value other than its default, it warns that it has no effect."""
+    defaults = {f.name: f.default for f in fields(cfg)}
+    for name in names:
+        if getattr(cfg, name) != defaults[name]:
+            warnings.warn(
+                f"{type(cfg).__name__}.{name} has no effect in fastcompact; it is accepted so that "
+                "compact-middleware configurations load unchanged",
+                DeprecationWarning,
+                stacklevel=4,
+            )
 
 
 def _check_int(owner: str, name: str, value: Any, minimum: int = 0) -> None:
@@ -199,7 +214,8 @@ def _tool_set(owner: str, name: str, value: Any) -> set[str]:
 class TokenBudgetConfig(_Watched):
     """Pass 1: a tool result over ``per_tool_chars`` keeps a head and a tail
     (``file_preview_chars`` in all) with a marker; the results of one AI turn are held
-    to ``per_message_chars`` together. The three thresholds are for telemetry."""
+    to ``per_message_chars`` together. The three token thresholds have no effect (kept
+    for compact-middleware; giving one warns)."""
 
     per_tool_chars: int = 50_000
     per_message_chars: int = 200_000
@@ -215,6 +231,7 @@ class TokenBudgetConfig(_Watched):
             _check_int(o, name, getattr(self, name), 1)
         for name in ("warning_token_threshold", "error_token_threshold", "blocking_token_threshold"):
             _check_int(o, name, getattr(self, name))
+        _warn_unused(self, ("warning_token_threshold", "error_token_threshold", "blocking_token_threshold"))
         _check_bool(o, "enabled", self.enabled)
         if self.file_preview_chars >= self.per_tool_chars:
             raise ValueError(
@@ -357,7 +374,8 @@ class MicrocompactConfig(_Watched):
 @dataclass
 class RestorationConfig(_Watched):
     """After a summary: re-read up to ``max_files`` recently read files (each within
-    ``per_file_chars``, all within ``file_budget_chars``) and the current plan."""
+    ``per_file_chars``, all within ``file_budget_chars``) and the current plan. The
+    skill budgets have no effect (kept for compact-middleware; giving one warns)."""
 
     enabled: bool = True
     max_files: int = 5
@@ -379,6 +397,7 @@ class RestorationConfig(_Watched):
             "per_skill_chars",
         ):
             _check_int(o, name, getattr(self, name))
+        _warn_unused(self, ("skill_budget_chars", "per_skill_chars"))
 
 
 @dataclass
@@ -456,6 +475,8 @@ class CompactionConfig(_Watched):
                 raise ValueError(f"{o}.{name}: expected a {cls.__name__}, got {type(value).__name__}")
         for name in ("prefer_partial", "suppress_follow_up_questions"):
             _check_bool(o, name, getattr(self, name))
+        # Compaction is always partial, and the commit check keeps its own margin.
+        _warn_unused(self, ("prefer_partial", "autocompact_buffer_tokens", "max_output_tokens_for_summary"))
         _check_str(o, "custom_instructions", self.custom_instructions, optional=True)
         _check_str(o, "history_path_prefix", self.history_path_prefix)
 
