@@ -297,9 +297,18 @@ fn read_args(v: Option<Bound<'_, PyAny>>) -> Res<Value> {
         return Ok(Value::Object(Default::default()));
     };
     if let Ok(s) = v.cast::<PyString>() {
-        // OpenAI sends arguments as a JSON string; one that does not parse is kept as is.
+        // OpenAI sends arguments as a JSON string (empty for a call without any).
         let raw = s.to_string_lossy();
-        return Ok(serde_json::from_str(&raw).unwrap_or_else(|_| Value::String(raw.into_owned())));
+        if raw.trim().is_empty() {
+            return Ok(Value::Object(Default::default()));
+        }
+        return serde_json::from_str(&raw).map_err(|e| {
+            InputError::new(
+                None,
+                "arguments",
+                format!("not valid JSON ({e}): {}", preview(&raw)),
+            )
+        });
     }
     Ok(to_value(&v))
 }
@@ -332,7 +341,12 @@ fn read_tool_calls(v: Option<Bound<'_, PyAny>>) -> Res<Vec<ToolCall>> {
                 let f = Fields::Dict(fd.clone());
                 (
                     f.get_str(intern!(py, "name")).map_err(locate)?,
-                    read_args(f.get(intern!(py, "arguments")).map_err(locate)?).map_err(locate)?,
+                    read_args(f.get(intern!(py, "arguments")).map_err(locate)?).map_err(
+                        |mut e| {
+                            e.field = format!("function.{}", e.field);
+                            locate(e)
+                        },
+                    )?,
                 )
             }
             None => (
@@ -537,6 +551,36 @@ fn locate<'py>(item: &Bound<'py, PyAny>) -> Res<(Role, Option<String>, Fields<'p
     Ok((role, role_name, fields))
 }
 
+/// What no message can do without, as LangChain's own converter requires: content
+/// (an assistant message may have none: OpenAI sends `null` beside tool calls), and the
+/// id of the call a tool message answers. Both readers apply it, so they fail alike.
+fn require(role: Role, has_content: bool, has_call_id: bool) -> Res<()> {
+    if !has_content && role != Role::Ai {
+        return Err(InputError::new(
+            None,
+            "content",
+            "missing: every message but an assistant's needs content",
+        ));
+    }
+    if !has_call_id {
+        return Err(InputError::new(
+            None,
+            "tool_call_id",
+            "missing: a tool message needs the id of the call it answers",
+        ));
+    }
+    Ok(())
+}
+
+/// The start of a long text, for an error message.
+fn preview(text: &str) -> String {
+    const MAX: usize = 60;
+    match text.char_indices().nth(MAX) {
+        Some((end, _)) => format!("{:?}...", &text[..end]),
+        None => format!("{text:?}"),
+    }
+}
+
 /// Where a message's content was found: the content object and the dict holding it,
 /// so that the cache can notice a content reassigned in place.
 pub struct Origin<'py> {
@@ -601,6 +645,11 @@ pub fn read_message<'py>(item: &Bound<'py, PyAny>) -> Res<(Message, Origin<'py>)
         Role::Tool => m.tool_call_id = fields.get_str(intern!(py, "tool_call_id"))?,
         _ => {}
     }
+    require(
+        role,
+        content_obj.is_some(),
+        role != Role::Tool || m.tool_call_id.is_some(),
+    )?;
     let origin = Origin {
         content: content_obj,
         fields: fields.dict().cloned(),
@@ -690,6 +739,7 @@ pub fn scan_message<'py>(
     }
     let (role, role_name, fields) = locate(item)?;
     let content = fields.get(intern!(py, "content"))?;
+    require(role, content.is_some(), true)?;
     let mut shape = PairShape {
         role: Some(role),
         ..PairShape::default()
@@ -816,11 +866,12 @@ pub fn scan_message<'py>(
         }
         Role::Tool => {
             shape.is_result = true;
-            let (len, id) = fields.peek(intern!(py, "tool_call_id"), |id| {
-                id.map_or((0, None), |id| {
-                    (str_len(id), want_shape.then(|| str_of(id)).flatten())
+            let (len, id, present) = fields.peek(intern!(py, "tool_call_id"), |id| {
+                id.map_or((0, None, false), |id| {
+                    (str_len(id), want_shape.then(|| str_of(id)).flatten(), true)
                 })
             })?;
+            require(role, true, present)?;
             body += len;
             if let Some(id) = id.filter(|id| !shape.results.contains(id)) {
                 shape.results.insert(0, id);

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fastcompact
 import pytest
-from fastcompact import InputError, normalize
+from fastcompact import InputError, count_tokens, normalize
 from langchain_core.load import dumpd
 from langchain_core.messages import (
     AIMessage,
@@ -83,15 +83,46 @@ def test_openai_chat_dicts():
     assert fastcompact.count_tokens(msgs) == count_tokens_approximately(msgs)
 
 
-def test_openai_arguments_that_are_not_json_are_kept():
+@pytest.mark.parametrize(
+    ("message", "field", "reason"),
+    [
+        (
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"id": "c", "type": "function", "function": {"name": "x", "arguments": "{oops"}}],
+            },
+            "tool_calls[0].function.arguments",
+            'not valid JSON (key must be a string at line 1 column 2): "{oops"',
+        ),
+        ({"role": "tool", "content": "42"}, "tool_call_id", "missing: a tool message needs the id"),
+        ({"type": "tool", "data": {"content": "42"}}, "tool_call_id", "missing: a tool message needs the id"),
+        ({"role": "user"}, "content", "missing: every message but an assistant's needs content"),
+        ({"role": "system", "content": None}, "content", "missing"),
+    ],
+)
+@pytest.mark.parametrize("helper", [normalize, count_tokens, fastcompact.inspect, fastcompact.find_cutoff])
+def test_malformed_messages_are_refused_naming_index_and_field(message, field, reason, helper):
+    # LangChain's convert_to_messages refuses these too; they are not counted silently.
+    msgs = [{"role": "user", "content": "hi"}, message]
+    with pytest.raises(InputError) as e:
+        helper(msgs)
+    assert (e.value.index, e.value.field) == (1, field)
+    assert str(e.value).startswith(f"message 1: field '{field}': {reason}")
+
+
+def test_openai_calls_may_omit_content_and_arguments():
+    # OpenAI sends content null beside tool calls, and "" for a call without arguments.
     msgs = [
         {
             "role": "assistant",
-            "content": "",
-            "tool_calls": [{"id": "c", "type": "function", "function": {"name": "x", "arguments": "{oops"}}],
-        }
+            "content": None,
+            "tool_calls": [{"id": "c", "type": "function", "function": {"name": "now", "arguments": ""}}],
+        },
+        {"role": "tool", "tool_call_id": "c", "content": "noon"},
     ]
-    assert normalize(msgs)[0]["tool_calls"][0]["args"] == "{oops"
+    assert normalize(msgs)[0]["tool_calls"][0]["args"] == {}
+    assert count_tokens(msgs) > 0
 
 
 def test_anthropic_blocks():

@@ -130,6 +130,18 @@ def test_a_list_mutated_between_calls_is_counted_afresh():
     [
         ([{"role": "user", "content": "hi"}, {"role": "wizard", "content": "?"}], 1),
         ([{"role": "user", "content": [None, 3, {"no": "type"}]}], 0),
+        ([{"role": "user", "content": "hi"}, {"role": "user"}], 1),
+        ([{"role": "user", "content": "hi"}, {"role": "tool", "content": "42"}], 1),
+        (
+            [
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{"}}],
+                }
+            ],
+            0,
+        ),
     ],
 )
 def test_malformed_messages_reach_the_model_unchanged_through_the_middleware(msgs: list[Any], index: int):

@@ -40,7 +40,8 @@ def test_budget_cuts_long_results_exactly():
         _result("a" * 60 + "b" * 40, "c1", "execute"),
     ]
     out = fastcompact.budget_tool_results(msgs, per_tool_chars=50, file_preview_chars=30)
-    assert out[2].content == "a" * 20 + "\n\n[… 70 characters cut from this result …]\n\n" + "b" * 10
+    marker = '\n\n[… 70 characters cut from this result; recall("c1") returns it in full …]\n\n'
+    assert out[2].content == "a" * 20 + marker + "b" * 10
     assert out[0] is msgs[0] and out[1] is msgs[1]
     archived = fastcompact.budget_tool_results(
         msgs, per_tool_chars=50, file_preview_chars=30, archive_paths=[None, None, "/large_results/c1.txt"]
@@ -307,21 +308,35 @@ def _same(a: Any, b: Any) -> bool:
     [
         [ToolMessage("x" * 200_000, tool_call_id="orphan")],
         [AIMessage("", tool_calls=[{"name": "t", "args": {"a": "not json-ish " * 1000}, "id": "1"}])],
-        [{"role": "tool", "tool_call_id": "1", "content": None}],
-        [
-            {
-                "role": "assistant",
-                "content": "",
-                "tool_calls": [
-                    {"id": "1", "type": "function", "function": {"name": "t", "arguments": "{broken"}}
-                ],
-            }
-        ],
     ],
 )
 def test_odd_inputs_do_not_crash(bad):
     p = plan(bad, _AGGRESSIVE)
     assert len(apply_edits(bad, p.edits)) == len(bad)
+
+
+@pytest.mark.parametrize(
+    ("bad", "field"),
+    [
+        ([{"role": "tool", "tool_call_id": "1", "content": None}], "content"),
+        (
+            [
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [
+                        {"id": "1", "type": "function", "function": {"name": "t", "arguments": "{broken"}}
+                    ],
+                }
+            ],
+            "tool_calls[0].function.arguments",
+        ),
+    ],
+)
+def test_malformed_inputs_are_refused_by_the_passes(bad, field):
+    with pytest.raises(fastcompact.InputError) as e:
+        plan(bad, _AGGRESSIVE)
+    assert (e.value.index, e.value.field) == (0, field)
 
 
 def test_config_validation_names_the_field():

@@ -464,14 +464,15 @@ def budget_tool_results(
     archive_paths: Sequence[str | None] | None = None,
 ) -> list[Any]:
     """Cut tool results over ``per_tool_chars`` (and turns over ``per_message_chars``)
-    to a head and a tail of ``file_preview_chars`` with a marker.
+    to a head and a tail of ``file_preview_chars`` with a marker saying where the whole
+    text is: its ``archive_paths`` entry when given, else ``recall`` by the call's id.
 
     Example:
         >>> from langchain_core.messages import ToolMessage
         >>> out = budget_tool_results([ToolMessage("x" * 100, tool_call_id="c")], per_tool_chars=50,
         ...                           file_preview_chars=9)
         >>> out[0].content
-        'xxxxxx\\n\\n[… 91 characters cut from this result …]\\n\\nxxx'
+        'xxxxxx\\n\\n[… 91 characters cut from this result; recall("c") returns it in full …]\\n\\nxxx'
     """
     budget = TokenBudgetConfig(
         per_tool_chars=per_tool_chars,

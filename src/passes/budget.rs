@@ -8,16 +8,30 @@ use crate::config::BudgetConfig;
 /// In every marker, so that a cut result is recognised.
 const CUT_MARK: &str = " characters cut from this result";
 
+/// Where the full text of a cut result can be had: a saved file, or the raw message
+/// (which `recall` returns by its call's id).
+#[derive(Clone, Copy)]
+pub enum FullText<'a> {
+    SavedAt(&'a str),
+    Recall(&'a str),
+    Unknown,
+}
+
 /// The marker between the head and the tail of a cut result.
-fn marker(cut: usize, archive: Option<&str>) -> String {
-    match archive {
-        Some(path) => format!("\n\n[… {cut}{CUT_MARK}; the full output is saved at {path} …]\n\n"),
-        None => format!("\n\n[… {cut}{CUT_MARK} …]\n\n"),
+fn marker(cut: usize, full: FullText<'_>) -> String {
+    match full {
+        FullText::SavedAt(path) => {
+            format!("\n\n[… {cut}{CUT_MARK}; the full output is saved at {path} …]\n\n")
+        }
+        FullText::Recall(id) => {
+            format!("\n\n[… {cut}{CUT_MARK}; recall(\"{id}\") returns it in full …]\n\n")
+        }
+        FullText::Unknown => format!("\n\n[… {cut}{CUT_MARK} …]\n\n"),
     }
 }
 
 /// `text` cut to `keep` characters: two thirds from the start, one third from the end.
-pub fn head_and_tail(text: &str, keep: usize, archive: Option<&str>) -> String {
+pub fn head_and_tail(text: &str, keep: usize, full: FullText<'_>) -> String {
     let total = text.chars().count();
     if total <= keep {
         return text.to_owned();
@@ -32,7 +46,7 @@ pub fn head_and_tail(text: &str, keep: usize, archive: Option<&str>) -> String {
     format!(
         "{}{}{}",
         &text[..head_end],
-        marker(total - keep, archive),
+        marker(total - keep, full),
         &text[tail_start..]
     )
 }
@@ -117,8 +131,17 @@ fn cut_over_budget<'m>(view: &View<'_, 'm>, cfg: &BudgetConfig) -> Vec<Edit<'m>>
             if view.is_placeholder(index) || text.contains(CUT_MARK) {
                 return None;
             }
-            let archive = view.archive.get(index).and_then(Option::as_deref);
-            let new = keyed(head_and_tail(text, keep, archive));
+            let id = view
+                .msgs
+                .get(index)
+                .and_then(|m| m.tool_call_id.as_deref())
+                .filter(|id| !id.is_empty());
+            let full = match (view.archive.get(index).and_then(Option::as_deref), id) {
+                (Some(path), _) => FullText::SavedAt(path),
+                (None, Some(id)) => FullText::Recall(id),
+                (None, None) => FullText::Unknown,
+            };
+            let new = keyed(head_and_tail(text, keep, full));
             let tokens = view.tokens_with_keyed(index, &new);
             Some(Edit::keyed(index, Pass::Budget, &new, tokens))
         })
@@ -196,10 +219,12 @@ mod tests {
     fn head_and_tail_keeps_both_ends() {
         let text: String = ('a'..='z').collect();
         assert_eq!(
-            head_and_tail(&text, 9, None),
+            head_and_tail(&text, 9, FullText::Unknown),
             "abcdef\n\n[… 17 characters cut from this result …]\n\nxyz"
         );
-        assert_eq!(head_and_tail("short", 9, None), "short");
-        assert!(head_and_tail(&text, 9, Some("/h/1.md")).contains("saved at /h/1.md"));
+        assert_eq!(head_and_tail("short", 9, FullText::Unknown), "short");
+        assert!(head_and_tail(&text, 9, FullText::SavedAt("/h/1.md")).contains("saved at /h/1.md"));
+        assert!(head_and_tail(&text, 9, FullText::Recall("c7"))
+            .contains("; recall(\"c7\") returns it in full …]"));
     }
 }
