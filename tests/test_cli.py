@@ -114,7 +114,7 @@ def test_inspect_jsonl_from_stdin():
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("{not json", "neither JSON nor JSON Lines"),
+        ("{not json", "not valid JSON: Expecting property name enclosed in double quotes: line 1, column 2"),
         ("[]", "empty"),
         ('{"a": 1}', "expected a list"),
         ('[{"role": "wizard", "content": "x"}]', "message 0"),
@@ -304,3 +304,169 @@ def test_a_reader_that_stops_early_is_not_an_error():
     err = proc.stderr.read()
     assert proc.wait(timeout=120) == 0, err
     assert "BrokenPipe" not in err and "Traceback" not in err
+
+
+def test_compact_reads_stdin_and_writes_stdout(tmp_path: Path):
+    seed = json.dumps(messages_to_dict(load_session("research")))
+    out = tmp_path / "x.json"
+    r = run("compact", "-", "-o", str(out), "--max-input-tokens", "30000", stdin=seed)
+    assert r.returncode == 0, r.stderr
+    assert "lc_source" in out.read_text() and (tmp_path / "x.archive.md").is_file()
+    # To stdout: the conversation alone there, its figures on stderr, and no archive
+    # unless asked for, which is said.
+    r = run("compact", "-", "-o", "-", "--max-input-tokens", "30000", stdin=seed)
+    assert r.returncode == 0, r.stderr
+    written = json.loads(r.stdout)
+    assert written[0]["data"]["additional_kwargs"]["lc_source"] == "summarization"
+    assert "summarized" in r.stderr and "are kept nowhere; --archive PATH keeps them" in r.stderr
+    archive = tmp_path / "kept.md"
+    r = run("compact", "-", "-o", "-", "--archive", str(archive), "--max-input-tokens", "30000", stdin=seed)
+    assert r.returncode == 0, r.stderr
+    assert str(archive) in json.loads(r.stdout)[0]["data"]["content"]
+    assert _archived(archive) and "kept nowhere" not in r.stderr
+
+
+def test_stdout_takes_one_input_and_no_json(tmp_path: Path):
+    a, b = _seed(tmp_path / "a.json"), _seed(tmp_path / "b.json")
+    for args, message in (
+        ([str(a), str(b), "-o", "-"], "writes one conversation to stdout"),
+        ([str(a), "-o", "-", "--json"], "--json cannot share it"),
+        ([str(a), str(b), "-o", str(tmp_path / "d"), "--archive", "x.md"], "--archive names one file"),
+        (["-", "-", "-o", str(tmp_path / "d")], "stdin ('-') can be read once"),
+    ):
+        r = run("compact", *args, stdin="[]")
+        assert r.returncode == 2 and message in r.stderr, r.stderr
+
+
+def test_parse_errors_name_the_real_line_and_column(tmp_path: Path):
+    lines = [json.dumps({"role": "user", "content": f"question {i}"}) for i in range(120)]
+    whole = "[\n" + ",\n".join(lines) + "\n]\n"
+    cut = whole[: whole.index("question 101") + 5]  # inside a string on line 103
+    path = tmp_path / "cut.json"
+    path.write_text(cut)
+    r = run("inspect", str(path))
+    assert r.returncode == 2
+    assert (
+        r.stderr
+        == f"fastcompact: {path}: not valid JSON: Unterminated string starting at: line 103, column 29\n"
+    )
+    jsonl = "\n".join(lines[:7]) + "\n\n" + lines[7][:-3] + "\n"  # a blank line, then line 9 cut
+    path = tmp_path / "cut.jsonl"
+    path.write_text(jsonl)
+    r = run("inspect", str(path))
+    assert r.returncode == 2
+    assert r.stderr == (
+        f"fastcompact: {path}: not valid JSON Lines: Unterminated string starting at: line 9, column 29\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("message", "field"),
+    [
+        ({"role": "user"}, "content"),
+        ({"role": "tool", "content": "42"}, "tool_call_id"),
+        (
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{"}}],
+            },
+            "tool_calls[0].function.arguments",
+        ),
+    ],
+)
+def test_malformed_messages_are_refused_with_file_index_and_field(tmp_path: Path, message: Any, field: str):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps([{"role": "user", "content": "hi"}, message]))
+    for command in (["inspect", str(path)], ["compact", str(path), "-o", str(tmp_path / "o.json")]):
+        r = run(*command)
+        assert r.returncode == 2
+        assert r.stderr.startswith(f"fastcompact: {path}: message 1: field '{field}': "), r.stderr
+        assert r.stderr.count("\n") == 1
+    assert not (tmp_path / "o.json").exists()
+
+
+def test_results_cut_by_the_budget_are_saved_whole_and_named(tmp_path: Path):
+    log = "".join(f"line {i}: compiling module {i}\n" for i in range(20_000))
+    msgs = [
+        {"role": "user", "content": "build it"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "execute", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": log},
+        {"role": "assistant", "content": "built"},
+    ]
+    src = tmp_path / "build.json"
+    src.write_text(json.dumps(msgs))
+    r = run("compact", str(src), "-o", f"{tmp_path / 'out'}/")
+    assert r.returncode == 0, r.stderr
+    saved = tmp_path / "out" / "build.results" / "2.txt"
+    assert saved.read_text() == log
+    assert f"1 cut result saved whole in {saved.parent}" in r.stdout
+    result = json.loads((tmp_path / "out" / "build.json").read_text())[2]["content"]
+    assert f"characters cut from this result; the full output is saved at {saved} " in result
+    assert len(result) < 10_000
+    # Nowhere to save them: that is said.
+    r = run("compact", str(src), "-o", "-")
+    assert r.returncode == 0 and "the whole text of the cut results are kept nowhere" in r.stderr
+
+
+def test_compact_measures_as_inspect_does(tmp_path: Path):
+    src = _seed(tmp_path / "s.json", "research")
+    r = run("compact", str(src), "-o", str(tmp_path / "a.json"), "--trigger", "tokens:5000", "--json")
+    assert r.returncode == 0, r.stderr
+    [small] = json.loads(r.stdout)
+    assert small["summarized"] > 0
+    r = run(
+        "compact",
+        str(src),
+        "-o",
+        str(tmp_path / "b.json"),
+        "--trigger",
+        "tokens:5000",
+        "--keep",
+        "messages:2",
+        "--encoding",
+        "o200k_base",
+        "--json",
+    )
+    assert r.returncode == 0, r.stderr
+    [kept] = json.loads(r.stdout)
+    assert kept["summarized"] > small["summarized"] and kept["messages_after"] < small["messages_after"]
+    exact = run("inspect", str(src), "--encoding", "o200k_base", "--json")
+    assert kept["tokens_before"] == json.loads(exact.stdout)["total_tokens"]
+
+
+def test_force_says_why_nothing_could_be_cut(tmp_path: Path):
+    src = tmp_path / "six.json"
+    src.write_text(
+        json.dumps(
+            [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i}"} for i in range(6)]
+        )
+    )
+    r = run("compact", str(src), "-o", str(tmp_path / "o.json"), "--force")
+    assert r.returncode == 0, r.stderr
+    assert "nothing to summarize: keeping messages:6 leaves no older message to cut" in r.stdout
+    assert "no summary needed" not in r.stdout
+
+
+@pytest.mark.parametrize("indent", [2, 4, "\t", None])
+def test_the_output_keeps_the_input_layout(tmp_path: Path, indent: int | str | None):
+    msgs = [{"role": "user", "content": "héllo"}, {"role": "assistant", "content": "hi"}]
+    src = tmp_path / "s.json"
+    for ascii_only in (True, False):
+        body = json.dumps(msgs, indent=indent, ensure_ascii=ascii_only)
+        src.write_text(body)
+        r = run("compact", str(src), "-o", str(tmp_path / "o.json"), "--overwrite")
+        assert r.returncode == 0, r.stderr
+        assert (tmp_path / "o.json").read_text() == body + "\n"
+    # An object keeps its other keys, in their places.
+    wrapped = json.dumps({"id": "run-7", "messages": msgs, "meta": {"k": 1}}, indent=indent)
+    src.write_text(wrapped)
+    r = run("compact", str(src), "-o", str(tmp_path / "w.json"))
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "w.json").read_text() == wrapped + "\n"

@@ -90,7 +90,9 @@ def test_openai_chat_dicts():
             {
                 "role": "assistant",
                 "content": "",
-                "tool_calls": [{"id": "c", "type": "function", "function": {"name": "x", "arguments": "{oops"}}],
+                "tool_calls": [
+                    {"id": "c", "type": "function", "function": {"name": "x", "arguments": "{oops"}}
+                ],
             },
             "tool_calls[0].function.arguments",
             'not valid JSON (key must be a string at line 1 column 2): "{oops"',

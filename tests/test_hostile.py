@@ -45,6 +45,9 @@ def test_a_50_mb_tool_result_is_cut_by_the_budget_pass():
     assert len(view) == 4
     assert len(view[2].content) < 10_000 and "characters cut from this result" in view[2].content
     assert msgs[2].content is big, "the raw message is untouched"
+    # The marker names the raw message, which recall returns whole.
+    assert 'recall("c1") returns it in full' in view[2].content
+    assert fastcompact.recall(msgs, "c1") is big
 
 
 def test_a_100_000_message_conversation():
@@ -137,7 +140,9 @@ def test_a_list_mutated_between_calls_is_counted_afresh():
                 {
                     "role": "assistant",
                     "content": None,
-                    "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{"}}],
+                    "tool_calls": [
+                        {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{"}}
+                    ],
                 }
             ],
             0,

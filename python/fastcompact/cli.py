@@ -16,9 +16,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -42,32 +44,94 @@ def _check_shape(messages: list[Any], path: str) -> None:
             raise CliError(f"{path}: message {i} has none of 'type', 'role', 'lc'; {_SHAPE_HINT}")
 
 
-def read_file(path: str) -> tuple[list[Any], str]:
-    """Messages from a JSON list, a JSON object with a ``messages`` list, or JSON Lines
-    (``-``: stdin), and the layout they came in (``list``, ``object`` or ``jsonl``)."""
+@dataclass(frozen=True)
+class Layout:
+    """How a conversation file was written, so that its output is written alike:
+    ``kind`` is ``list``, ``object`` (``{"messages": [...]}``, other keys kept) or
+    ``jsonl``; ``indent`` as ``json.dumps`` takes it; non-ASCII text raw or escaped."""
+
+    kind: str = "list"
+    indent: int | str | None = None
+    ascii_only: bool = True
+    #: The object's items, in order ("messages" among them, replaced when written).
+    items: tuple[tuple[str, Any], ...] = ()
+
+    def dumps(self, messages: list[Any]) -> str:
+        """The messages in this layout."""
+        options: dict[str, Any] = {"ensure_ascii": self.ascii_only, "default": str}
+        if self.kind == "jsonl":
+            return "".join(json.dumps(m, **options) + "\n" for m in messages)
+        data: Any = messages
+        if self.kind == "object":
+            data = {k: messages if k == "messages" else v for k, v in self.items}
+        return json.dumps(data, indent=self.indent, **options) + "\n"
+
+
+def _indent_of(text: str) -> int | str | None:
+    """The indentation of a JSON document's first nested line: ``None`` for one line."""
+    found = re.match(r"\s*[\[{][ \t]*\r?\n([ \t]*)\S", text)
+    if found is None:
+        return None
+    ws = found.group(1)
+    return "\t" if ws.startswith("\t") else len(ws)
+
+
+def _where(e: json.JSONDecodeError, line: int | None = None) -> str:
+    return f"{e.msg}: line {line or e.lineno}, column {e.colno}"
+
+
+def _parse(text: str, path: str) -> tuple[Any, str]:
+    """The JSON document, or the list of JSON Lines' values, and which it was. An error
+    names the real line and column, with the parser's whole reason."""
     try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+        return json.loads(text), "list"
+    except json.JSONDecodeError as whole:
+        # Split on "\n" only: JSON strings may hold other line separators.
+        lines = text.split("\n")
+        first = next((line for line in lines if line.strip()), "")
+        try:
+            json.loads(first)
+        except json.JSONDecodeError:
+            # Not JSON Lines either: the document's own error is the one to report.
+            raise CliError(f"{path}: not valid JSON: {_where(whole)}") from None
+        values = []
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                values.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise CliError(f"{path}: not valid JSON Lines: {_where(e, number)}") from None
+        return values, "jsonl"
+
+
+def read_text(path: str) -> str:
+    """The text of ``path`` (``-``: stdin), or a one-line error."""
+    try:
+        return sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except OSError as e:
         raise CliError(f"cannot read {path}: {e.strerror or e}") from e
     except UnicodeDecodeError as e:
         raise CliError(f"{path} is not UTF-8 text") from e
-    layout = "list"
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        try:
-            data = [json.loads(line) for line in text.splitlines() if line.strip()]
-            layout = "jsonl"
-        except json.JSONDecodeError as e:
-            raise CliError(f"{path} is neither JSON nor JSON Lines (line {e.lineno}: {e.msg})") from e
+
+
+def read_file(path: str, text: str | None = None) -> tuple[list[Any], Layout]:
+    """Messages from a JSON list, a JSON object with a ``messages`` list, or JSON Lines
+    (``-``: stdin; ``text`` when already read), and the layout they came in."""
+    if text is None:
+        text = read_text(path)
+    data, kind = _parse(text, path)
+    items: tuple[tuple[str, Any], ...] = ()
     if isinstance(data, dict) and isinstance(data.get("messages"), list):
-        data, layout = data["messages"], "object"
+        items = tuple(data.items())
+        data, kind = data["messages"], "object"
     if not isinstance(data, list):
         raise CliError(f"{path}: expected a list of messages or an object with a 'messages' list")
     if not data:
         raise CliError(f"{path}: the conversation is empty")
     _check_shape(data, path)
-    return data, layout
+    indent = None if kind == "jsonl" else _indent_of(text)
+    return data, Layout(kind, indent, text.isascii(), items)
 
 
 def load_conversation(path: str) -> list[Any]:
@@ -133,14 +197,17 @@ def _inspect(args: argparse.Namespace) -> int:
     else:
         messages = load_conversation(args.file)
         source = args.file
-    report = fastcompact.inspect(
-        messages,
-        max_input_tokens=args.max_input_tokens,
-        trigger=args.trigger,
-        keep=args.keep,
-        encoding=args.encoding,
-        source=source,
-    )
+    try:
+        report = fastcompact.inspect(
+            messages,
+            max_input_tokens=args.max_input_tokens,
+            trigger=args.trigger,
+            keep=args.keep,
+            encoding=args.encoding,
+            source=source,
+        )
+    except fastcompact.InputError as e:
+        raise CliError(f"{source}: {e}") from None
     if args.json:
         sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
     else:
@@ -184,65 +251,91 @@ def _positive(text: str) -> int:
     return value
 
 
-def plan_outputs(files: list[str], output: str, overwrite: bool) -> list[tuple[str, Path, Path, str]]:
-    """Where each input's conversation and archive go, and a note when a name was
-    changed: (input, output, archive, note). Several inputs, an existing directory or a
-    path ending in ``/`` name a directory, where each output keeps its input's whole
-    name; two inputs of the same name are told apart by their folder, then a counter.
-    No two outputs share a name, and an existing file is refused unless ``overwrite``."""
+def _results_of(target: Path) -> Path:
+    """``session.v2.json`` -> ``session.v2.results``: the folder of results cut whole."""
+    return target.with_name(f"{target.stem or 'conversation'}.results")
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where one input's outputs go: the conversation (``None``: stdout), the archive
+    of what a summary replaced and the folder of results the budget pass cut (``None``:
+    not kept), and a note when a name was changed."""
+
+    source: str
+    target: Path | None
+    archive: Path | None
+    results: Path | None
+    note: str = ""
+
+    def paths(self) -> tuple[Path, ...]:
+        return tuple(p for p in (self.target, self.archive, self.results) if p is not None)
+
+
+def plan_outputs(files: list[str], output: str, overwrite: bool, archive: str | None = None) -> list[Output]:
+    """Where each input's outputs go. ``-`` writes the one conversation to stdout (its
+    archive only to ``archive``). Several inputs, an existing directory or a path
+    ending in ``/`` name a directory, where each output keeps its input's whole name;
+    two inputs of the same name are told apart by their folder, then a counter. No two
+    outputs share a name, and an existing one is refused unless ``overwrite``."""
+    if files.count("-") > 1:
+        raise CliError("stdin ('-') can be read once")
     out = Path(output)
-    if len(files) == 1 and not output.endswith(("/", os.sep)) and not out.is_dir():
-        plans = [(files[0], out, _archive_of(out), "")]
+    several = len(files) > 1 or output.endswith(("/", os.sep)) or (output != "-" and out.is_dir())
+    if several and archive is not None:
+        raise CliError("--archive names one file, for one input and an output file")
+    if output == "-":
+        kept = Path(archive) if archive is not None else None
+        plans = [Output(files[0], None, kept, _results_of(kept) if kept is not None else None)]
+    elif not several:
+        plans = [Output(files[0], out, Path(archive) if archive else _archive_of(out), _results_of(out))]
     else:
         if out.exists() and not out.is_dir():
             raise CliError(f"{out} is a file; give a directory for several inputs")
         taken: set[Path] = set()
         plans = []
+
+        def clash(target: Path) -> bool:
+            return bool({target, _archive_of(target), _results_of(target)} & taken)
+
         for src in files:
             name = "stdin.json" if src == "-" else Path(src).name or "conversation.json"
             target, note = out / name, ""
-            if target in taken or _archive_of(target) in taken:
+            if clash(target):
                 folder = Path(src).resolve().parent.name or "input"
                 target = out / f"{folder}_{name}"
                 k = 2
-                while target in taken or _archive_of(target) in taken:
+                while clash(target):
                     target = out / f"{Path(name).stem}-{k}{Path(name).suffix}"
                     k += 1
                 note = f" (as {target.name}: another input is also named {name})"
-            taken |= {target, _archive_of(target)}
-            plans.append((src, target, _archive_of(target), note))
+            plan = Output(src, target, _archive_of(target), _results_of(target), note)
+            taken |= set(plan.paths())
+            plans.append(plan)
     if not overwrite:
-        for _, target, archive, _ in plans:
-            for path in (target, archive):
+        for plan in plans:
+            for path in plan.paths():
                 if path.exists():
                     raise CliError(f"{path} exists; give --overwrite to replace it")
     return plans
 
 
-def _write(target: Path, messages: list[Any], layout: str) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if layout == "jsonl":
-        text = "".join(json.dumps(m, default=str) + "\n" for m in messages)
-    elif layout == "object":
-        text = json.dumps({"messages": messages}, indent=1, default=str) + "\n"
-    else:
-        text = json.dumps(messages, indent=1, default=str) + "\n"
-    target.write_text(text, encoding="utf-8")
-
-
-def compact_file(src: str, target: str, archive: str, options: dict[str, Any]) -> dict[str, Any]:
-    """Compact one file into ``target`` (and ``archive``); the figures of what was done
-    (run in a worker)."""
-    messages, layout = read_file(src)
+def compact_file(plan: Output, options: dict[str, Any], text: str | None = None) -> dict[str, Any]:
+    """Compact one input as ``plan`` says (``text``: the input, when already read); the
+    figures of what was done, with the conversation itself when it goes to stdout (run
+    in a worker)."""
+    messages, layout = read_file(plan.source, text)
     try:
-        return _compact_messages(src, messages, layout, Path(target), Path(archive), options)
+        return _compact_messages(plan, messages, layout, options)
     except fastcompact.InputError as e:
-        raise CliError(f"{src}: {e}") from None
+        raise CliError(f"{plan.source}: {e}") from None
 
 
 def _compact_messages(
-    src: str, messages: list[Any], layout: str, target: Path, archive: Path, options: dict[str, Any]
+    plan: Output, messages: list[Any], layout: Layout, options: dict[str, Any]
 ) -> dict[str, Any]:
+    from langchain_core.messages import BaseMessage, message_to_dict
+
     from fastcompact.pipeline import compact
 
     model = None
@@ -250,31 +343,68 @@ def _compact_messages(
         from langchain.chat_models import init_chat_model
 
         model = init_chat_model(options["model"])
+    config = fastcompact.CompactionConfig(trigger=options.get("trigger"), keep=options.get("keep"))
     result = compact(
         messages,
         max_input_tokens=options.get("max_input_tokens"),
+        config=config,
         model=model,
         force=options.get("force", False),
-        archive_path=str(archive),
-        source=Path(src).name,
+        archive_path=None if plan.archive is None else str(plan.archive),
+        results_dir=None if plan.results is None else str(plan.results),
+        encoding=options.get("encoding", "heuristic"),
+        source=Path(plan.source).name,
     )
-    from langchain_core.messages import BaseMessage, message_to_dict
-
     out_messages = [message_to_dict(m) if isinstance(m, BaseMessage) else m for m in result.messages]
-    _write(target, out_messages, layout)
-    if result.archive is not None:
+    text = layout.dumps(out_messages)
+    if plan.target is not None:
+        plan.target.parent.mkdir(parents=True, exist_ok=True)
+        plan.target.write_text(text, encoding="utf-8")
+    if plan.results is not None and result.saved_results:
+        plan.results.mkdir(parents=True, exist_ok=True)
+        for path, full in result.saved_results.items():
+            Path(path).write_text(full, encoding="utf-8")
+    archive = plan.archive if result.archive is not None else None
+    if archive is not None and result.archive is not None:
+        archive.parent.mkdir(parents=True, exist_ok=True)
         archive.write_text(result.archive, encoding="utf-8")
+    unkept = []
+    if result.summarized and archive is None:
+        unkept.append(f"the {plural(result.summarized, 'summarized message')}")
+    if plan.results is None and any(p.name == "budget" and p.edits for p in result.plan.passes):
+        unkept.append("the whole text of the cut results")
     return {
-        "file": src,
-        "output": str(target),
-        "archive": str(archive) if result.archive is not None else None,
+        "file": plan.source,
+        "output": "-" if plan.target is None else str(plan.target),
+        "archive": None if archive is None else str(archive),
+        "results": sorted(result.saved_results),
         "messages_before": len(messages),
         "messages_after": len(result.messages),
         "tokens_before": result.tokens_before,
         "tokens_after": result.tokens_after,
         "summarized": result.summarized,
         "summarizer": result.summarizer,
+        "reason": result.reason,
+        "unkept": " and ".join(unkept) or None,
+        **({"conversation": text} if plan.target is None else {}),
     }
+
+
+def _line(r: dict[str, Any], note: str) -> str:
+    """One input's figures, in a line."""
+    if r["summarized"]:
+        what = f"summarized {plural(r['summarized'], 'message')} ({r['summarizer']})"
+        if r["archive"]:
+            what += f", archive {r['archive']}"
+    else:
+        what = f"cheap passes only ({r['reason']})"
+    if r["results"]:
+        where = Path(r["results"][0]).parent
+        what += f"; {plural(len(r['results']), 'cut result')} saved whole in {where}"
+    return (
+        f"{r['file']}: {r['messages_before']:,} -> {plural(r['messages_after'], 'message')}, "
+        f"{r['tokens_before']:,} -> {r['tokens_after']:,} tokens; {what}; wrote {r['output']}{note}"
+    )
 
 
 def _compact(args: argparse.Namespace) -> int:
@@ -282,47 +412,66 @@ def _compact(args: argparse.Namespace) -> int:
     from rich.progress import Progress
 
     files: list[str] = args.files
-    many = len(files) > 1
-    plans = plan_outputs(files, args.output, args.overwrite)
-    notes = {src: note for src, _, _, note in plans}
-    options = {"max_input_tokens": args.max_input_tokens, "model": args.model, "force": args.force}
-    console = Console(stderr=True, highlight=False)
+    to_stdout = args.output == "-"
+    if to_stdout and len(files) > 1:
+        raise CliError("-o - writes one conversation to stdout; give one input")
+    if to_stdout and args.json:
+        raise CliError("-o - puts the conversation on stdout; --json cannot share it")
+    plans = plan_outputs(files, args.output, args.overwrite, args.archive)
+    options = {
+        "max_input_tokens": args.max_input_tokens,
+        "model": args.model,
+        "force": args.force,
+        "trigger": args.trigger,
+        "keep": args.keep,
+        "encoding": args.encoding,
+    }
+    # stdin is this process's: read it here, whichever worker compacts it.
+    stdin_text = read_text("-") if "-" in files else None
     results: list[dict[str, Any]] = []
     errors: list[str] = []
-    # Processes for the offline summarizer (CPU-bound); threads when calling a model.
-    pool: Executor = (
-        ThreadPoolExecutor(max_workers=8)
-        if args.model
-        else ProcessPoolExecutor(max_workers=os.cpu_count() or 1)
-    )
-    with pool, Progress(console=console, transient=True, disable=not many) as progress:
-        task = progress.add_task("compacting", total=len(files))
-        futures = {
-            pool.submit(compact_file, src, str(target), str(archive), options): src
-            for src, target, archive, _ in plans
-        }
-        for future in as_completed(futures):
-            try:
-                results.append(future.result())
-            except (CliError, fastcompact.InputError) as e:
-                errors.append(str(e))
-            except Exception as e:  # a worker's failure is one file's failure
-                errors.append(f"{futures[future]}: {type(e).__name__}: {e}")
-            progress.advance(task)
-    if args.json:
-        sys.stdout.write(json.dumps(sorted(results, key=lambda r: r["file"]), indent=2) + "\n")
+    if len(plans) == 1:
+        # One input: no worker to start.
+        try:
+            results.append(compact_file(plans[0], options, stdin_text))
+        except (CliError, fastcompact.InputError) as e:
+            errors.append(str(e))
     else:
-        for r in sorted(results, key=lambda r: r["file"]):
-            what = (
-                f"summarized {plural(r['summarized'], 'message')} ({r['summarizer']}), archive {r['archive']}"
-                if r["summarized"]
-                else "cheap passes only (no summary needed)"
-            )
-            sys.stdout.write(
-                f"{r['file']}: {r['messages_before']:,} -> {plural(r['messages_after'], 'message')}, "
-                f"{r['tokens_before']:,} -> {r['tokens_after']:,} tokens; {what}; wrote {r['output']}"
-                f"{notes.get(r['file'], '')}\n"
-            )
+        # Processes for the offline summarizer (CPU-bound); threads when calling a model.
+        pool: Executor = (
+            ThreadPoolExecutor(max_workers=8)
+            if args.model
+            else ProcessPoolExecutor(max_workers=os.cpu_count() or 1)
+        )
+        console = Console(stderr=True, highlight=False)
+        with pool, Progress(console=console, transient=True) as progress:
+            task = progress.add_task("compacting", total=len(plans))
+            futures = {
+                pool.submit(compact_file, plan, options, stdin_text if plan.source == "-" else None): plan
+                for plan in plans
+            }
+            for future in as_completed(futures):
+                try:
+                    results.append(future.result())
+                except (CliError, fastcompact.InputError) as e:
+                    errors.append(str(e))
+                except Exception as e:  # a worker's failure is one file's failure
+                    errors.append(f"{futures[future].source}: {type(e).__name__}: {e}")
+                progress.advance(task)
+    results.sort(key=lambda r: r["file"])
+    notes = {plan.source: plan.note for plan in plans}
+    if to_stdout and results:
+        sys.stdout.write(results[0].pop("conversation"))
+    if args.json:
+        sys.stdout.write(json.dumps(results, indent=2) + "\n")
+    else:
+        # With the conversation on stdout, the figures go to stderr.
+        figures = sys.stderr if to_stdout else sys.stdout
+        for r in results:
+            figures.write(_line(r, notes.get(r["file"], "")) + "\n")
+    for r in results:
+        if r["unkept"]:
+            sys.stderr.write(f"fastcompact: {r['unkept']} are kept nowhere; --archive PATH keeps them\n")
     for e in errors:
         sys.stderr.write(f"fastcompact: {e}\n")
     return 2 if errors else 0
@@ -346,6 +495,19 @@ def _demo(args: argparse.Namespace) -> int:
     return 0 if result.summaries and result.archive_files else 1
 
 
+def _sizes(p: argparse.ArgumentParser) -> None:
+    """The options that say how a conversation is measured, the same for every command."""
+    p.add_argument(
+        "--encoding",
+        default="heuristic",
+        choices=["heuristic", "o200k_base", "cl100k_base"],
+        help="how tokens are counted: LangChain's estimate (default) or exact BPE",
+    )
+    p.add_argument("--max-input-tokens", type=_positive, default=None, help="the model's context window")
+    p.add_argument("--trigger", type=_size, default=None, help="e.g. tokens:170000 or fraction:0.85")
+    p.add_argument("--keep", type=_size, default=None, help="e.g. messages:6 or fraction:0.1")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog="fastcompact", description="Context compaction for LLM agents.")
     parser.add_argument("--version", action="version", version=f"fastcompact {fastcompact.__version__}")
@@ -359,28 +521,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--sample", choices=SESSIONS, default="coding", help="the bundled session inspected without FILE"
     )
-    p.add_argument(
-        "--encoding",
-        default="heuristic",
-        choices=["heuristic", "o200k_base", "cl100k_base"],
-        help="how tokens are counted: LangChain's estimate (default) or exact BPE",
-    )
-    p.add_argument("--max-input-tokens", type=_positive, default=None, help="the model's context window")
-    p.add_argument("--trigger", type=_size, default=None, help="e.g. tokens:170000 or fraction:0.85")
-    p.add_argument("--keep", type=_size, default=None, help="e.g. messages:6 or fraction:0.1")
+    _sizes(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(run=_inspect)
 
     what = "compact saved transcripts (the summary is offline unless --model)"
     c = sub.add_parser("compact", help=what, description=what)
-    c.add_argument("files", nargs="+", help="JSON or JSONL conversations")
+    c.add_argument("files", nargs="+", help="JSON or JSONL conversations ('-' for stdin)")
     c.add_argument(
         "-o",
         "--output",
         required=True,
-        help="output file, or a directory (several inputs, or a path ending in /)",
+        help="output file ('-' for stdout), or a directory (several inputs, or a path ending in /)",
     )
-    c.add_argument("--max-input-tokens", type=_positive, default=None, help="the model's context window")
+    c.add_argument(
+        "--archive", default=None, help="where the archive goes (default: beside the output; with -o -, none)"
+    )
+    _sizes(c)
     c.add_argument(
         "--model", default=None, help="summarize with provider:name (init_chat_model; needs its key)"
     )

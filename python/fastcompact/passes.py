@@ -27,7 +27,7 @@ from fastcompact.config import (
     TruncateArgsConfig,
 )
 from fastcompact.config import generation as config_generation
-from fastcompact.helpers import _as_list, _input_error, _opts, _window, plural
+from fastcompact.helpers import Encoding, _as_list, _input_error, _opts, _window, plural
 
 __all__ = [
     "Edit",
@@ -155,6 +155,7 @@ def plan(
     archive_paths: Sequence[str | None] | None = None,
     model: Any = None,
     cache_key: str | None = None,
+    encoding: Encoding = "heuristic",
 ) -> Plan:
     """Run the cheap passes in order and decide whether a summary is still needed.
 
@@ -164,7 +165,8 @@ def plan(
     ``response_metadata``) drive the time-gap pass. ``archive_paths`` (one per
     message) names where a result's full text is kept, for the budget pass's marker.
     ``cache_key`` names the conversation (a thread id) for the cache of per-message
-    work; by default the first message's id stands for it.
+    work; by default the first message's id stands for it. ``encoding`` is how sizes
+    are counted (as in :func:`fastcompact.count_tokens`).
 
     Example:
         >>> from fastcompact.samples import coding_session
@@ -186,6 +188,7 @@ def plan(
         model,
         cache_key,
         None,
+        encoding=encoding,
     )
     return _plan_of(raw, [Edit(*e) for e in raw["edits"]])
 
@@ -202,6 +205,7 @@ def model_view(
     archive_paths: Sequence[str | None] | None = None,
     model: Any = None,
     cache_key: str | None = None,
+    encoding: Encoding = "heuristic",
 ) -> tuple[list[Any], Plan]:
     """The messages as the model should see them this turn, and the plan's figures.
 
@@ -229,6 +233,7 @@ def model_view(
         model,
         cache_key,
         _make_edited,
+        encoding=encoding,
     )
     return raw["view"], _plan_of(raw, [])
 
@@ -274,6 +279,7 @@ def _run(
     make_edited: Any,
     *,
     progress: dict[str, Any] | None = None,
+    encoding: Encoding = "heuristic",
 ) -> dict[str, Any]:
     """Plan through the core. With ``progress`` (where the conversation stands, as the
     middleware keeps it), sizes are anchored on the provider usage the messages report."""
@@ -286,7 +292,7 @@ def _run(
             raise _input_error("config", f"expected a CompactionConfig, got {type(cfg).__name__}")
         settings = _settings(cfg, max_input_tokens)
     opts = _opts(
-        encoding="heuristic",
+        encoding=encoding,
         tools=tools,
         system=system,
         use_usage=progress is not None,

@@ -211,6 +211,6 @@ def inspect(
         keep=kept_policy,  # type: ignore[arg-type]
         cutoff=cutoff,
         kept_tokens=sum(m.tokens for m in breakdown.messages[cutoff:]),
-        plan=plan(msgs, cfg, max_input_tokens=max_input_tokens),
+        plan=plan(msgs, cfg, max_input_tokens=max_input_tokens, encoding=encoding),
         source=source,
     )
