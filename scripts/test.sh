@@ -34,6 +34,12 @@ if [ -z "${FASTCOMPACT_PG_URL:-}" ]; then
     fi
 fi
 
+echo "== chromium (to check the notebook pictures as a browser draws them)"
+if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+
 echo "== pytest"
 # The installed package is tested (not the source folder, which lacks the compiled core).
 python -m pytest tests -p no:cacheprovider

@@ -193,7 +193,7 @@ def test_plan_reports_passes_and_summary():
     assert p.passes[0].tokens_before == p.tokens_before and p.passes[-1].tokens_after == p.tokens_after
     if p.summary_needed:
         assert p.summary_cutoff is not None
-    assert "Plan:" in repr(p) and "<div>" in p._repr_html_()
+    assert "Plan:" in repr(p) and "fc-chart" in p._repr_html_()
     small = plan(msgs[:20])
     assert not small.summary_needed and small.edits == [] and small.summary_cutoff is None
 

@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
 
 import fastcompact
+import pytest
 from fastcompact.samples import load_session
 
 
@@ -46,3 +53,93 @@ def test_report_draws_itself_in_jupyter():
     ):
         assert part in page
     assert page.count("<div") == page.count("</div>")
+
+
+class _Picture(HTMLParser):
+    """The charts of a picture: each grid's columns, and each bar's share and width."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.grids: list[str] = []
+        self.bars: list[tuple[str, float, float]] = []  # (classes, share, width %)
+        self.labels: list[str] = []
+        self._in_label = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        classes, style = a.get("class") or "", a.get("style") or ""
+        if "fc-chart" in classes:
+            self.grids.append(re.search(r"grid-template-columns:([^;]+)", style).group(1))  # type: ignore[union-attr]
+        if "fc-bar" in classes:
+            width = float(re.search(r"(?:^|;)width:([\d.]+)%", style).group(1))  # type: ignore[union-attr]
+            self.bars.append((classes, float(a["data-share"] or 0), width))
+        self._in_label = "fc-label" in classes
+
+    def handle_data(self, data: str) -> None:
+        if self._in_label:
+            self.labels.append(data)
+            self._in_label = False
+
+
+def _picture(page: str) -> _Picture:
+    p = _Picture()
+    p.feed(page)
+    return p
+
+
+def test_pictures_share_one_left_edge_and_draw_shares_to_scale():
+    msgs = load_session("coding")
+    report = fastcompact.inspect(msgs, max_input_tokens=60_000)
+    plan = fastcompact.plan(msgs, max_input_tokens=60_000)
+    for page, total in (
+        (report._repr_html_(), report.total_tokens),
+        (plan._repr_html_(), plan.tokens_before),
+    ):
+        p = _picture(page)
+        # One label column of one width in every chart: every bar starts at one x.
+        assert len(p.grids) >= 6 and len(set(p.grids)) == 1 and p.grids[0].startswith("200px ")
+        # Each bar is its share of the track, unclamped: 85.6% and 100% differ.
+        for _, share, width in p.bars:
+            assert width == pytest.approx(100 * share, abs=0.005)
+        shares = sorted(share for classes, share, _ in p.bars if classes == "fc-bar")
+        assert 0.8 < shares[-1] < 0.9
+        tool = next(s for c, s, _ in p.bars if c == "fc-bar")  # the first chart's first row: tool
+        assert tool == pytest.approx(report.per_role["tool"] / total, abs=1e-6)
+        # The largest messages, by index, role and tool.
+        largest = fastcompact.token_breakdown(msgs).largest(5)
+        assert [label for label in p.labels if label.startswith("#")] == [
+            f"#{m.index} {m.role} ({m.tool})" for m in largest
+        ]
+        # The summarized-vs-kept strip: two parts that fill it.
+        strip = [(c, s) for c, s, _ in p.bars if "fc-summarized" in c or "fc-kept" in c]
+        assert len(strip) == 2 and sum(s for _, s in strip) == pytest.approx(1.0, abs=1e-5)
+    summarized = next(s for c, s, _ in _picture(report._repr_html_()).bars if "fc-summarized" in c)
+    kept = report.kept_tokens
+    assert summarized == pytest.approx(1 - kept / (report.total_tokens - report.system_and_tools), abs=1e-6)
+
+
+def test_a_plan_with_a_summary_due_draws_its_cut():
+    msgs = load_session("research")
+    plan = fastcompact.plan(msgs, max_input_tokens=20_000)
+    assert plan.summary_needed and plan.summary_cutoff
+    breakdown = fastcompact.token_breakdown(msgs).messages
+    assert plan.summarized_tokens == sum(m.tokens for m in breakdown[: plan.summary_cutoff])
+    assert plan.kept_tokens == sum(m.tokens for m in breakdown[plan.summary_cutoff :])
+    p = _picture(plan._repr_html_())
+    assert f"cut at message {plan.summary_cutoff:,}" in p.labels
+    share = next(s for c, s, _ in p.bars if "fc-summarized" in c)
+    assert share == pytest.approx(
+        plan.summarized_tokens / (plan.summarized_tokens + plan.kept_tokens), abs=1e-6
+    )
+
+
+def test_the_pictures_as_chromium_draws_them(tmp_path: Path):
+    # The same checks on the page as laid out by a real browser (tools/check_pictures.py).
+    script = Path(__file__).resolve().parents[1] / "tools" / "check_pictures.py"
+    assert shutil.which("chromium"), "needs Debian's chromium package (scripts/test.sh installs it as root)"
+    done = subprocess.run(
+        [sys.executable, str(script), "--out", str(tmp_path)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert "4 pages checked in Chromium, 0 problems" in done.stdout
+    assert len(list(tmp_path.glob("*.png"))) == 4

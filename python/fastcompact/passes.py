@@ -8,14 +8,13 @@ objects for the rest.
 
 from __future__ import annotations
 
-import html
 import json
 import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
-from fastcompact import _core
+from fastcompact import _core, pictures
 from fastcompact.config import (
     ClearingConfig,
     CollapseConfig,
@@ -27,7 +26,16 @@ from fastcompact.config import (
     TruncateArgsConfig,
 )
 from fastcompact.config import generation as config_generation
-from fastcompact.helpers import Encoding, _as_list, _input_error, _opts, _window, plural
+from fastcompact.helpers import (
+    Encoding,
+    MessageTokens,
+    _as_list,
+    _input_error,
+    _opts,
+    _window,
+    plural,
+    token_breakdown,
+)
 
 __all__ = [
     "Edit",
@@ -94,6 +102,11 @@ class Plan:
     # committed this turn from message ``batch_at`` on.
     settled: int = 0
     batch_at: int | None = None
+    # For the picture (filled by `plan()`, before the passes): the largest messages, and
+    # the messages' tokens before and from the summary cutoff.
+    largest: tuple[MessageTokens, ...] = ()
+    summarized_tokens: int = 0
+    kept_tokens: int = 0
 
     def __repr__(self) -> str:
         lines = [
@@ -113,34 +126,15 @@ class Plan:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        total = max(self.tokens_before, 1)
-
-        def bar(label: str, value: int, color: str) -> str:
-            return html_bar(label, value, total, color)
-
-        parts = [f"<div><b>{html.escape(repr(self).splitlines()[0])}</b>", "<p>where the tokens go</p>"]
-        parts += [bar(role, n, "#4c78a8") for role, n in sorted(self.per_role.items(), key=lambda kv: -kv[1])]
-        if self.per_tool:
-            parts.append("<p>tool results by tool</p>")
-            parts += [
-                bar(tool, n, "#72b7b2") for tool, n in sorted(self.per_tool.items(), key=lambda kv: -kv[1])
-            ]
-        parts.append("<p>what each pass saves</p>")
-        parts += [bar(p.name, p.saved, "#e45756") for p in self.passes]
-        parts.append(bar("after passes", self.tokens_after, "#54a24b"))
-        parts.append("</div>")
-        return "".join(parts)
-
-
-def html_bar(label: str, value: int, total: int, color: str) -> str:
-    """One labelled horizontal bar, ``value`` as a share of ``total`` (for the notebook pictures)."""
-    width = 100 * value / max(total, 1)
-    return (
-        "<div style='display:flex;align-items:center;gap:8px;font:12px monospace'>"
-        f"<span style='width:150px'>{html.escape(label)}</span>"
-        f"<span style='background:{color};height:12px;min-width:1px;width:{width:.2f}%'>"
-        f"</span><span>{value:,}</span></div>"
-    )
+        parts = pictures.where_tokens_go(
+            self.tokens_before, self.per_role, self.per_tool, self.largest, self.passes, self.tokens_after
+        )
+        cut = self.summary_cutoff
+        note = f"cut at message {cut:,}" if cut else "no summary needed"
+        parts.append(
+            pictures.strip("what a summary would replace", self.summarized_tokens, self.kept_tokens, note)
+        )
+        return pictures.page(repr(self).splitlines()[0], parts)
 
 
 def plan(
@@ -176,8 +170,9 @@ def plan(
         >>> [s.name for s in p.passes]
         ['budget', 'truncate_args', 'clearing', 'dedupe', 'collapse', 'time_gap']
     """
+    msgs = _as_list(messages)
     raw = _run(
-        messages,
+        msgs,
         config,
         max_input_tokens,
         now,
@@ -190,7 +185,15 @@ def plan(
         None,
         encoding=encoding,
     )
-    return _plan_of(raw, [Edit(*e) for e in raw["edits"]])
+    found = _plan_of(raw, [Edit(*e) for e in raw["edits"]])
+    sizes = token_breakdown(msgs, encoding=encoding).messages
+    cut = found.summary_cutoff or 0
+    return replace(
+        found,
+        largest=tuple(sorted(sizes, key=lambda m: (-m.tokens, m.index))[:5]),
+        summarized_tokens=sum(m.tokens for m in sizes[:cut]),
+        kept_tokens=sum(m.tokens for m in sizes[cut:]),
+    )
 
 
 def model_view(

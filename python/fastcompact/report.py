@@ -3,12 +3,12 @@ cheap pass would save, and where the trigger and the summary cutoff fall."""
 
 from __future__ import annotations
 
-import html
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from fastcompact import pictures
 from fastcompact.config import CompactionConfig
 from fastcompact.helpers import (
     ContextSize,
@@ -22,7 +22,7 @@ from fastcompact.helpers import (
     should_compact,
     token_breakdown,
 )
-from fastcompact.passes import Plan, html_bar, plan
+from fastcompact.passes import Plan, plan
 
 
 @dataclass(frozen=True)
@@ -125,31 +125,21 @@ class Report:
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        total = max(self.total_tokens, 1)
-
-        def bar(label: str, value: int, color: str) -> str:
-            return html_bar(label, value, total, color)
-
-        out = [f"<div><b>{html.escape(str(self).splitlines()[0])}</b>", "<p>where the tokens go</p>"]
-        out += [bar(r, n, "#4c78a8") for r, n in sorted(self.per_role.items(), key=lambda kv: -kv[1])]
-        if self.per_tool:
-            out.append("<p>tool results by tool</p>")
-            out += [bar(t, n, "#72b7b2") for t, n in sorted(self.per_tool.items(), key=lambda kv: -kv[1])]
-        out.append("<p>what each cheap pass would save</p>")
-        out += [bar(p.name, p.saved, "#e45756") for p in self.plan.passes]
-        out.append(bar("after passes", self.plan.tokens_after, "#54a24b"))
-        # The conversation as a strip: summarized part, then the part kept.
-        share = 100 * (self.total_tokens - self.kept_tokens) / total if self.cutoff else 0.0
-        out.append(
-            f"<p>trigger {html.escape(self._trigger_text())}: "
-            f"{'<b>fires</b>' if self.trigger_fires else 'not reached'}; "
-            f"cutoff at message {self.cutoff:,}</p>"
-            "<div style='display:flex;height:14px;width:100%;font:10px monospace'>"
-            f"<span style='background:#bab0ac;width:{share:.2f}%' title='summarized'></span>"
-            f"<span style='background:#4c78a8;width:{100 - share:.2f}%' title='kept'></span></div>"
-            "<div style='font:11px monospace'>grey: summarized, blue: kept verbatim</div></div>"
+        parts = pictures.where_tokens_go(
+            self.total_tokens,
+            self.per_role,
+            self.per_tool,
+            self.largest,
+            self.plan.passes,
+            self.plan.tokens_after,
         )
-        return "".join(out)
+        trigger = f"trigger {self._trigger_text()}: {'fires' if self.trigger_fires else 'not reached'}"
+        summarized = self.total_tokens - self.system_and_tools - self.kept_tokens if self.cutoff else 0
+        note = f"cutoff at message {self.cutoff:,}"
+        parts.append(
+            pictures.strip(f"{trigger}; what a summary would replace", summarized, self.kept_tokens, note)
+        )
+        return pictures.page(str(self).splitlines()[0], parts)
 
 
 def inspect(
