@@ -472,8 +472,8 @@ def _compact(args: argparse.Namespace) -> int:
     for r in results:
         if r["unkept"]:
             sys.stderr.write(f"fastcompact: {r['unkept']} are kept nowhere; --archive PATH keeps them\n")
-    for e in errors:
-        sys.stderr.write(f"fastcompact: {e}\n")
+    for error in errors:
+        sys.stderr.write(f"fastcompact: {error}\n")
     return 2 if errors else 0
 
 
