@@ -318,12 +318,12 @@ def test_compact_reads_stdin_and_writes_stdout(tmp_path: Path):
     assert r.returncode == 0, r.stderr
     written = json.loads(r.stdout)
     assert written[0]["data"]["additional_kwargs"]["lc_source"] == "summarization"
-    assert "summarized" in r.stderr and "are kept nowhere; --archive PATH keeps them" in r.stderr
+    assert "summarized" in r.stderr and "are not saved with the output; --archive PATH saves them" in r.stderr
     archive = tmp_path / "kept.md"
     r = run("compact", "-", "-o", "-", "--archive", str(archive), "--max-input-tokens", "30000", stdin=seed)
     assert r.returncode == 0, r.stderr
     assert str(archive) in json.loads(r.stdout)[0]["data"]["content"]
-    assert _archived(archive) and "kept nowhere" not in r.stderr
+    assert _archived(archive) and "not saved" not in r.stderr
 
 
 def test_stdout_takes_one_input_and_no_json(tmp_path: Path):
@@ -412,7 +412,7 @@ def test_results_cut_by_the_budget_are_saved_whole_and_named(tmp_path: Path):
     assert len(result) < 10_000
     # Nowhere to save them: that is said.
     r = run("compact", str(src), "-o", "-")
-    assert r.returncode == 0 and "the whole text of the cut results are kept nowhere" in r.stderr
+    assert r.returncode == 0 and "the whole text of the cut results are not saved with the output" in r.stderr
 
 
 def test_compact_measures_as_inspect_does(tmp_path: Path):

@@ -436,6 +436,8 @@ def _compact(args: argparse.Namespace) -> int:
             results.append(compact_file(plans[0], options, stdin_text))
         except (CliError, fastcompact.InputError) as e:
             errors.append(str(e))
+        except Exception as e:  # a summarizer's failure, say: one line, as for many inputs
+            errors.append(f"{plans[0].source}: {type(e).__name__}: {e}")
     else:
         # Processes for the offline summarizer (CPU-bound); threads when calling a model.
         pool: Executor = (
@@ -471,7 +473,9 @@ def _compact(args: argparse.Namespace) -> int:
             figures.write(_line(r, notes.get(r["file"], "")) + "\n")
     for r in results:
         if r["unkept"]:
-            sys.stderr.write(f"fastcompact: {r['unkept']} are kept nowhere; --archive PATH keeps them\n")
+            sys.stderr.write(
+                f"fastcompact: {r['unkept']} are not saved with the output; --archive PATH saves them\n"
+            )
     for error in errors:
         sys.stderr.write(f"fastcompact: {error}\n")
     return 2 if errors else 0
