@@ -1,0 +1,488 @@
+//! The conversation cache: what was read of each message, kept while the message
+//! object and its content stay the same.
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicIsize, AtomicU32, Ordering};
+use std::sync::Arc;
+
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+
+use crate::cutoff::PairShape;
+use crate::message::Message;
+use crate::tokens::{CachedCounts, ConversationCache, Encoding, HeuristicParams, Measure};
+
+use super::read::*;
+use super::scan::*;
+
+/// What the cache keeps of one message: the object and its content (held, so their
+/// addresses cannot be reused while cached), its counts and its pair shape.
+pub struct Entry {
+    obj: Py<PyAny>,
+    content: Option<Py<PyAny>>,
+    /// The dict the content was read from (a model's `__dict__`, or the message dict).
+    fields: Option<Py<PyDict>>,
+    pub counts: CachedCounts,
+    /// Boxed: most calls only count, and a small entry keeps a long conversation's
+    /// cache compact.
+    pub shape: Option<Box<PairShape>>,
+    /// The converted message, when a caller (the passes) needed it.
+    pub message: Option<Arc<Message>>,
+    /// The edited copy last built for this message, with the fingerprint of its
+    /// edits: a later turn with the same edits reuses the same object.
+    pub edited: Option<(u64, Py<PyAny>)>,
+}
+
+impl Entry {
+    /// The object this entry counted.
+    pub fn object<'py>(&self, py: Python<'py>) -> &Bound<'py, PyAny> {
+        self.obj.bind(py)
+    }
+
+    pub(super) fn new(
+        item: &Bound<'_, PyAny>,
+        origin: Origin<'_>,
+        counts: CachedCounts,
+        shape: Option<PairShape>,
+    ) -> Self {
+        Entry {
+            obj: item.clone().unbind(),
+            content: origin.content.map(Bound::unbind),
+            fields: origin.fields.map(Bound::unbind),
+            counts,
+            shape: shape.map(Box::new),
+            message: None,
+            edited: None,
+        }
+    }
+
+    /// Whether the item at `ptr` is the message counted here, still holding the same
+    /// content object (a content reassigned in place is counted again).
+    pub(super) fn still_matches(
+        &self,
+        py: Python<'_>,
+        ptr: *mut pyo3::ffi::PyObject,
+        content_key: &Bound<'_, PyString>,
+    ) -> bool {
+        if self.obj.as_ptr() != ptr {
+            return false;
+        }
+        let held = self
+            .content
+            .as_ref()
+            .map_or(std::ptr::null_mut(), Py::as_ptr);
+        match &self.fields {
+            // One dict lookup, much cheaper than resolving the attribute.
+            Some(d) => {
+                let now = content_ptr(d.bind(py), content_key);
+                now == held || (held.is_null() && now == py.None().as_ptr())
+            }
+            // Same address as the object we hold: it is that object.
+            None => {
+                content_of(self.obj.bind(py)).map_or(std::ptr::null_mut(), |c| c.as_ptr()) == held
+            }
+        }
+    }
+}
+
+impl Entry {
+    /// Whether `item`, a different object at this entry's position, is an equal copy of
+    /// the message counted here (a conversation reloaded from a checkpointer arrives as
+    /// new objects). If so the entry adopts it and keeps its counts, conversion and
+    /// edited copy: equal fields give equal results.
+    pub(super) fn adopt_equal(&mut self, item: &Bound<'_, PyAny>) -> bool {
+        let py = item.py();
+        let old = self.obj.bind(py);
+        // The same object with a reassigned content is not a copy: it was changed.
+        if old.is(item) || !old.get_type().is(item.get_type()) {
+            return false;
+        }
+        // Models compare by their field dicts (C-level equality, without the model's
+        // own __eq__); dicts, tuples and strings by value.
+        let equal = match (instance_dict(old), instance_dict(item)) {
+            (Some(a), Some(b)) => a.eq(&b),
+            _ => old.eq(item),
+        };
+        if !equal.unwrap_or(false) {
+            return false;
+        }
+        let fields = match &self.fields {
+            Some(f) => match corresponding_dict(old, f.bind(py), item) {
+                Some(d) => Some(d),
+                None => return false,
+            },
+            None => None,
+        };
+        let content = match &fields {
+            Some(d) => d
+                .get_item(intern!(py, "content"))
+                .ok()
+                .flatten()
+                .filter(|c| !c.is_none()),
+            None => content_of(item),
+        };
+        self.obj = item.clone().unbind();
+        self.fields = fields.map(Bound::unbind);
+        self.content = content.map(Bound::unbind);
+        true
+    }
+}
+
+/// In `new` (equal to `old`), the dict that plays the part `fields` plays in `old`:
+/// the item itself, its `data` / `kwargs` (serialized LangChain shapes), or its
+/// instance `__dict__`.
+fn corresponding_dict<'py>(
+    old: &Bound<'py, PyAny>,
+    fields: &Bound<'py, PyDict>,
+    new: &Bound<'py, PyAny>,
+) -> Option<Bound<'py, PyDict>> {
+    if fields.is(old) {
+        return new.cast::<PyDict>().ok().cloned();
+    }
+    if let (Ok(old), Ok(new)) = (old.cast::<PyDict>(), new.cast::<PyDict>()) {
+        for key in ["data", "kwargs"] {
+            if old
+                .get_item(key)
+                .ok()
+                .flatten()
+                .is_some_and(|d| d.is(fields))
+            {
+                return new.get_item(key).ok().flatten()?.cast_into::<PyDict>().ok();
+            }
+        }
+        return None;
+    }
+    instance_dict(new)
+}
+
+/// Where `content` was last found among a field dict's entries: a LangChain model's
+/// `__dict__` keeps its fields in class order, so it is nearly always the same place.
+static CONTENT_AT: AtomicIsize = AtomicIsize::new(0);
+/// Lookups that missed that place; one in `LEARN_EVERY` walks the dict to move it, so
+/// dicts of mixed layouts cost little more than plain lookups.
+static CONTENT_MISSES: AtomicU32 = AtomicU32::new(0);
+const LEARN_EVERY: u32 = 8;
+
+/// The address of `d[key]`, `key` being `"content"` (null when absent), without
+/// touching the value: taking a reference would write to its refcount, a cache miss
+/// per message on a warm turn. Only ever compared, never followed.
+///
+/// The key is looked for first at the entry where it was last found (one step of
+/// `PyDict_Next` reads less memory than a hashed lookup, and this runs for every
+/// message of every turn); that entry counts only if its key is that very string.
+fn content_ptr(d: &Bound<'_, PyDict>, key: &Bound<'_, PyString>) -> *mut pyo3::ffi::PyObject {
+    use pyo3::ffi;
+    let (mut k, mut v): (*mut ffi::PyObject, *mut ffi::PyObject) =
+        (std::ptr::null_mut(), std::ptr::null_mut());
+    let mut at = CONTENT_AT.load(Ordering::Relaxed);
+    // SAFETY: `d` is a live dict we hold a reference to, with the GIL held.
+    // PyDict_Next checks `at` against the dict's entries (out of range, it returns 0)
+    // and writes borrowed pointers to a live entry, which are only compared here.
+    if unsafe { ffi::PyDict_Next(d.as_ptr(), &mut at, &mut k, &mut v) } != 0 && k == key.as_ptr() {
+        return v;
+    }
+    // SAFETY: as above. PyDict_GetItemWithError returns a borrowed pointer (or null,
+    // with an exception set only if hashing the key failed, which cannot happen for a
+    // str key); the pointer is compared, not dereferenced.
+    let ptr = unsafe { ffi::PyDict_GetItemWithError(d.as_ptr(), key.as_ptr()) };
+    if ptr.is_null() {
+        let _ = PyErr::take(d.py());
+    } else if CONTENT_MISSES
+        .fetch_add(1, Ordering::Relaxed)
+        .is_multiple_of(LEARN_EVERY)
+    {
+        let mut pos = 0;
+        loop {
+            let at = pos;
+            // SAFETY: as above; only the key's address is compared.
+            if unsafe { ffi::PyDict_Next(d.as_ptr(), &mut pos, &mut k, &mut v) } == 0 {
+                break;
+            }
+            if k == key.as_ptr() {
+                CONTENT_AT.store(at, Ordering::Relaxed);
+                break;
+            }
+        }
+    }
+    ptr
+}
+
+/// The content object of an item that has no field dict (strings, tuples, plain
+/// objects), for the identity check.
+fn content_of<'py>(item: &Bound<'py, PyAny>) -> Option<Bound<'py, PyAny>> {
+    if item.is_instance_of::<PyString>() {
+        return Some(item.clone());
+    }
+    if let Ok(t) = item.cast::<PyTuple>() {
+        return t.get_item(1).ok();
+    }
+    item.getattr(intern!(item.py(), "content"))
+        .ok()
+        .filter(|c| !c.is_none())
+}
+
+/// The cache key of a conversation: the caller's key, or else the first message's
+/// id (stable across turns and restarts), or else its identity.
+pub fn conversation_key(key: Option<&str>, list: &Bound<'_, PyList>) -> u64 {
+    let mut h = DefaultHasher::new();
+    match (key, list.get_item(0).ok()) {
+        (Some(k), _) => ("key", k).hash(&mut h),
+        (None, Some(first)) => {
+            let id = first
+                .getattr(intern!(first.py(), "id"))
+                .ok()
+                .filter(|v| !v.is_none())
+                .map(|v| v.to_string());
+            match id {
+                Some(id) => ("id", id).hash(&mut h),
+                None => ("ptr", first.as_ptr() as usize).hash(&mut h),
+            }
+        }
+        (None, None) => "empty".hash(&mut h),
+    }
+    h.finish()
+}
+
+/// What the cache keeps of one conversation.
+#[derive(Default)]
+pub struct Conversation {
+    pub entries: Vec<Entry>,
+    /// What the passes scan and what they worked out, per message: `skeletons[i]`
+    /// and `memos[i]` go with `entries[i]` while that entry holds its converted
+    /// message. Kept dense, beside the entries rather than in each one: the passes
+    /// borrow the skeletons as they are and walk thousands of memos in memory order.
+    /// Empty while the conversation is only counted.
+    pub skeletons: Vec<crate::passes::Skeleton>,
+    pub memos: crate::passes::Memos,
+    /// The tokens of the first entries under `tokens_of`, dense: a warm turn copies
+    /// them instead of working each one out of its entry again. Cut back to the first
+    /// entry replaced or added; `tokens_for` extends it.
+    pub tokens: Vec<f64>,
+    pub tokens_of: Option<(Encoding, HeuristicParams)>,
+    /// The measures of the first entries, dense for the passes; cut back like
+    /// `tokens`, extended by `fill_measures`.
+    pub measures: Vec<Measure>,
+    /// Every tool result before this index has its link in its skeleton.
+    pub links_upto: usize,
+}
+
+impl Conversation {
+    /// Each entry's tokens under `enc` and `p`, working out only those not kept.
+    pub fn tokens_for(&mut self, enc: Encoding, p: &HeuristicParams) -> &[f64] {
+        if self.tokens_of != Some((enc, *p)) {
+            self.tokens.clear();
+            self.tokens_of = Some((enc, *p));
+        }
+        self.tokens.truncate(self.entries.len());
+        let have = self.tokens.len();
+        let more = self.entries[have..].iter().map(|e| e.counts.tokens(enc, p));
+        self.tokens.extend(more);
+        &self.tokens
+    }
+
+    /// Bring `measures` up to the entries.
+    pub fn fill_measures(&mut self) {
+        self.measures.truncate(self.entries.len());
+        let have = self.measures.len();
+        let more = self.entries[have..].iter().map(|e| e.counts.measure);
+        self.measures.extend(more);
+    }
+}
+
+/// Put `value` at `i`, filling any gap before it with defaults.
+fn set_at<T: Default>(v: &mut Vec<T>, i: usize, value: T) {
+    if i >= v.len() {
+        v.resize_with(i, T::default);
+        v.push(value);
+    } else {
+        v[i] = value;
+    }
+}
+
+/// Messages read for this call: cached entries where the same objects were seen
+/// before, fresh ones elsewhere.
+pub struct ReadSet {
+    pub kept: Conversation,
+    /// `(index, message)` of each entry converted by this call that still needs its
+    /// BPE count.
+    pub fresh: Vec<(usize, Arc<Message>)>,
+}
+
+/// What a caller needs from each message.
+#[derive(Clone, Copy)]
+pub struct Want {
+    /// A BPE count under this encoding (the message text is converted for it).
+    pub bpe: Option<Encoding>,
+    /// The pair shape (tool call and result ids).
+    pub shape: bool,
+    /// The whole message (text, arguments), kept for the passes.
+    pub message: bool,
+    /// The usage the message reports.
+    pub usage: bool,
+}
+
+impl Want {
+    pub(super) fn satisfied_by(&self, e: &Entry) -> bool {
+        self.bpe.is_none_or(|enc| e.counts.bpe(enc).is_some())
+            && (!self.shape || e.shape.is_some())
+            && (!self.message || e.message.is_some())
+            && (!self.usage || e.counts.usage_read())
+    }
+}
+
+/// Read `items` against the conversation's cached entries, converting only messages
+/// not seen before, edited since, or lacking something `want` asks for.
+pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Want) -> Res<ReadSet> {
+    // Entries are updated in place: a warm turn touches only what changed.
+    let Conversation {
+        mut entries,
+        mut skeletons,
+        mut memos,
+        mut tokens,
+        tokens_of,
+        mut measures,
+        mut links_upto,
+    } = cached;
+    entries.truncate(list.len());
+    skeletons.truncate(list.len());
+    memos.truncate(list.len());
+    let needed = list.len();
+    // Room for the next turns' messages too: a conversation grows a little every
+    // turn, and growing a full vector moves every entry (the turn after a
+    // conversation is first seen would always pay for that).
+    let room = needed + needed / 4 + 8;
+    if entries.capacity() < needed {
+        entries.reserve_exact(room - entries.len());
+    }
+    if want.message && skeletons.capacity() < needed {
+        skeletons.reserve_exact(room - skeletons.len());
+    }
+    if want.message && memos.capacity() < needed {
+        memos.reserve_exact(room - memos.len());
+    }
+    let mut fresh = Vec::new();
+    let cached_len = entries.len();
+    // The first cached entry replaced by another message: what the results after it
+    // know of their calls (in the messages before them) is stale from there on.
+    let mut first_replaced: Option<usize> = None;
+    // Reading a message may run Python code (a property, a __getattr__) that changes
+    // the list: its length is read again when the loop reaches the old one, and an
+    // index past a shortened list finds no item, which ends the loop.
+    let mut len = list.len();
+    let content_key = intern!(list.py(), "content");
+    let mut i = 0;
+    loop {
+        if i >= len {
+            len = list.len();
+            if i >= len {
+                break;
+            }
+        }
+        let reusable = entries.get(i).is_some_and(|e| {
+            want.satisfied_by(e) && e.still_matches(list.py(), list_item_ptr(list, i), content_key)
+        });
+        if reusable {
+            i += 1;
+            continue;
+        }
+        let Ok(item) = list.get_item(i) else { break };
+        if let Some(e) = entries.get_mut(i) {
+            if want.satisfied_by(e) && e.adopt_equal(&item) {
+                i += 1;
+                continue;
+            }
+        }
+        // A replaced message's skeleton and memo go with it.
+        let mut skeleton = crate::passes::Skeleton::default();
+        let entry = if want.bpe.is_some() || want.message {
+            let (m, origin) = read_message(&item).map_err(|e| e.at(i))?;
+            let m = Arc::new(m);
+            let mut entry = Entry::new(
+                &item,
+                origin,
+                CachedCounts::of(&m),
+                Some(PairShape::from(&*m)),
+            );
+            if want.message {
+                skeleton = crate::passes::Skeleton::cached(&m);
+                entry.message = Some(Arc::clone(&m));
+            }
+            if want.bpe.is_some() {
+                fresh.push((i, m));
+            }
+            entry
+        } else {
+            let scanned = scan_message(&item, want.shape, want.usage).map_err(|e| e.at(i))?;
+            Entry::new(&item, scanned.origin, scanned.counts, scanned.shape)
+        };
+        match entries.get_mut(i) {
+            Some(slot) => {
+                *slot = entry;
+                first_replaced.get_or_insert(i);
+            }
+            None => entries.push(entry),
+        }
+        links_upto = links_upto.min(i);
+        tokens.truncate(i);
+        measures.truncate(i);
+        if want.message || i < skeletons.len() {
+            set_at(&mut skeletons, i, skeleton);
+        }
+        memos.reset(i);
+        i += 1;
+    }
+    entries.truncate(i);
+    skeletons.truncate(i);
+    memos.truncate(i);
+    if want.message {
+        // Every entry holds its message now; new ones start with empty memos.
+        links_upto = links_upto.min(skeletons.len());
+        skeletons.resize_with(i, crate::passes::Skeleton::default);
+        memos.resize(i);
+    }
+    if let Some(k) = first_replaced {
+        for s in skeletons.iter_mut().take(cached_len).skip(k + 1) {
+            s.link = None;
+        }
+        for j in k + 1..cached_len.min(i) {
+            memos.forget_call(j);
+        }
+    }
+    tokens.truncate(i);
+    measures.truncate(i);
+    Ok(ReadSet {
+        kept: Conversation {
+            entries,
+            skeletons,
+            memos,
+            tokens,
+            tokens_of,
+            measures,
+            links_upto: links_upto.min(i),
+        },
+        fresh,
+    })
+}
+
+/// The address of `list[i]`, without touching the item (taking a reference would
+/// write to its refcount, a cache miss per message on a warm turn of a long
+/// conversation). Null when `i` is out of range. Only ever compared, never followed.
+fn list_item_ptr(list: &Bound<'_, PyList>, i: usize) -> *mut pyo3::ffi::PyObject {
+    let Ok(index) = pyo3::ffi::Py_ssize_t::try_from(i) else {
+        return std::ptr::null_mut();
+    };
+    // SAFETY: `list` is a live list (we hold a reference, with the GIL) and
+    // PyList_GetItem checks the index (null and IndexError when out of range, which is
+    // cleared below). It returns a borrowed pointer that is compared, not dereferenced.
+    let ptr = unsafe { pyo3::ffi::PyList_GetItem(list.as_ptr(), index) };
+    if ptr.is_null() {
+        // Discard the IndexError.
+        let _ = PyErr::take(list.py());
+    }
+    ptr
+}
+
+/// The process-wide cache type the bindings keep.
+pub type Cache = ConversationCache<Conversation>;

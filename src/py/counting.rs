@@ -1,0 +1,167 @@
+//! The counting flow every binding shares: messages read through the conversation
+//! cache, counted, and the cache kept for the next call.
+
+use std::collections::BTreeMap;
+use std::sync::{LazyLock, Mutex, MutexGuard};
+
+use pyo3::prelude::*;
+
+use super::cache::{self, Cache, ReadSet};
+use super::read;
+use crate::message::InputError as CoreInputError;
+use crate::tokens::{self, Encoding, HeuristicParams};
+/// Default bound of the token cache, in conversations.
+pub(super) const DEFAULT_CACHE_CONVERSATIONS: usize = 1_000;
+
+pub(super) static CACHE: LazyLock<Mutex<Cache>> =
+    LazyLock::new(|| Mutex::new(Cache::new(DEFAULT_CACHE_CONVERSATIONS)));
+
+pub(super) static TOOL_SCHEMAS: LazyLock<Mutex<super::tool_schemas::ToolSchemas>> =
+    LazyLock::new(Mutex::default);
+
+pub(super) fn conversation_cache() -> MutexGuard<'static, Cache> {
+    // A panic elsewhere cannot leave the cache inconsistent: entries are replaced whole.
+    CACHE.lock().unwrap_or_else(|p| p.into_inner())
+}
+/// Counting options, as the Python layer passes them.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub(super) struct Opts {
+    pub(super) encoding: String,
+    pub(super) chars_per_token: f64,
+    pub(super) extra_tokens_per_message: f64,
+    pub(super) tokens_per_image: f64,
+    pub(super) tokens_per_document: f64,
+    pub(super) count_name: bool,
+    pub(super) use_usage: bool,
+    /// The tools as given, and the Python function that serializes one.
+    pub(super) tools: Py<PyAny>,
+    pub(super) tool_json: Py<PyAny>,
+    pub(super) system: Option<Py<PyAny>>,
+    pub(super) cache_key: Option<String>,
+}
+
+impl Opts {
+    pub(super) fn encoding(&self) -> Result<Encoding, CoreInputError> {
+        Encoding::parse(&self.encoding).ok_or_else(|| {
+            CoreInputError::new(
+                None,
+                "encoding",
+                format!(
+                    "unknown encoding {:?}; expected 'heuristic', 'o200k_base' or 'cl100k_base'",
+                    self.encoding
+                ),
+            )
+        })
+    }
+
+    pub(super) fn params(&self) -> Result<HeuristicParams, CoreInputError> {
+        if !(self.chars_per_token.is_finite() && self.chars_per_token > 0.0) {
+            return Err(CoreInputError::new(
+                None,
+                "chars_per_token",
+                "must be a positive number",
+            ));
+        }
+        Ok(HeuristicParams {
+            chars_per_token: self.chars_per_token,
+            extra_tokens_per_message: self.extra_tokens_per_message,
+            tokens_per_image: self.tokens_per_image,
+            tokens_per_document: self.tokens_per_document,
+            count_name: self.count_name,
+        })
+    }
+}
+
+/// Counted messages of one call.
+pub(super) struct Counted {
+    pub(super) per_message: Vec<f64>,
+    /// System prompt and tool schemas.
+    pub(super) fixed: f64,
+    pub(super) total: f64,
+    pub(super) read: ReadSet,
+}
+
+/// Read (through the cache), count and total `messages`; the caller gets the read
+/// entries to inspect and must hand them back with `store`.
+pub(super) fn count(
+    py: Python<'_>,
+    messages: &Bound<'_, PyAny>,
+    opts: &Opts,
+    shapes: bool,
+    messages_too: bool,
+) -> Result<(u64, Counted), CoreInputError> {
+    let enc = opts.encoding()?;
+    let p = opts.params()?;
+    let list = read::as_list(messages)?;
+    let key = cache::conversation_key(opts.cache_key.as_deref(), &list);
+    let cached = conversation_cache().take(key);
+    let want = cache::Want {
+        bpe: (enc != Encoding::Heuristic).then_some(enc),
+        shape: shapes,
+        message: messages_too,
+        usage: opts.use_usage,
+    };
+    let mut read = cache::read_with_cache(&list, cached, want)?;
+    if enc != Encoding::Heuristic && !read.fresh.is_empty() {
+        let fresh = &read.fresh;
+        let counts = py.detach(|| tokens::bpe_counts(enc, fresh, &p));
+        for (i, n) in counts {
+            if let Some(e) = read.kept.entries.get_mut(i) {
+                e.counts.set_bpe(enc, n);
+            }
+        }
+    }
+    let per_message = read.kept.tokens_for(enc, &p).to_vec();
+    let tools = super::tool_schemas::texts(opts.tools.bind(py), opts.tool_json.bind(py), || {
+        TOOL_SCHEMAS.lock().unwrap_or_else(|p| p.into_inner())
+    })?;
+    let mut fixed = tokens::tools_tokens(enc, &tools, &p);
+    if let Some(system) = &opts.system {
+        let (m, _) = read::read_message(system.bind(py)).map_err(|mut e| {
+            e.field = format!("system.{}", e.field);
+            e
+        })?;
+        fixed += match enc {
+            Encoding::Heuristic => tokens::measure(&m).heuristic_tokens(&p),
+            _ => tokens::bpe_message_tokens(enc, &m, &p) as f64,
+        };
+    }
+    let total = if opts.use_usage {
+        let usage: Vec<Option<(u64, u64)>> =
+            read.kept.entries.iter().map(|e| e.counts.usage()).collect();
+        tokens::anchored_total(fixed, &per_message, &usage, 0, 1.0).total
+    } else {
+        (fixed + per_message.iter().sum::<f64>()).ceil()
+    };
+    Ok((
+        key,
+        Counted {
+            per_message,
+            fixed,
+            total,
+            read,
+        },
+    ))
+}
+
+pub(super) fn store(key: u64, counted: Counted) {
+    conversation_cache().put(key, counted.read.kept);
+}
+/// Where the counted tokens go, per role and per tool (`None` if an entry was read
+/// without its pair shape).
+pub(super) fn breakdown(counted: &Counted) -> Option<tokens::Breakdown> {
+    let shapes: Vec<_> = counted
+        .read
+        .kept
+        .entries
+        .iter()
+        .filter_map(|e| e.shape.as_deref())
+        .collect();
+    (shapes.len() == counted.per_message.len())
+        .then(|| tokens::breakdown(&shapes, &counted.per_message))
+}
+
+pub(super) fn to_int_map(m: &BTreeMap<String, f64>) -> BTreeMap<String, u64> {
+    m.iter().map(|(k, v)| (k.clone(), *v as u64)).collect()
+}

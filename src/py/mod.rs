@@ -1,0 +1,245 @@
+//! The Python bindings, compiled with the `python` feature: the only code that
+//! touches pyo3 types. Reading Python messages (`read`, `scan`), the conversation cache
+//! (`cache`), the counting flow (`counting`), planning (`planning`), error conversion
+//! (`errors`), and the module `fastcompact._core` itself.
+
+mod cache;
+mod counting;
+mod errors;
+mod planning;
+mod read;
+mod reprlen;
+mod scan;
+mod tool_schemas;
+
+/// The Python module `fastcompact._core`: bindings only.
+#[pyo3::pymodule]
+mod _core {
+
+    use pyo3::exceptions::PyValueError;
+    use pyo3::prelude::*;
+
+    use super::read;
+    use crate::cutoff::{self, Size};
+    use crate::message::InputError as CoreInputError;
+    use crate::message::Message;
+
+    use crate::tokens::{self, Encoding};
+
+    use super::counting::*;
+    use super::errors::InputError;
+
+    #[pymodule_export]
+    use super::planning::{plan, PlanSettings};
+
+    #[pymodule_init]
+    fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
+        m.add("InputError", m.py().get_type::<InputError>())?;
+        let presets: Vec<&str> = crate::economics::PRESETS.iter().map(|(n, _)| *n).collect();
+        m.add("PRICING_PRESETS", presets)
+    }
+    /// Total tokens of `messages` (plus system prompt and tools in `opts`).
+    #[pyfunction]
+    fn count_tokens(py: Python<'_>, messages: &Bound<'_, PyAny>, opts: Opts) -> PyResult<u64> {
+        let (key, counted) = count(py, messages, &opts, false, false)?;
+        let total = counted.total as u64;
+        store(key, counted);
+        Ok(total)
+    }
+
+    /// Tokens per message, per role and per tool, with the total.
+    #[pyfunction]
+    fn token_breakdown<'py>(
+        py: Python<'py>,
+        messages: &Bound<'py, PyAny>,
+        opts: Opts,
+    ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let (key, counted) = count(py, messages, &opts, true, false)?;
+        let b = breakdown(&counted).unwrap_or_default();
+        let out = pyo3::types::PyDict::new(py);
+        out.set_item("total", counted.total as u64)?;
+        out.set_item("system_and_tools", counted.fixed as u64)?;
+        out.set_item(
+            "per_message",
+            counted
+                .per_message
+                .iter()
+                .map(|t| *t as u64)
+                .collect::<Vec<_>>(),
+        )?;
+        out.set_item("roles", b.roles.clone())?;
+        out.set_item("tool_names", b.tool_names.clone())?;
+        out.set_item("per_role", to_int_map(&b.per_role))?;
+        out.set_item("per_tool", to_int_map(&b.per_tool))?;
+        store(key, counted);
+        Ok(out)
+    }
+
+    /// Pair-safe cutoff for `keep` = (kind, value).
+    #[pyfunction]
+    #[pyo3(signature = (messages, keep, max_input_tokens, opts))]
+    fn find_cutoff(
+        py: Python<'_>,
+        messages: &Bound<'_, PyAny>,
+        keep: (String, f64),
+        max_input_tokens: Option<u64>,
+        opts: Opts,
+    ) -> PyResult<usize> {
+        let run = || -> Result<usize, CoreInputError> {
+            let keep = Size::parse(&keep.0, keep.1, "keep")?;
+            let (key, counted) = count(py, messages, &opts, true, false)?;
+            let shapes: Vec<_> = counted
+                .read
+                .kept
+                .entries
+                .iter()
+                .filter_map(|e| e.shape.as_deref().cloned())
+                .collect();
+            let cut = cutoff::find_cutoff(&shapes, &counted.per_message, keep, max_input_tokens);
+            store(key, counted);
+            cut
+        };
+        run().map_err(PyErr::from)
+    }
+
+    /// Whether any trigger clause fires (every size of it reached).
+    #[pyfunction]
+    #[pyo3(signature = (messages, triggers, max_input_tokens, opts))]
+    fn should_compact(
+        py: Python<'_>,
+        messages: &Bound<'_, PyAny>,
+        triggers: Vec<Vec<(String, f64)>>,
+        max_input_tokens: Option<u64>,
+        opts: Opts,
+    ) -> PyResult<bool> {
+        let run = || -> Result<bool, CoreInputError> {
+            let clauses = triggers
+                .iter()
+                .map(|clause| {
+                    clause
+                        .iter()
+                        .map(|(k, v)| Size::parse(k, *v, "trigger"))
+                        .collect::<Result<Vec<_>, _>>()
+                        .map(cutoff::Clause)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let (key, counted) = count(py, messages, &opts, false, false)?;
+            let n = counted.per_message.len();
+            let fired = cutoff::any_clause_fires(&clauses, n, counted.total, max_input_tokens);
+            store(key, counted);
+            fired
+        };
+        run().map_err(PyErr::from)
+    }
+
+    /// Whether a trigger (as `CompactionConfig.resolved()` gives it) fires at this size.
+    #[pyfunction]
+    #[pyo3(signature = (triggers, n_messages, tokens, max_input_tokens))]
+    fn trigger_fires(
+        triggers: &Bound<'_, PyAny>,
+        n_messages: usize,
+        tokens: f64,
+        max_input_tokens: Option<u64>,
+    ) -> PyResult<bool> {
+        let clauses: Vec<cutoff::Clause> = pythonize::depythonize(triggers)
+            .map_err(|e| PyErr::from(CoreInputError::new(None, "trigger", e.to_string())))?;
+        cutoff::any_clause_fires(&clauses, n_messages, tokens, max_input_tokens)
+            .map_err(PyErr::from)
+    }
+    /// Raw-state cutoff of an effective-view cutoff, after an optional prior one.
+    #[pyfunction]
+    #[pyo3(signature = (prior_cutoff, effective_cutoff))]
+    fn state_cutoff(prior_cutoff: Option<u64>, effective_cutoff: u64) -> PyResult<u64> {
+        cutoff::state_cutoff(prior_cutoff, effective_cutoff).map_err(PyErr::from)
+    }
+
+    /// Exact tokens of a text under a BPE encoding (no message framing).
+    #[pyfunction]
+    fn count_text(py: Python<'_>, text: &str, encoding: &str) -> PyResult<u64> {
+        let enc = Encoding::parse(encoding)
+            .filter(|e| *e != Encoding::Heuristic)
+            .ok_or_else(|| {
+                PyErr::from(CoreInputError::new(
+                    None,
+                    "encoding",
+                    format!("expected 'o200k_base' or 'cl100k_base', got {encoding:?}"),
+                ))
+            })?;
+        let text = text.to_owned();
+        Ok(py.detach(move || tokens::bpe_text_tokens(enc, &text)))
+    }
+
+    /// The messages as a Markdown transcript, numbered from `first`.
+    #[pyfunction]
+    #[pyo3(signature = (messages, first=0))]
+    fn render_transcript(
+        py: Python<'_>,
+        messages: &Bound<'_, PyAny>,
+        first: usize,
+    ) -> PyResult<String> {
+        let msgs = read::read_all(messages)?;
+        let refs: Vec<&Message> = msgs.iter().collect();
+        Ok(py.detach(|| crate::render::transcript(&refs, first)))
+    }
+
+    /// The summary made without a language model.
+    #[pyfunction]
+    #[pyo3(signature = (messages, previous_summary, todos, max_chars))]
+    fn fallback_summary(
+        py: Python<'_>,
+        messages: &Bound<'_, PyAny>,
+        previous_summary: Option<String>,
+        todos: Vec<(String, String)>,
+        max_chars: usize,
+    ) -> PyResult<String> {
+        let msgs = read::read_all(messages)?;
+        let refs: Vec<&Message> = msgs.iter().collect();
+        let todos: Vec<crate::render::Todo> = todos
+            .into_iter()
+            .map(|(content, status)| crate::render::Todo { content, status })
+            .collect();
+        Ok(py.detach(|| {
+            crate::render::fallback_summary(&refs, previous_summary.as_deref(), &todos, max_chars)
+        }))
+    }
+
+    /// What the core reads from each message, as plain dicts.
+    #[pyfunction]
+    fn normalize<'py>(
+        py: Python<'py>,
+        messages: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let msgs = read::read_all(messages)?;
+        let values: Vec<serde_json::Value> = msgs.iter().map(|m| m.to_json()).collect();
+        pythonize::pythonize(py, &values).map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// Per-message heuristic tokens through full conversion (the path the Rust-side
+    /// passes use), for tests that both readers agree.
+    #[pyfunction]
+    fn _heuristic_via_messages(messages: &Bound<'_, PyAny>, opts: Opts) -> PyResult<Vec<u64>> {
+        let p = opts.params()?;
+        let msgs = read::read_all(messages)?;
+        Ok(msgs
+            .iter()
+            .map(|m| tokens::measure(m).heuristic_tokens(&p) as u64)
+            .collect())
+    }
+
+    /// (conversations cached, capacity).
+    #[pyfunction]
+    fn cache_info() -> (usize, usize) {
+        let c = conversation_cache();
+        (c.len(), c.capacity())
+    }
+
+    #[pyfunction]
+    fn set_cache_capacity(conversations: usize) {
+        conversation_cache().set_capacity(conversations);
+    }
+
+    #[pyfunction]
+    fn clear_cache() {
+        conversation_cache().clear();
+    }
+}

@@ -1,0 +1,313 @@
+//! Planning one turn from Python: settings read once, the passes run without the
+//! interpreter, and the model view built from the edits.
+
+use std::sync::Arc;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use super::cache::{self};
+use super::counting::*;
+use crate::config::PlanConfig;
+use crate::cutoff::{self};
+use crate::message::InputError as CoreInputError;
+use crate::message::Message;
+use crate::passes::Change;
+use crate::plan::{Plan, PlanInput};
+
+pub(super) fn parse_settings(resolved: &Bound<'_, PyAny>) -> PyResult<PlanConfig> {
+    pythonize::depythonize(resolved)
+        .map_err(|e| PyErr::from(CoreInputError::new(None, "config", e.to_string())))
+}
+
+/// Resolved pass settings, read once: a caller that plans many turns with the same
+/// settings keeps one of these instead of handing the dict over every turn.
+#[pyclass(frozen, module = "fastcompact._core")]
+pub(super) struct PlanSettings {
+    config: Arc<PlanConfig>,
+    /// What it was read from, so that it copies and pickles.
+    resolved: Py<PyAny>,
+}
+
+#[pymethods]
+impl PlanSettings {
+    #[new]
+    pub(super) fn new(resolved: &Bound<'_, PyAny>) -> PyResult<Self> {
+        Ok(PlanSettings {
+            config: Arc::new(parse_settings(resolved)?),
+            resolved: resolved.clone().unbind(),
+        })
+    }
+
+    pub(super) fn __reduce__<'py>(slf: &Bound<'py, Self>) -> (Bound<'py, PyAny>, (Py<PyAny>,)) {
+        let py = slf.py();
+        (
+            slf.get_type().into_any(),
+            (slf.get().resolved.clone_ref(py),),
+        )
+    }
+}
+
+/// The cheap passes and the summary decision for one turn. With `make_edited`
+/// (called as `make_edited(message, edits)` for each message whose edits changed
+/// since the last turn), the result holds the model view itself under `"view"`
+/// instead of the edits.
+#[pyfunction]
+#[pyo3(signature = (messages, config, max_input_tokens, now, timestamps, archive, opts, make_edited=None, progress=None))]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn plan<'py>(
+    py: Python<'py>,
+    messages: &Bound<'py, PyAny>,
+    config: &Bound<'py, PyAny>,
+    max_input_tokens: Option<u64>,
+    now: Option<f64>,
+    timestamps: Option<Vec<Option<f64>>>,
+    archive: Option<Vec<Option<String>>>,
+    opts: Opts,
+    make_edited: Option<&Bound<'py, PyAny>>,
+    progress: Option<Progress>,
+) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    let progress = progress.unwrap_or_default();
+    let cfg = match config.cast::<PlanSettings>() {
+        Ok(settings) => Arc::clone(&settings.get().config),
+        Err(_) => Arc::new(parse_settings(config)?),
+    };
+    let p = opts.params()?;
+    // The heuristic counts (cached) and the converted messages (cached too).
+    let (key, mut counted) = count(py, messages, &opts, false, true)?;
+    // Everything the passes need from the cached entries.
+    counted.read.kept.fill_measures();
+    let entries = &counted.read.kept.entries;
+    let skeletons = &mut counted.read.kept.skeletons;
+    let memos = &counted.read.kept.memos;
+    let n = entries.len();
+    // Sized up front: a filtered collect would grow (and copy) step by step.
+    let mut msgs: Vec<&Message> = Vec::with_capacity(n);
+    msgs.extend(entries.iter().filter_map(|e| e.message.as_deref()));
+    // The pair shapes only matter when a summary may be needed, which the view
+    // before the passes tells: they never add tokens (should one ever, the plan
+    // works the shapes out itself).
+    let before = counted.fixed + counted.per_message.iter().sum::<f64>();
+    let may_summarize = !cfg.trigger.is_empty()
+        && cutoff::any_clause_fires(&cfg.trigger, n, before, max_input_tokens).unwrap_or(true);
+    let shapes: Option<Vec<_>> = may_summarize.then(|| {
+        let mut shapes = Vec::with_capacity(n);
+        shapes.extend(entries.iter().filter_map(|e| e.shape.as_deref()));
+        shapes
+    });
+    // The kept skeletons, memos and measures line up with the messages only when
+    // every entry is planned (otherwise the plan works them out afresh).
+    let whole = msgs.len() == n && skeletons.len() == n && memos.len() == n;
+    let measures = whole.then_some(counted.read.kept.measures.as_slice());
+    if whole {
+        // Results new to the cache get their links now, kept for later turns.
+        let links_upto = &mut counted.read.kept.links_upto;
+        crate::passes::link_results(&msgs, skeletons, *links_upto);
+        *links_upto = n;
+    }
+    let skeletons = whole.then_some(skeletons.as_slice());
+    let memos = whole.then_some(memos);
+    let timestamps = timestamps.unwrap_or_else(|| match skeletons {
+        Some(s) => timestamps_if_any(s.iter().map(|s| s.timestamp)),
+        None => timestamps_if_any(msgs.iter().map(|m| m.timestamp)),
+    });
+    let input = PlanInput {
+        // The model view needs no breakdown afterwards: the counts can move.
+        tokens: if make_edited.is_some() {
+            std::mem::take(&mut counted.per_message)
+        } else {
+            counted.per_message.clone()
+        },
+        measures,
+        skeletons,
+        msgs,
+        fixed: counted.fixed,
+        max_input_tokens,
+        params: p,
+        timestamps,
+        now,
+        archive: archive.unwrap_or_default(),
+        shapes,
+        memos,
+        usage: if opts.use_usage {
+            entries.iter().map(|e| e.counts.usage()).collect()
+        } else {
+            Vec::new()
+        },
+        min_anchor: progress.min_anchor,
+        prior_ratio: progress.ratio,
+        settled: progress.settled,
+        calls_before: progress.calls_before,
+    };
+    // A bug in a pass must not take the agent down: it becomes a Python error the
+    // caller can handle (the middleware then sends the unedited view).
+    let result = py
+        .detach(|| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                crate::plan::plan(input, cfg.as_ref())
+            }))
+        })
+        .map_err(|_| {
+            pyo3::exceptions::PyRuntimeError::new_err("fastcompact: internal error while planning")
+        })?;
+    let out = plan_to_dict(py, &result, make_edited.is_none())?;
+    if let Some(make) = make_edited {
+        let view = build_view(py, &mut counted.read.kept.entries, &result.edits, make)?;
+        out.set_item("view", view)?;
+    }
+    // Where the tokens go, from the counts already at hand (for `plan()`'s
+    // picture; the model-view path does without).
+    if let Some(b) = make_edited.is_none().then(|| breakdown(&counted)).flatten() {
+        out.set_item("per_role", to_int_map(&b.per_role))?;
+        out.set_item("per_tool", to_int_map(&b.per_tool))?;
+    }
+    store(key, counted);
+    Ok(out)
+}
+
+/// Where a conversation stands, as the middleware keeps it in state (indices are
+/// in the view planned).
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub(super) struct Progress {
+    min_anchor: usize,
+    ratio: f64,
+    settled: Option<usize>,
+    calls_before: usize,
+}
+
+impl Default for Progress {
+    fn default() -> Self {
+        Progress {
+            min_anchor: 0,
+            ratio: 1.0,
+            settled: None,
+            calls_before: 0,
+        }
+    }
+}
+
+/// Each message's time, or none at all when no message has one (no gap can be
+/// found then, and the plan needs no per-message vector).
+pub(super) fn timestamps_if_any(
+    stamps: impl Iterator<Item = Option<f64>> + Clone,
+) -> Vec<Option<f64>> {
+    if stamps.clone().any(|t| t.is_some()) {
+        stamps.collect()
+    } else {
+        Vec::new()
+    }
+}
+
+/// A 63-bit fingerprint of an edit's pass and change (never 0, which means
+/// "unknown" to Python).
+pub(super) fn edit_fingerprint(e: &crate::passes::Edit) -> u64 {
+    let pass = e.pass as u64;
+    ((e.key ^ pass.wrapping_mul(0x9e37_79b9_7f4a_7c15)) >> 1).max(1)
+}
+
+/// The model view: the messages, with each edited one replaced by its edited copy,
+/// built by `make` only when its edits differ from last turn's.
+pub(super) fn build_view<'py>(
+    py: Python<'py>,
+    entries: &mut [cache::Entry],
+    edits: &[crate::passes::Edit],
+    make: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, pyo3::types::PyList>> {
+    use std::hash::Hasher;
+    // Edits come pass by pass; a stable sort groups them by message, in pass order.
+    let mut sorted: Vec<&crate::passes::Edit> = edits.iter().collect();
+    sorted.sort_by_key(|e| e.index);
+    let mut pending = sorted.as_slice();
+    let mut items: Vec<Bound<'py, PyAny>> = Vec::with_capacity(entries.len());
+    for (i, entry) in entries.iter_mut().enumerate() {
+        let len = pending.iter().take_while(|e| e.index == i).count();
+        let (group, rest) = pending.split_at(len);
+        pending = rest;
+        if group.is_empty() {
+            // Written only when set: a write to every entry would dirty the whole
+            // cache of a long conversation each turn.
+            if entry.edited.is_some() {
+                entry.edited = None;
+            }
+            items.push(entry.object(py).clone());
+            continue;
+        }
+        let mut h = crate::passes::FastHasher::default();
+        for e in group {
+            h.write_u64(edit_fingerprint(e));
+        }
+        let fingerprint = h.finish();
+        if let Some((fp, obj)) = &entry.edited {
+            if *fp == fingerprint {
+                items.push(obj.bind(py).clone());
+                continue;
+            }
+        }
+        let tuples = pyo3::types::PyList::empty(py);
+        for e in group {
+            tuples.append(edit_tuple(py, e)?)?;
+        }
+        let edited = make.call1((entry.object(py), tuples))?;
+        entry.edited = Some((fingerprint, edited.clone().unbind()));
+        items.push(edited);
+    }
+    pyo3::types::PyList::new(py, items)
+}
+
+/// An edit as the tuple Python sees: (index, pass, field, value, call, fingerprint).
+pub(super) fn edit_tuple<'py>(
+    py: Python<'py>,
+    e: &crate::passes::Edit,
+) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+    let fingerprint = edit_fingerprint(e);
+    let (field, value, call) = match &e.change {
+        Change::Content(text) => (
+            "content",
+            (**text).into_pyobject(py)?.into_any(),
+            None::<usize>,
+        ),
+        Change::ToolArgs { call, args } => (
+            "tool_args",
+            pythonize::pythonize(py, &**args).map_err(|e| PyValueError::new_err(e.to_string()))?,
+            Some(*call),
+        ),
+    };
+    (e.index, e.pass.name(), field, value, call, fingerprint).into_pyobject(py)
+}
+
+pub(super) fn plan_to_dict<'py>(
+    py: Python<'py>,
+    plan: &Plan,
+    with_edits: bool,
+) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    use pyo3::types::PyDict;
+    let out = PyDict::new(py);
+    let edits = pyo3::types::PyList::empty(py);
+    if with_edits {
+        for e in &plan.edits {
+            edits.append(edit_tuple(py, e)?)?;
+        }
+    }
+    out.set_item("edits", edits)?;
+    out.set_item("tokens_before", plan.tokens_before.ceil() as u64)?;
+    out.set_item("tokens_after", plan.tokens_after.ceil() as u64)?;
+    let passes = pyo3::types::PyList::empty(py);
+    for s in &plan.passes {
+        let d = PyDict::new(py);
+        d.set_item("name", s.pass.name())?;
+        d.set_item("tokens_before", s.tokens_before.ceil() as u64)?;
+        d.set_item("tokens_after", s.tokens_after.ceil() as u64)?;
+        d.set_item("edits", s.edits)?;
+        passes.append(d)?;
+    }
+    out.set_item("passes", passes)?;
+    out.set_item("summary_needed", plan.summary_needed)?;
+    out.set_item("summary_cutoff", plan.summary_cutoff)?;
+    out.set_item("true_tokens", plan.true_tokens.ceil() as u64)?;
+    out.set_item("ratio", plan.ratio)?;
+    out.set_item("anchor", plan.anchor)?;
+    out.set_item("settled", plan.settled)?;
+    out.set_item("batch_at", plan.batch_at)?;
+    Ok(out)
+}
