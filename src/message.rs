@@ -120,6 +120,60 @@ impl PartialEq for Text {
     }
 }
 
+/// The kinds of content block the core tells apart, parsed from a block's `type` in
+/// one place: the readers, the counters and the renderer all match on this.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockKind {
+    Text,
+    /// `image`, `image_url`, `input_image`: a fixed cost, never their bytes.
+    Image,
+    /// `document`, `file`, `input_file`: a fixed cost, never their bytes.
+    Document,
+    /// Anthropic's call block (its arguments are the message's tool calls too).
+    ToolUse,
+    /// OpenAI Responses' call item, in the same role.
+    FunctionCall,
+    ToolResult,
+    Thinking,
+    /// Encrypted reasoning, counted by its length alone.
+    RedactedThinking,
+    Reasoning,
+    Other,
+}
+
+impl BlockKind {
+    pub fn parse(kind: &str) -> Self {
+        match kind {
+            "text" => BlockKind::Text,
+            "image" | "image_url" | "input_image" => BlockKind::Image,
+            "document" | "file" | "input_file" => BlockKind::Document,
+            "tool_use" => BlockKind::ToolUse,
+            "function_call" => BlockKind::FunctionCall,
+            "tool_result" => BlockKind::ToolResult,
+            "thinking" => BlockKind::Thinking,
+            "redacted_thinking" => BlockKind::RedactedThinking,
+            "reasoning" => BlockKind::Reasoning,
+            _ => BlockKind::Other,
+        }
+    }
+
+    /// Blocks that providers require to be sent back unchanged inside a tool loop.
+    pub fn is_thinking(self) -> bool {
+        matches!(
+            self,
+            BlockKind::Thinking | BlockKind::RedactedThinking | BlockKind::Reasoning
+        )
+    }
+}
+
+/// The readable text of a `thinking` or `reasoning` block, when it has one.
+pub fn thinking_text(block: &Value) -> Option<&str> {
+    block
+        .get("thinking")
+        .or_else(|| block.get("reasoning"))
+        .and_then(Value::as_str)
+}
+
 /// One block of a list-valued content.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Block {
@@ -144,6 +198,16 @@ impl Block {
         }
     }
 
+    /// What kind of block this is.
+    pub fn kind_of(&self) -> BlockKind {
+        match self {
+            Block::Text(_) => BlockKind::Text,
+            Block::Image => BlockKind::Image,
+            Block::Document => BlockKind::Document,
+            Block::Other { kind, .. } => BlockKind::parse(kind),
+        }
+    }
+
     fn str_field(&self, field: &str) -> Option<&str> {
         match self {
             Block::Other { value, .. } => value.get(field).and_then(Value::as_str),
@@ -153,7 +217,7 @@ impl Block {
 
     /// The id of an Anthropic `tool_use` block.
     pub fn tool_use_id(&self) -> Option<&str> {
-        if self.kind() == "tool_use" {
+        if self.kind_of() == BlockKind::ToolUse {
             self.str_field("id")
         } else {
             None
@@ -162,7 +226,7 @@ impl Block {
 
     /// The id a `tool_result` block answers.
     pub fn tool_result_id(&self) -> Option<&str> {
-        if self.kind() == "tool_result" {
+        if self.kind_of() == BlockKind::ToolResult {
             self.str_field("tool_use_id")
         } else {
             None
@@ -172,7 +236,7 @@ impl Block {
     /// `thinking`, `redacted_thinking` and `reasoning` blocks, which providers require
     /// to be sent back unchanged inside a tool loop.
     pub fn is_thinking(&self) -> bool {
-        matches!(self.kind(), "thinking" | "redacted_thinking" | "reasoning")
+        self.kind_of().is_thinking()
     }
 }
 
@@ -336,7 +400,11 @@ impl Message {
 
     /// True when this message carries tool results (and so must follow its calls).
     pub fn is_tool_result(&self) -> bool {
-        self.role == Role::Tool || self.blocks().iter().any(|b| b.kind() == "tool_result")
+        self.role == Role::Tool
+            || self
+                .blocks()
+                .iter()
+                .any(|b| b.kind_of() == BlockKind::ToolResult)
     }
 
     /// Characters of the content's text (text blocks only for list content).
@@ -483,6 +551,40 @@ impl std::error::Error for InputError {}
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn block_kinds_are_parsed_in_one_place() {
+        let kinds = [
+            ("text", BlockKind::Text),
+            ("image", BlockKind::Image),
+            ("image_url", BlockKind::Image),
+            ("input_image", BlockKind::Image),
+            ("document", BlockKind::Document),
+            ("file", BlockKind::Document),
+            ("input_file", BlockKind::Document),
+            ("tool_use", BlockKind::ToolUse),
+            ("function_call", BlockKind::FunctionCall),
+            ("tool_result", BlockKind::ToolResult),
+            ("thinking", BlockKind::Thinking),
+            ("redacted_thinking", BlockKind::RedactedThinking),
+            ("reasoning", BlockKind::Reasoning),
+            ("server_tool_use", BlockKind::Other),
+        ];
+        for (name, kind) in kinds {
+            assert_eq!(BlockKind::parse(name), kind, "{name}");
+            let block = Block::Other {
+                kind: name.into(),
+                value: json!({"type": name}),
+            };
+            assert_eq!(
+                block.is_thinking(),
+                name.contains("thinking") || name == "reasoning"
+            );
+        }
+        assert_eq!(thinking_text(&json!({"reasoning": "why"})), Some("why"));
+        assert_eq!(thinking_text(&json!({"thinking": "how"})), Some("how"));
+        assert_eq!(thinking_text(&json!({"data": "x"})), None);
+    }
 
     #[test]
     fn text_knows_code_points() {

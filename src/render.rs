@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use crate::message::{Block, Content, Message, Role};
+use crate::message::{thinking_text, Block, BlockKind, Content, Message, Role};
 use crate::passes::shorten;
 
 /// A task from the agent's todo list: its text and status.
@@ -43,20 +43,17 @@ pub fn content_text(m: &Message) -> String {
                     Block::Text(t) => parts.push(t.as_str().to_owned()),
                     Block::Image => parts.push("[image]".into()),
                     Block::Document => parts.push("[document]".into()),
-                    Block::Other { kind, value } => match kind.as_str() {
-                        "tool_use" | "function_call" if !m.tool_calls.is_empty() => {}
-                        "thinking" | "reasoning" => {
-                            let text = value
-                                .get("thinking")
-                                .or_else(|| value.get("reasoning"))
-                                .and_then(Value::as_str)
-                                .unwrap_or("");
+                    Block::Other { kind, value } => match BlockKind::parse(kind) {
+                        BlockKind::ToolUse | BlockKind::FunctionCall
+                            if !m.tool_calls.is_empty() => {}
+                        BlockKind::Thinking | BlockKind::Reasoning => {
+                            let text = thinking_text(value).unwrap_or("");
                             if !text.is_empty() {
                                 parts.push(format!("[thinking] {text}"));
                             }
                         }
-                        "redacted_thinking" => {}
-                        "tool_result" => {
+                        BlockKind::RedactedThinking => {}
+                        BlockKind::ToolResult => {
                             let inner = value.get("content").map_or(String::new(), |c| match c {
                                 Value::String(s) => s.clone(),
                                 other => other.to_string(),

@@ -10,7 +10,7 @@ use serde_json::Value;
 use tiktoken_rs::CoreBPE;
 
 use crate::cutoff::PairShape;
-use crate::message::{Block, Content, Message, Role};
+use crate::message::{thinking_text, Block, BlockKind, Content, Message, Role};
 use crate::pyrepr::{py_repr_len, tool_calls_repr_len};
 
 /// How tokens are counted.
@@ -214,23 +214,26 @@ pub fn bpe_message_tokens(enc: Encoding, m: &Message, p: &HeuristicParams) -> u6
 fn block_tokens(enc: Encoding, v: &Value) -> u64 {
     let t = |s: &str| bpe_text_tokens(enc, s);
     let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
-    match kind {
-        "thinking" => t(v.get("thinking").and_then(Value::as_str).unwrap_or("")),
+    match BlockKind::parse(kind) {
+        BlockKind::Thinking | BlockKind::Reasoning => match thinking_text(v) {
+            Some(text) => t(text),
+            None => t(&v.to_string()),
+        },
         // Opaque encrypted data that the provider counts by its own rules; its length
         // is the best estimate there is.
-        "redacted_thinking" => {
+        BlockKind::RedactedThinking => {
             (v.get("data").and_then(Value::as_str).map_or(0, str::len) as u64).div_ceil(4)
         }
-        "tool_use" => {
+        BlockKind::ToolUse => {
             t(v.get("name").and_then(Value::as_str).unwrap_or(""))
                 + v.get("input").map_or(0, |i| t(&i.to_string()))
         }
-        "tool_result" => match v.get("content") {
+        BlockKind::ToolResult => match v.get("content") {
             Some(Value::String(s)) => t(s),
             Some(Value::Array(items)) => items.iter().map(|i| block_tokens(enc, i)).sum(),
             _ => 0,
         },
-        "text" => t(v.get("text").and_then(Value::as_str).unwrap_or("")),
+        BlockKind::Text => t(v.get("text").and_then(Value::as_str).unwrap_or("")),
         _ => t(&v.to_string()),
     }
 }

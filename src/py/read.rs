@@ -11,7 +11,7 @@ use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use serde_json::Value;
 
-use crate::message::{Block, Content, InputError, Message, Role, Text, ToolCall, Usage};
+use crate::message::{Block, BlockKind, Content, InputError, Message, Role, Text, ToolCall, Usage};
 
 pub(super) type Res<T> = Result<T, InputError>;
 
@@ -265,16 +265,16 @@ pub(super) fn read_block(i: usize, item: &Bound<'_, PyAny>) -> Res<Block> {
     let py = item.py();
     let fields = Fields::Dict(d.clone());
     let kind = fields.get_str(intern!(py, "type"))?.unwrap_or_default();
-    Ok(match kind.as_str() {
-        "text" => match fields.get(intern!(py, "text"))? {
+    Ok(match BlockKind::parse(&kind) {
+        BlockKind::Text => match fields.get(intern!(py, "text"))? {
             Some(t) => match t.cast::<PyString>() {
                 Ok(s) => Block::Text(text_of(s)?),
                 Err(_) => Block::Text(Text::from(String::new())),
             },
             None => Block::Text(Text::from(String::new())),
         },
-        "image" | "image_url" | "input_image" => Block::Image,
-        "document" | "file" | "input_file" => Block::Document,
+        BlockKind::Image => Block::Image,
+        BlockKind::Document => Block::Document,
         _ => Block::Other {
             value: to_value(item),
             kind,

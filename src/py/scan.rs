@@ -6,7 +6,7 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use super::reprlen;
 use crate::cutoff::PairShape;
-use crate::message::Role;
+use crate::message::{BlockKind, Role};
 use crate::pyrepr;
 use crate::tokens::{CachedCounts, Measure};
 
@@ -81,17 +81,19 @@ pub fn scan_message<'py>(
                     .get(intern!(py, "type"))?
                     .and_then(|t| str_of(&t))
                     .unwrap_or_default();
-                match kind.as_str() {
-                    "text" => body += b.get(intern!(py, "text"))?.map_or(0, |t| str_len(&t)),
-                    "image" | "image_url" | "input_image" => images += 1,
-                    "document" | "file" | "input_file" => documents += 1,
+                match BlockKind::parse(&kind) {
+                    BlockKind::Text => {
+                        body += b.get(intern!(py, "text"))?.map_or(0, |t| str_len(&t))
+                    }
+                    BlockKind::Image => images += 1,
+                    BlockKind::Document => documents += 1,
                     other => {
                         body += reprlen::repr_len(&block);
                         if !want_shape {
                             continue;
                         }
                         match other {
-                            "tool_use" => {
+                            BlockKind::ToolUse => {
                                 if let Some(id) = b.get(intern!(py, "id"))?.and_then(|v| str_of(&v))
                                 {
                                     let name = b.get(intern!(py, "name"))?.and_then(|v| str_of(&v));
@@ -102,7 +104,7 @@ pub fn scan_message<'py>(
                                     }
                                 }
                             }
-                            "tool_result" => {
+                            BlockKind::ToolResult => {
                                 shape.is_result = true;
                                 if let Some(id) =
                                     b.get(intern!(py, "tool_use_id"))?.and_then(|v| str_of(&v))
@@ -112,7 +114,7 @@ pub fn scan_message<'py>(
                                     }
                                 }
                             }
-                            "thinking" | "redacted_thinking" | "reasoning" => shape.thinking = true,
+                            k if k.is_thinking() => shape.thinking = true,
                             _ => {}
                         }
                     }
