@@ -24,6 +24,9 @@ echo "== ruff"
 ruff check python tests benches tools fuzz
 ruff format --check python tests benches tools fuzz
 
+echo "== stubs (the .pyi of the compiled core against the module itself)"
+python -m mypy.stubtest fastcompact._core
+
 echo "== postgresql (for the multi-worker test)"
 if [ -z "${FASTCOMPACT_PG_URL:-}" ]; then
     if PG_ENV=$(bash scripts/pg.sh start); then

@@ -1,7 +1,28 @@
 """Type stubs for the Rust extension module ``fastcompact._core``."""
 
 from collections.abc import Callable
-from typing import Any, TypedDict
+from typing import Any, TypedDict, final
+
+__all__ = [
+    "PRICING_PRESETS",
+    "InputError",
+    "PlanSettings",
+    "_heuristic_via_messages",
+    "cache_info",
+    "clear_cache",
+    "count_text",
+    "count_tokens",
+    "fallback_summary",
+    "find_cutoff",
+    "normalize",
+    "plan",
+    "render_transcript",
+    "set_cache_capacity",
+    "should_compact",
+    "state_cutoff",
+    "token_breakdown",
+    "trigger_fires",
+]
 
 PRICING_PRESETS: list[str]
 
@@ -76,10 +97,11 @@ class _Progress(TypedDict):
     settled: int | None
     calls_before: int
 
+@final
 class PlanSettings:
     """Resolved pass settings, read once."""
 
-    def __init__(self, resolved: dict[str, Any]) -> None: ...
+    def __new__(cls, resolved: dict[str, Any]) -> PlanSettings: ...
 
 def plan(
     messages: Any,
