@@ -49,20 +49,7 @@ def _progress(**kw: Any) -> dict[str, Any]:
 
 def _plan(msgs: list[Any], progress: dict[str, Any], **kw: Any) -> dict[str, Any]:
     config = kw.pop("config", CompactionConfig())
-    return _run(
-        msgs,
-        config,
-        kw.pop("window", 200_000),
-        None,
-        None,
-        None,
-        None,
-        None,
-        None,
-        None,
-        None,
-        progress=progress,
-    )
+    return _run(msgs, config, max_input_tokens=kw.pop("window", 200_000), progress=progress)
 
 
 def _usage(real: int) -> dict[str, int]:

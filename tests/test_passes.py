@@ -391,7 +391,7 @@ def test_configs_and_read_settings_copy_and_pickle():
     settings = fastcompact._core.PlanSettings(cfg.resolved(200_000))
     again = pickle.loads(pickle.dumps(settings))
     msgs = coding_session(600, seed=2)
-    raw = fastcompact.passes._run(msgs, again, 200_000, None, None, None, None, None, None, None, None)
+    raw = fastcompact.passes._run(msgs, again, max_input_tokens=200_000)
     expected = plan(msgs, cfg, max_input_tokens=200_000).edits
     assert expected and [fastcompact.Edit(*e) for e in raw["edits"]] == expected
 

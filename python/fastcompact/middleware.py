@@ -481,15 +481,13 @@ class CompactionMiddleware(AgentMiddleware):
             raw_plan = _run(
                 effective,
                 self._plan_settings(window, self._pricing(request.model)),
-                window,
-                now,
-                request.system_message,
-                request.tools,
-                timestamps,
-                None,
-                request.model,
-                None,
-                _make_edited,
+                max_input_tokens=window,
+                now=now,
+                system=request.system_message,
+                tools=request.tools,
+                timestamps=timestamps,
+                model=request.model,
+                make_edited=_make_edited,
                 progress=progress,
             )
             view, plan = raw_plan["view"], _plan_of(raw_plan, [])

@@ -174,15 +174,14 @@ def plan(
     raw = _run(
         msgs,
         config,
-        max_input_tokens,
-        now,
-        system,
-        tools,
-        timestamps,
-        archive_paths,
-        model,
-        cache_key,
-        None,
+        max_input_tokens=max_input_tokens,
+        now=now,
+        system=system,
+        tools=tools,
+        timestamps=timestamps,
+        archive_paths=archive_paths,
+        model=model,
+        cache_key=cache_key,
         encoding=encoding,
     )
     found = _plan_of(raw, [Edit(*e) for e in raw["edits"]])
@@ -227,15 +226,15 @@ def model_view(
     raw = _run(
         messages,
         config,
-        max_input_tokens,
-        now,
-        system,
-        tools,
-        timestamps,
-        archive_paths,
-        model,
-        cache_key,
-        _make_edited,
+        max_input_tokens=max_input_tokens,
+        now=now,
+        system=system,
+        tools=tools,
+        timestamps=timestamps,
+        archive_paths=archive_paths,
+        model=model,
+        cache_key=cache_key,
+        make_edited=_make_edited,
         encoding=encoding,
     )
     return raw["view"], _plan_of(raw, [])
@@ -270,22 +269,24 @@ def _settings(cfg: CompactionConfig, window: int | None) -> Any:
 
 def _run(
     messages: Iterable[Any],
-    config: CompactionConfig | dict[str, Any] | None,
-    max_input_tokens: int | None,
-    now: float | None,
-    system: Any,
-    tools: Sequence[Any] | None,
-    timestamps: Sequence[float | None] | None,
-    archive_paths: Sequence[str | None] | None,
-    model: Any,
-    cache_key: str | None,
-    make_edited: Any,
+    config: CompactionConfig | dict[str, Any] | _core.PlanSettings | None,
     *,
+    max_input_tokens: int | None = None,
+    now: float | None = None,
+    system: Any = None,
+    tools: Sequence[Any] | None = None,
+    timestamps: Sequence[float | None] | None = None,
+    archive_paths: Sequence[str | None] | None = None,
+    model: Any = None,
+    cache_key: str | None = None,
+    make_edited: Any = None,
     progress: dict[str, Any] | None = None,
     encoding: Encoding = "heuristic",
 ) -> dict[str, Any]:
-    """Plan through the core. With ``progress`` (where the conversation stands, as the
-    middleware keeps it), sizes are anchored on the provider usage the messages report."""
+    """Plan through the core, with :func:`plan`'s options. ``make_edited`` builds the
+    model view (see :func:`model_view`). With ``progress`` (where the conversation
+    stands, as the middleware keeps it), sizes are anchored on the provider usage the
+    messages report."""
     if isinstance(config, dict | _core.PlanSettings):
         # Already resolved (the middleware resolves its settings once).
         settings = config
