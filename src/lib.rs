@@ -4,6 +4,7 @@
 //! (`py/`) are compiled only with the `python` feature.
 
 pub mod config;
+pub mod conversation;
 pub mod cutoff;
 pub mod economics;
 pub mod message;

@@ -10,9 +10,10 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
+use crate::conversation::Counted;
 use crate::cutoff::PairShape;
 use crate::message::Message;
-use crate::tokens::{CachedCounts, ConversationCache, Encoding, HeuristicParams, Measure};
+use crate::tokens::{CachedCounts, ConversationCache, Encoding};
 
 use super::read::*;
 use super::scan::*;
@@ -245,59 +246,12 @@ pub fn conversation_key(key: Option<&str>, list: &Bound<'_, PyList>) -> u64 {
     h.finish()
 }
 
-/// What the cache keeps of one conversation.
-#[derive(Default)]
-pub struct Conversation {
-    pub entries: Vec<Entry>,
-    /// What the passes scan and what they worked out, per message: `skeletons[i]`
-    /// and `memos[i]` go with `entries[i]` while that entry holds its converted
-    /// message. Kept dense, beside the entries rather than in each one: the passes
-    /// borrow the skeletons as they are and walk thousands of memos in memory order.
-    /// Empty while the conversation is only counted.
-    pub skeletons: Vec<crate::passes::Skeleton>,
-    pub memos: crate::passes::Memos,
-    /// The tokens of the first entries under `tokens_of`, dense: a warm turn copies
-    /// them instead of working each one out of its entry again. Cut back to the first
-    /// entry replaced or added; `tokens_for` extends it.
-    pub tokens: Vec<f64>,
-    pub tokens_of: Option<(Encoding, HeuristicParams)>,
-    /// The measures of the first entries, dense for the passes; cut back like
-    /// `tokens`, extended by `fill_measures`.
-    pub measures: Vec<Measure>,
-    /// Every tool result before this index has its link in its skeleton.
-    pub links_upto: usize,
-}
+/// What the cache keeps of one conversation: an entry per message.
+pub type Conversation = crate::conversation::Conversation<Entry>;
 
-impl Conversation {
-    /// Each entry's tokens under `enc` and `p`, working out only those not kept.
-    pub fn tokens_for(&mut self, enc: Encoding, p: &HeuristicParams) -> &[f64] {
-        if self.tokens_of != Some((enc, *p)) {
-            self.tokens.clear();
-            self.tokens_of = Some((enc, *p));
-        }
-        self.tokens.truncate(self.entries.len());
-        let have = self.tokens.len();
-        let more = self.entries[have..].iter().map(|e| e.counts.tokens(enc, p));
-        self.tokens.extend(more);
-        &self.tokens
-    }
-
-    /// Bring `measures` up to the entries.
-    pub fn fill_measures(&mut self) {
-        self.measures.truncate(self.entries.len());
-        let have = self.measures.len();
-        let more = self.entries[have..].iter().map(|e| e.counts.measure);
-        self.measures.extend(more);
-    }
-}
-
-/// Put `value` at `i`, filling any gap before it with defaults.
-fn set_at<T: Default>(v: &mut Vec<T>, i: usize, value: T) {
-    if i >= v.len() {
-        v.resize_with(i, T::default);
-        v.push(value);
-    } else {
-        v[i] = value;
+impl Counted for Entry {
+    fn counts(&self) -> &CachedCounts {
+        &self.counts
     }
 }
 
@@ -336,37 +290,8 @@ impl Want {
 /// not seen before, edited since, or lacking something `want` asks for.
 pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Want) -> Res<ReadSet> {
     // Entries are updated in place: a warm turn touches only what changed.
-    let Conversation {
-        mut entries,
-        mut skeletons,
-        mut memos,
-        mut tokens,
-        tokens_of,
-        mut measures,
-        mut links_upto,
-    } = cached;
-    entries.truncate(list.len());
-    skeletons.truncate(list.len());
-    memos.truncate(list.len());
-    let needed = list.len();
-    // Room for the next turns' messages too: a conversation grows a little every
-    // turn, and growing a full vector moves every entry (the turn after a
-    // conversation is first seen would always pay for that).
-    let room = needed + needed / 4 + 8;
-    if entries.capacity() < needed {
-        entries.reserve_exact(room - entries.len());
-    }
-    if want.message && skeletons.capacity() < needed {
-        skeletons.reserve_exact(room - skeletons.len());
-    }
-    if want.message && memos.capacity() < needed {
-        memos.reserve_exact(room - memos.len());
-    }
+    let mut update = cached.update(list.len(), want.message);
     let mut fresh = Vec::new();
-    let cached_len = entries.len();
-    // The first cached entry replaced by another message: what the results after it
-    // know of their calls (in the messages before them) is stale from there on.
-    let mut first_replaced: Option<usize> = None;
     // Reading a message may run Python code (a property, a __getattr__) that changes
     // the list: its length is read again when the loop reaches the old one, and an
     // index past a shortened list finds no item, which ends the loop.
@@ -380,7 +305,7 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
                 break;
             }
         }
-        let reusable = entries.get(i).is_some_and(|e| {
+        let reusable = update.entry(i).is_some_and(|e| {
             want.satisfied_by(e) && e.still_matches(list.py(), list_item_ptr(list, i), content_key)
         });
         if reusable {
@@ -388,7 +313,7 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
             continue;
         }
         let Ok(item) = list.get_item(i) else { break };
-        if let Some(e) = entries.get_mut(i) {
+        if let Some(e) = update.entry_mut(i) {
             if want.satisfied_by(e) && e.adopt_equal(&item) {
                 i += 1;
                 continue;
@@ -417,51 +342,11 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
             let scanned = scan_message(&item, want.shape, want.usage).map_err(|e| e.at(i))?;
             Entry::new(&item, scanned.origin, scanned.counts, scanned.shape)
         };
-        match entries.get_mut(i) {
-            Some(slot) => {
-                *slot = entry;
-                first_replaced.get_or_insert(i);
-            }
-            None => entries.push(entry),
-        }
-        links_upto = links_upto.min(i);
-        tokens.truncate(i);
-        measures.truncate(i);
-        if want.message || i < skeletons.len() {
-            set_at(&mut skeletons, i, skeleton);
-        }
-        memos.reset(i);
+        update.put(i, entry, skeleton);
         i += 1;
     }
-    entries.truncate(i);
-    skeletons.truncate(i);
-    memos.truncate(i);
-    if want.message {
-        // Every entry holds its message now; new ones start with empty memos.
-        links_upto = links_upto.min(skeletons.len());
-        skeletons.resize_with(i, crate::passes::Skeleton::default);
-        memos.resize(i);
-    }
-    if let Some(k) = first_replaced {
-        for s in skeletons.iter_mut().take(cached_len).skip(k + 1) {
-            s.link = None;
-        }
-        for j in k + 1..cached_len.min(i) {
-            memos.forget_call(j);
-        }
-    }
-    tokens.truncate(i);
-    measures.truncate(i);
     Ok(ReadSet {
-        kept: Conversation {
-            entries,
-            skeletons,
-            memos,
-            tokens,
-            tokens_of,
-            measures,
-            links_upto: links_upto.min(i),
-        },
+        kept: update.finish(i),
         fresh,
     })
 }

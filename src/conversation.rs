@@ -1,0 +1,327 @@
+//! The conversation cache model: what was worked out for each message of a
+//! conversation, kept from one call to the next, and what reading a message anew
+//! invalidates. The bindings decide what an entry is and whether it still stands for
+//! the message at its place (by the identity of the Python objects); this module keeps
+//! the per-message vectors in step with the entries.
+
+use crate::passes::{Memos, Skeleton};
+use crate::tokens::{CachedCounts, Encoding, HeuristicParams, Measure};
+
+/// What every cached entry carries: the counts of its message.
+pub trait Counted {
+    fn counts(&self) -> &CachedCounts;
+}
+
+/// What the cache keeps of one conversation.
+pub struct Conversation<E> {
+    pub entries: Vec<E>,
+    /// What the passes scan and what they worked out, per message: `skeletons[i]`
+    /// and `memos[i]` go with `entries[i]` while that entry holds its converted
+    /// message. Kept dense, beside the entries rather than in each one: the passes
+    /// borrow the skeletons as they are and walk thousands of memos in memory order.
+    /// Empty while the conversation is only counted.
+    pub skeletons: Vec<Skeleton>,
+    pub memos: Memos,
+    /// The tokens of the first entries under `tokens_of`, dense: a warm turn copies
+    /// them instead of working each one out of its entry again. Cut back to the first
+    /// entry replaced or added; `tokens_for` extends it.
+    pub tokens: Vec<f64>,
+    pub tokens_of: Option<(Encoding, HeuristicParams)>,
+    /// The measures of the first entries, dense for the passes; cut back like
+    /// `tokens`, extended by `fill_measures`.
+    pub measures: Vec<Measure>,
+    /// Every tool result before this index has its link in its skeleton.
+    pub links_upto: usize,
+}
+
+impl<E> Default for Conversation<E> {
+    fn default() -> Self {
+        Conversation {
+            entries: Vec::new(),
+            skeletons: Vec::new(),
+            memos: Memos::default(),
+            tokens: Vec::new(),
+            tokens_of: None,
+            measures: Vec::new(),
+            links_upto: 0,
+        }
+    }
+}
+
+impl<E: Counted> Conversation<E> {
+    /// Each entry's tokens under `enc` and `p`, working out only those not kept.
+    pub fn tokens_for(&mut self, enc: Encoding, p: &HeuristicParams) -> &[f64] {
+        if self.tokens_of != Some((enc, *p)) {
+            self.tokens.clear();
+            self.tokens_of = Some((enc, *p));
+        }
+        self.tokens.truncate(self.entries.len());
+        let have = self.tokens.len();
+        let more = self.entries[have..]
+            .iter()
+            .map(|e| e.counts().tokens(enc, p));
+        self.tokens.extend(more);
+        &self.tokens
+    }
+
+    /// Bring `measures` up to the entries.
+    pub fn fill_measures(&mut self) {
+        self.measures.truncate(self.entries.len());
+        let have = self.measures.len();
+        let more = self.entries[have..].iter().map(|e| e.counts().measure);
+        self.measures.extend(more);
+    }
+}
+
+impl<E> Conversation<E> {
+    /// Start bringing the cache up to a conversation of `len` messages, read in order
+    /// by the caller. `with_messages`: the passes will run, so every entry gets its
+    /// skeleton and memos.
+    pub fn update(mut self, len: usize, with_messages: bool) -> Update<E> {
+        self.entries.truncate(len);
+        self.skeletons.truncate(len);
+        self.memos.truncate(len);
+        // Room for the next turns' messages too: a conversation grows a little every
+        // turn, and growing a full vector moves every entry (the turn after a
+        // conversation is first seen would always pay for that).
+        let room = len + len / 4 + 8;
+        if self.entries.capacity() < len {
+            self.entries.reserve_exact(room - self.entries.len());
+        }
+        if with_messages && self.skeletons.capacity() < len {
+            self.skeletons.reserve_exact(room - self.skeletons.len());
+        }
+        if with_messages && self.memos.capacity() < len {
+            self.memos.reserve_exact(room - self.memos.len());
+        }
+        Update {
+            cached_len: self.entries.len(),
+            conversation: self,
+            first_replaced: None,
+            with_messages,
+        }
+    }
+}
+
+/// One call's update of a cached conversation: each message is either kept (its
+/// entry still stands for it) or `put` anew, in order, then `finish` closes it.
+pub struct Update<E> {
+    conversation: Conversation<E>,
+    /// How many entries were cached before this call.
+    cached_len: usize,
+    /// The first cached entry replaced by another message: what the results after it
+    /// know of their calls (in the messages before them) is stale from there on.
+    first_replaced: Option<usize>,
+    with_messages: bool,
+}
+
+impl<E> Update<E> {
+    /// The entry cached for message `i`, if any.
+    pub fn entry(&self, i: usize) -> Option<&E> {
+        self.conversation.entries.get(i)
+    }
+
+    /// The same, to update it in place (it stays the entry of message `i`).
+    pub fn entry_mut(&mut self, i: usize) -> Option<&mut E> {
+        self.conversation.entries.get_mut(i)
+    }
+
+    /// Message `i` was read anew: `entry` replaces what was kept for it (or follows
+    /// the entries, for a new message). What depended on the old message goes with it:
+    /// its skeleton (replaced by `skeleton`) and memos, the dense tokens and measures
+    /// from `i` on, and the links of the results after it.
+    pub fn put(&mut self, i: usize, entry: E, skeleton: Skeleton) {
+        let c = &mut self.conversation;
+        match c.entries.get_mut(i) {
+            Some(slot) => {
+                *slot = entry;
+                self.first_replaced.get_or_insert(i);
+            }
+            None => c.entries.push(entry),
+        }
+        c.links_upto = c.links_upto.min(i);
+        c.tokens.truncate(i);
+        c.measures.truncate(i);
+        if self.with_messages || i < c.skeletons.len() {
+            set_at(&mut c.skeletons, i, skeleton);
+        }
+        c.memos.reset(i);
+    }
+
+    /// The conversation of the first `n` messages, as read.
+    pub fn finish(self, n: usize) -> Conversation<E> {
+        let Update {
+            mut conversation,
+            cached_len,
+            first_replaced,
+            with_messages,
+        } = self;
+        let c = &mut conversation;
+        c.entries.truncate(n);
+        c.skeletons.truncate(n);
+        c.memos.truncate(n);
+        if with_messages {
+            // Every entry holds its message now; new ones start with empty memos.
+            c.links_upto = c.links_upto.min(c.skeletons.len());
+            c.skeletons.resize_with(n, Skeleton::default);
+            c.memos.resize(n);
+        }
+        if let Some(k) = first_replaced {
+            for s in c.skeletons.iter_mut().take(cached_len).skip(k + 1) {
+                s.link = None;
+            }
+            for j in k + 1..cached_len.min(n) {
+                c.memos.forget_call(j);
+            }
+        }
+        c.tokens.truncate(n);
+        c.measures.truncate(n);
+        c.links_upto = c.links_upto.min(n);
+        conversation
+    }
+}
+
+/// Put `value` at `i`, filling any gap before it with defaults.
+fn set_at<T: Default>(v: &mut Vec<T>, i: usize, value: T) {
+    if i >= v.len() {
+        v.resize_with(i, T::default);
+        v.push(value);
+    } else {
+        v[i] = value;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::num::NonZeroU64;
+
+    use super::*;
+    use crate::message::{Content, Message, Role, Text};
+    use crate::passes::{keyed, Link};
+
+    /// An entry standing for message `id`, as a binding's entry stands for a Python
+    /// object.
+    struct E(u32, CachedCounts);
+
+    impl Counted for E {
+        fn counts(&self) -> &CachedCounts {
+            &self.1
+        }
+    }
+
+    fn entry(id: u32) -> E {
+        let m = Message {
+            role: Role::Human,
+            content: Content::Text(Text::from("x".repeat(4 * id as usize))),
+            ..Message::default()
+        };
+        E(id, CachedCounts::of(&m))
+    }
+
+    fn linked() -> Skeleton {
+        let key = NonZeroU64::MIN;
+        let mut s = Skeleton::default();
+        s.link = Some(Link {
+            back: 1,
+            position: 0,
+            tool_key: key,
+            call_key: key,
+        });
+        s
+    }
+
+    /// Read messages `ids` into `conv` as a binding does: an entry whose id matches
+    /// is kept, any other is put anew (with a linked skeleton and a memo filled in).
+    fn read(conv: Conversation<E>, ids: &[u32]) -> (Conversation<E>, Vec<usize>) {
+        let mut update = conv.update(ids.len(), true);
+        let mut read = Vec::new();
+        for (i, &id) in ids.iter().enumerate() {
+            if update.entry(i).is_some_and(|e| e.0 == id) {
+                continue;
+            }
+            update.put(i, entry(id), linked());
+            read.push(i);
+        }
+        let mut conv = update.finish(ids.len());
+        for i in &read {
+            let _ = conv.memos.cleared[*i].set(keyed(format!("memo {i}")));
+        }
+        conv.links_upto = ids.len();
+        (conv, read)
+    }
+
+    fn ids(conv: &Conversation<E>) -> Vec<u32> {
+        conv.entries.iter().map(|e| e.0).collect()
+    }
+
+    #[test]
+    fn a_warm_call_reads_only_the_new_messages() {
+        let (mut conv, read_first) = read(Conversation::default(), &[1, 2, 3]);
+        assert_eq!(read_first, vec![0, 1, 2]);
+        let p = HeuristicParams::default();
+        assert_eq!(conv.tokens_for(Encoding::Heuristic, &p).len(), 3);
+        let (conv, read_then) = read(conv, &[1, 2, 3, 4]);
+        assert_eq!(read_then, vec![3]);
+        assert_eq!(ids(&conv), vec![1, 2, 3, 4]);
+        // What was kept stays: the earlier links, memos and dense tokens.
+        assert!(conv.skeletons[..3].iter().all(|s| s.link.is_some()));
+        assert!(conv.memos.cleared[..3].iter().all(|m| m.get().is_some()));
+        assert_eq!(conv.tokens.len(), 3);
+        assert_eq!((conv.skeletons.len(), conv.memos.len()), (4, 4));
+    }
+
+    #[test]
+    fn a_replaced_message_invalidates_what_followed_from_it() {
+        let (mut conv, _) = read(Conversation::default(), &[1, 2, 3, 4]);
+        let p = HeuristicParams::default();
+        let _ = conv.tokens_for(Encoding::Heuristic, &p);
+        conv.fill_measures();
+        let (conv, read) = read(conv, &[1, 9, 3, 4]);
+        assert_eq!(read, vec![1]);
+        assert_eq!(ids(&conv), vec![1, 9, 3, 4]);
+        // The dense tokens and measures are cut at the replaced message.
+        assert_eq!((conv.tokens.len(), conv.measures.len()), (1, 1));
+        // The results after it may answer a call it held: their links and the memos
+        // made from their calls are forgotten; those before it stay.
+        assert!(conv.skeletons[0].link.is_some());
+        assert!(conv.skeletons[2..].iter().all(|s| s.link.is_none()));
+        assert!(conv.memos.cleared[0].get().is_some());
+        assert!(conv.memos.cleared[2..].iter().all(|m| m.get().is_none()));
+        assert!(conv.links_upto <= 4);
+    }
+
+    #[test]
+    fn a_shorter_conversation_drops_the_rest() {
+        let (conv, _) = read(Conversation::default(), &[1, 2, 3, 4]);
+        let (conv, read) = read(conv, &[1, 2]);
+        assert!(read.is_empty());
+        assert_eq!(ids(&conv), vec![1, 2]);
+        assert_eq!((conv.skeletons.len(), conv.memos.len()), (2, 2));
+        assert!(conv.links_upto <= 2);
+    }
+
+    #[test]
+    fn counting_alone_keeps_no_skeletons() {
+        let mut update = Conversation::default().update(3, false);
+        for id in 0..3 {
+            update.put(id as usize, entry(id), Skeleton::default());
+        }
+        let conv = update.finish(3);
+        assert_eq!(ids(&conv), vec![0, 1, 2]);
+        assert!(conv.skeletons.is_empty() && conv.memos.is_empty());
+    }
+
+    #[test]
+    fn tokens_follow_the_counting_parameters() {
+        let (mut conv, _) = read(Conversation::default(), &[1, 2]);
+        let p = HeuristicParams::default();
+        let by_default = conv.tokens_for(Encoding::Heuristic, &p).to_vec();
+        let other = HeuristicParams {
+            chars_per_token: 2.0,
+            ..p
+        };
+        let halved = conv.tokens_for(Encoding::Heuristic, &other).to_vec();
+        assert_ne!(by_default, halved);
+        assert_eq!(conv.tokens_of, Some((Encoding::Heuristic, other)));
+    }
+}
