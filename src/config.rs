@@ -52,6 +52,49 @@ impl<'de> Deserialize<'de> for Clause {
     }
 }
 
+/// The sizes a caller may leave out, as they are filled in: DeepAgents' defaults when
+/// the model's window is known (fractions of it), fixed ones when it is not. The one
+/// source of these numbers: the Python layer asks for them (`_core.defaults`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Defaults {
+    /// When a summary is due, and what it keeps.
+    pub trigger: Size,
+    pub keep: Size,
+    /// Argument truncation: when it starts, and the newest messages it leaves alone.
+    pub truncate_trigger: Size,
+    pub truncate_keep: Size,
+    /// When observation clearing and read collapsing start.
+    pub clearing_trigger: Size,
+    pub collapse_trigger: Size,
+    /// Tokens a batch of edits must save to be worth breaking the prompt cache for.
+    pub min_batch_tokens: u64,
+}
+
+impl Defaults {
+    pub fn for_window(window: Option<u64>) -> Self {
+        match window {
+            Some(w) => Defaults {
+                trigger: Size::Fraction(0.85),
+                keep: Size::Fraction(0.10),
+                truncate_trigger: Size::Fraction(0.85),
+                truncate_keep: Size::Fraction(0.10),
+                clearing_trigger: Size::Fraction(0.5),
+                collapse_trigger: Size::Fraction(0.6),
+                min_batch_tokens: (w as f64 * 0.15) as u64,
+            },
+            None => Defaults {
+                trigger: Size::Tokens(170_000),
+                keep: Size::Messages(6),
+                truncate_trigger: Size::Messages(20),
+                truncate_keep: Size::Messages(20),
+                clearing_trigger: Size::Tokens(100_000),
+                collapse_trigger: Size::Tokens(120_000),
+                min_batch_tokens: 30_000,
+            },
+        }
+    }
+}
+
 /// Pass 1: over-long tool results keep a head and a tail.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default)]
@@ -95,15 +138,16 @@ pub struct TruncateArgsConfig {
 
 impl Default for TruncateArgsConfig {
     fn default() -> Self {
+        let d = Defaults::for_window(None);
         TruncateArgsConfig {
-            trigger: Some(Size::Messages(20)),
-            keep: Size::Messages(20),
+            trigger: Some(d.truncate_trigger),
+            keep: d.truncate_keep,
             max_length: 2_000,
             truncation_text:
                 "... [shortened from {length} characters; recall(\"{id}/args\") returns it]".into(),
             truncate_all_tools: true,
             file_max_length: 200,
-            min_batch_tokens: 30_000,
+            min_batch_tokens: d.min_batch_tokens,
         }
     }
 }
@@ -123,9 +167,10 @@ pub struct ClearingConfig {
 
 impl Default for ClearingConfig {
     fn default() -> Self {
+        let d = Defaults::for_window(None);
         ClearingConfig {
             enabled: true,
-            trigger: Size::Tokens(100_000),
+            trigger: d.clearing_trigger,
             keep_recent: 3,
             tools: [
                 "read_file",
@@ -140,7 +185,7 @@ impl Default for ClearingConfig {
             .map(String::from)
             .collect(),
             exclude_tools: BTreeSet::new(),
-            clear_at_least: 30_000,
+            clear_at_least: d.min_batch_tokens,
         }
     }
 }
@@ -159,7 +204,7 @@ impl Default for DedupeConfig {
         DedupeConfig {
             enabled: true,
             tools: ["read_file"].into_iter().map(String::from).collect(),
-            min_batch_tokens: 30_000,
+            min_batch_tokens: Defaults::for_window(None).min_batch_tokens,
         }
     }
 }
@@ -179,16 +224,17 @@ pub struct CollapseConfig {
 
 impl Default for CollapseConfig {
     fn default() -> Self {
+        let d = Defaults::for_window(None);
         CollapseConfig {
             enabled: true,
-            trigger: Size::Tokens(120_000),
+            trigger: d.collapse_trigger,
             min_group_size: 2,
             collapse_tools: ["read_file", "grep", "glob", "web_search"]
                 .into_iter()
                 .map(String::from)
                 .collect(),
             keep_recent_messages: 20,
-            min_batch_tokens: 30_000,
+            min_batch_tokens: d.min_batch_tokens,
         }
     }
 }
@@ -244,7 +290,6 @@ pub struct PlanConfig {
     pub dedupe: DedupeConfig,
     pub collapse: CollapseConfig,
     pub microcompact: MicrocompactConfig,
-    pub chars_per_token: Option<f64>,
     /// The prompt-cache prices batches are decided by (a preset's name); none: the
     /// fixed batch sizes above.
     #[serde(deserialize_with = "pricing_by_name")]

@@ -9,9 +9,11 @@ __all__ = [
     "PlanSettings",
     "_heuristic_via_messages",
     "cache_info",
+    "check_window",
     "clear_cache",
     "count_text",
     "count_tokens",
+    "defaults",
     "fallback_summary",
     "find_cutoff",
     "normalize",
@@ -117,6 +119,8 @@ def plan(
 def trigger_fires(
     triggers: list[Any], n_messages: int, tokens: float, max_input_tokens: int | None
 ) -> bool: ...
+def defaults(max_input_tokens: int | None = None) -> dict[str, Any]: ...
+def check_window(max_input_tokens: object = None) -> int | None: ...
 def state_cutoff(prior_cutoff: int | None, effective_cutoff: int) -> int: ...
 def count_text(text: str, encoding: str) -> int: ...
 def render_transcript(messages: Any, first: int = 0) -> str: ...

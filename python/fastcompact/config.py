@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Final, TypeAlias
 
 from fastcompact._core import PRICING_PRESETS
+from fastcompact._core import defaults as core_defaults
 
 ContextSize: TypeAlias = tuple[str, int | float]
 
@@ -487,14 +488,15 @@ class CompactionConfig(_Watched):
         ``pricing`` is the preset of the model's provider, used when ``self.pricing``
         is not given (neither: the fixed batch sizes).
         """
-        profile = max_input_tokens is not None
+        # The sizes left out, from the core (their one source).
+        d = core_defaults(max_input_tokens)
 
-        def pick(value: Any, with_profile: ContextSize, without: ContextSize) -> Any:
-            return (with_profile if profile else without) if value is DEFAULT or value is None else value
+        def pick(value: Any, name: str) -> Any:
+            return d[name] if value is DEFAULT or value is None else value
 
         trigger = self.trigger
         if trigger is None:
-            triggers = [("fraction", 0.85) if profile else ("tokens", 170_000)]
+            triggers = [d["trigger"]]
         elif isinstance(trigger, list):
             triggers = [_trigger_for_core(t) for t in trigger]
         else:
@@ -502,22 +504,20 @@ class CompactionConfig(_Watched):
 
         def batch(value: Any) -> int:
             # A batch worth breaking the prompt cache for.
-            if value is not DEFAULT:
-                return value
-            return int(max_input_tokens * 0.15) if profile else 30_000
+            return int(d["min_batch_tokens"]) if value is DEFAULT else int(value)
 
         ta = self.truncate_args
-        ta_trigger = None if ta.trigger is None else pick(ta.trigger, ("fraction", 0.85), ("messages", 20))
+        ta_trigger = None if ta.trigger is None else pick(ta.trigger, "truncate_trigger")
         budget = asdict(self.token_budget)
         return {
             "trigger": triggers,
-            "keep": tuple(pick(self.keep, ("fraction", 0.10), ("messages", 6))),
+            "keep": tuple(pick(self.keep, "keep")),
             "budget": {
                 k: budget[k] for k in ("enabled", "per_tool_chars", "per_message_chars", "file_preview_chars")
             },
             "truncate_args": {
                 "trigger": None if ta_trigger is None else tuple(ta_trigger),
-                "keep": tuple(pick(ta.keep, ("fraction", 0.10), ("messages", 20))),
+                "keep": tuple(pick(ta.keep, "truncate_keep")),
                 "max_length": ta.max_length,
                 "truncation_text": ta.truncation_text,
                 "truncate_all_tools": ta.truncate_all_tools,
@@ -527,13 +527,13 @@ class CompactionConfig(_Watched):
             },
             "clearing": {
                 **_plain(self.clearing),
-                "trigger": tuple(pick(self.clearing.trigger, ("fraction", 0.5), ("tokens", 100_000))),
+                "trigger": tuple(pick(self.clearing.trigger, "clearing_trigger")),
                 "clear_at_least": batch(self.clearing.clear_at_least),
             },
             "dedupe": {**_plain(self.dedupe), "min_batch_tokens": batch(self.dedupe.min_batch_tokens)},
             "collapse": {
                 **_plain(self.collapse),
-                "trigger": tuple(pick(self.collapse.trigger, ("fraction", 0.6), ("tokens", 120_000))),
+                "trigger": tuple(pick(self.collapse.trigger, "collapse_trigger")),
                 "min_batch_tokens": batch(self.collapse.min_batch_tokens),
             },
             "microcompact": _plain(self.microcompact),

@@ -45,12 +45,6 @@ ANTHROPIC_CHARS_PER_TOKEN = 3.3
 #: A document block (PDF and the like) costs this many tokens, never its base64 text.
 TOKENS_PER_DOCUMENT = 1_500
 
-# DeepAgents' defaults: with a model profile (max_input_tokens known) and without.
-DEFAULT_TRIGGER_WITH_PROFILE: ContextSize = ("fraction", 0.85)
-DEFAULT_KEEP_WITH_PROFILE: ContextSize = ("fraction", 0.10)
-DEFAULT_TRIGGER: ContextSize = ("tokens", 170_000)
-DEFAULT_KEEP: ContextSize = ("messages", 6)
-
 
 def _input_error(field: str, reason: str, index: int | None = None) -> InputError:
     where = f"message {index}: " if index is not None else ""
@@ -142,11 +136,7 @@ def plural(n: int, word: str) -> str:
 
 def _window(max_input_tokens: Any) -> int | None:
     """``max_input_tokens`` checked: ``None`` or a positive int (the model's window)."""
-    if max_input_tokens is None:
-        return None
-    if isinstance(max_input_tokens, bool) or not isinstance(max_input_tokens, int) or max_input_tokens < 1:
-        raise _input_error("max_input_tokens", f"expected a positive int, got {max_input_tokens!r}")
-    return max_input_tokens
+    return _core.check_window(max_input_tokens)
 
 
 def _as_list(messages: Iterable[Any]) -> Any:
@@ -341,7 +331,7 @@ def find_cutoff(
         1
     """
     if keep is None:
-        keep = DEFAULT_KEEP_WITH_PROFILE if max_input_tokens is not None else DEFAULT_KEEP
+        keep = _core.defaults(_window(max_input_tokens))["keep"]
     kind, value = _size(keep, "keep")
     opts = _opts(
         encoding=encoding,
@@ -385,7 +375,7 @@ def should_compact(
         False
     """
     if trigger is None:
-        trigger = DEFAULT_TRIGGER_WITH_PROFILE if max_input_tokens is not None else DEFAULT_TRIGGER
+        trigger = _core.defaults(_window(max_input_tokens))["trigger"]
 
     def clause(t: Any) -> list[tuple[str, float]]:
         if isinstance(t, Mapping) and t:

@@ -146,6 +146,57 @@ mod _core {
         cutoff::any_clause_fires(&clauses, n_messages, tokens, max_input_tokens)
             .map_err(PyErr::from)
     }
+    /// The sizes filled in when a caller leaves them out, for a model window (or none
+    /// known): `{"trigger": (kind, value), ..., "min_batch_tokens": n}`.
+    #[pyfunction]
+    #[pyo3(signature = (max_input_tokens=None))]
+    fn defaults<'py>(
+        py: Python<'py>,
+        max_input_tokens: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let max_input_tokens = check_window(max_input_tokens)?;
+        fn pair<'py>(py: Python<'py>, size: Size) -> PyResult<Bound<'py, PyAny>> {
+            Ok(match size {
+                Size::Messages(n) => ("messages", n).into_pyobject(py)?.into_any(),
+                Size::Tokens(n) => ("tokens", n).into_pyobject(py)?.into_any(),
+                Size::Fraction(f) => ("fraction", f).into_pyobject(py)?.into_any(),
+            })
+        }
+        let d = crate::config::Defaults::for_window(max_input_tokens);
+        let out = pyo3::types::PyDict::new(py);
+        out.set_item("trigger", pair(py, d.trigger)?)?;
+        out.set_item("keep", pair(py, d.keep)?)?;
+        out.set_item("truncate_trigger", pair(py, d.truncate_trigger)?)?;
+        out.set_item("truncate_keep", pair(py, d.truncate_keep)?)?;
+        out.set_item("clearing_trigger", pair(py, d.clearing_trigger)?)?;
+        out.set_item("collapse_trigger", pair(py, d.collapse_trigger)?)?;
+        out.set_item("min_batch_tokens", d.min_batch_tokens)?;
+        Ok(out)
+    }
+
+    /// A model window as given: `None`, or a positive int (never a bool); the one check
+    /// of it, with the one error.
+    #[pyfunction]
+    #[pyo3(signature = (max_input_tokens=None))]
+    fn check_window(max_input_tokens: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
+        let Some(v) = max_input_tokens.filter(|v| !v.is_none()) else {
+            return Ok(None);
+        };
+        let int = (!v.is_instance_of::<pyo3::types::PyBool>())
+            .then(|| v.extract::<i128>().ok())
+            .flatten()
+            .filter(|_| v.is_instance_of::<pyo3::types::PyInt>());
+        match int.and_then(|n| u64::try_from(n).ok()).filter(|n| *n >= 1) {
+            Some(n) => Ok(Some(n)),
+            None => Err(CoreInputError::new(
+                None,
+                "max_input_tokens",
+                format!("expected a positive int, got {}", v.repr()?),
+            )
+            .into()),
+        }
+    }
+
     /// Raw-state cutoff of an effective-view cutoff, after an optional prior one.
     #[pyfunction]
     #[pyo3(signature = (prior_cutoff, effective_cutoff))]
