@@ -10,7 +10,7 @@ use serde_json::Value;
 use tiktoken_rs::CoreBPE;
 
 use crate::cutoff::PairShape;
-use crate::message::{thinking_text, Block, BlockKind, Content, Message, Role};
+use crate::message::{thinking_text, Block, BlockKind, Content, InputError, Message, Role};
 use crate::pyrepr::{py_repr_len, tool_calls_repr_len};
 
 /// How tokens are counted.
@@ -78,6 +78,30 @@ impl Default for HeuristicParams {
 /// Anthropic models tokenize denser text than OpenAI's, so the heuristic uses fewer
 /// characters per token for them.
 pub const ANTHROPIC_CHARS_PER_TOKEN: f64 = 3.3;
+
+impl HeuristicParams {
+    /// The heuristic with the caller's `chars_per_token`, else the model's default
+    /// (Anthropic's tokenizer packs fewer characters into a token).
+    pub fn for_model(chars_per_token: Option<f64>, anthropic: bool) -> Result<Self, InputError> {
+        let default = HeuristicParams::default();
+        let chars_per_token = match chars_per_token {
+            None if anthropic => ANTHROPIC_CHARS_PER_TOKEN,
+            None => default.chars_per_token,
+            Some(c) if c.is_finite() && c > 0.0 => c,
+            Some(_) => {
+                return Err(InputError::new(
+                    None,
+                    "chars_per_token",
+                    "must be a positive number",
+                ))
+            }
+        };
+        Ok(HeuristicParams {
+            chars_per_token,
+            ..default
+        })
+    }
+}
 
 /// What a counter needs to know about one message: its character measure (for the
 /// heuristic) and media blocks. Independent of the heuristic's parameters, so one

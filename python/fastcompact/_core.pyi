@@ -36,11 +36,9 @@ class InputError(ValueError):
 
 class _Opts(TypedDict):
     encoding: str
-    chars_per_token: float
-    extra_tokens_per_message: float
-    tokens_per_image: float
-    tokens_per_document: float
-    count_name: bool
+    # None: the heuristic's default for the model (Anthropic's, with ``anthropic``).
+    chars_per_token: float | None
+    anthropic: bool
     use_usage: bool
     tools: list[Any] | None
     # Serializes one tool not seen before (None for what is not a tool).

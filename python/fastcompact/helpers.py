@@ -38,13 +38,6 @@ __all__ = [
 Encoding: TypeAlias = Literal["heuristic", "o200k_base", "cl100k_base"]
 ContextSize: TypeAlias = tuple[Literal["messages", "tokens", "fraction"], int | float]
 
-#: Characters per token of the heuristic (langchain-core's default).
-DEFAULT_CHARS_PER_TOKEN = 4.0
-#: Anthropic's tokenizer packs fewer characters into a token.
-ANTHROPIC_CHARS_PER_TOKEN = 3.3
-#: A document block (PDF and the like) costs this many tokens, never its base64 text.
-TOKENS_PER_DOCUMENT = 1_500
-
 
 def _input_error(field: str, reason: str, index: int | None = None) -> InputError:
     where = f"message {index}: " if index is not None else ""
@@ -107,15 +100,11 @@ def _opts(
 ) -> dict[str, Any]:
     if isinstance(system, str):
         system = {"role": "system", "content": system}
-    if chars_per_token is None:
-        chars_per_token = ANTHROPIC_CHARS_PER_TOKEN if _is_anthropic(model) else DEFAULT_CHARS_PER_TOKEN
+    # The heuristic's numbers are the core's: only the caller's choices go over.
     return {
         "encoding": encoding,
-        "chars_per_token": float(chars_per_token),
-        "extra_tokens_per_message": 3.0,
-        "tokens_per_image": 85.0,
-        "tokens_per_document": float(TOKENS_PER_DOCUMENT),
-        "count_name": True,
+        "chars_per_token": None if chars_per_token is None else float(chars_per_token),
+        "anthropic": _is_anthropic(model),
         "use_usage": bool(use_usage),
         "tools": list(tools) if tools else None,
         "tool_json": _tool_json,

@@ -28,11 +28,9 @@ pub(super) fn conversation_cache() -> MutexGuard<'static, Cache> {
 #[pyo3(from_item_all)]
 pub(super) struct Opts {
     pub(super) encoding: String,
-    pub(super) chars_per_token: f64,
-    pub(super) extra_tokens_per_message: f64,
-    pub(super) tokens_per_image: f64,
-    pub(super) tokens_per_document: f64,
-    pub(super) count_name: bool,
+    /// The caller's; `None`: the heuristic's default for the model (`anthropic`).
+    pub(super) chars_per_token: Option<f64>,
+    pub(super) anthropic: bool,
     pub(super) use_usage: bool,
     /// The tools as given, and the Python function that serializes one.
     pub(super) tools: Py<PyAny>,
@@ -56,20 +54,7 @@ impl Opts {
     }
 
     pub(super) fn params(&self) -> Result<HeuristicParams, CoreInputError> {
-        if !(self.chars_per_token.is_finite() && self.chars_per_token > 0.0) {
-            return Err(CoreInputError::new(
-                None,
-                "chars_per_token",
-                "must be a positive number",
-            ));
-        }
-        Ok(HeuristicParams {
-            chars_per_token: self.chars_per_token,
-            extra_tokens_per_message: self.extra_tokens_per_message,
-            tokens_per_image: self.tokens_per_image,
-            tokens_per_document: self.tokens_per_document,
-            count_name: self.count_name,
-        })
+        HeuristicParams::for_model(self.chars_per_token, self.anthropic)
     }
 }
 
