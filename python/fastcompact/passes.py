@@ -185,7 +185,7 @@ def plan(
         encoding=encoding,
     )
     found = _plan_of(raw, [Edit(*e) for e in raw["edits"]])
-    sizes = token_breakdown(msgs, encoding=encoding).messages
+    sizes = token_breakdown(msgs, encoding=encoding, model=model, cache_key=cache_key).messages
     cut = found.summary_cutoff or 0
     return replace(
         found,
