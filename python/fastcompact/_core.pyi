@@ -1,7 +1,7 @@
 """Type stubs for the Rust extension module ``fastcompact._core``."""
 
 from collections.abc import Callable
-from typing import Any, TypedDict, final
+from typing import Any, NotRequired, TypedDict, final
 
 __all__ = [
     "PRICING_PRESETS",
@@ -79,8 +79,10 @@ class _Plan(TypedDict):
     passes: list[_PassStats]
     summary_needed: bool
     summary_cutoff: int | None
-    per_role: dict[str, int]
-    per_tool: dict[str, int]
+    # Where the tokens go (without make_edited), or the model view itself (with it).
+    per_role: NotRequired[dict[str, int]]
+    per_tool: NotRequired[dict[str, int]]
+    view: NotRequired[list[Any]]
     # The view's size anchored on provider usage, and the real/estimated ratio.
     true_tokens: int
     ratio: float

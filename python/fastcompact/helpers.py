@@ -11,11 +11,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from fastcompact import _core
 from fastcompact._core import InputError
 from fastcompact.config import is_size_pair
+
+if TYPE_CHECKING:
+    from fastcompact._core import _Opts
 
 __all__ = [
     "ContextSize",
@@ -42,8 +45,8 @@ ContextSize: TypeAlias = tuple[Literal["messages", "tokens", "fraction"], int | 
 def _input_error(field: str, reason: str, index: int | None = None) -> InputError:
     where = f"message {index}: " if index is not None else ""
     err = InputError(f"{where}field '{field}': {reason}")
-    err.index = index  # type: ignore[attr-defined]
-    err.field = field  # type: ignore[attr-defined]
+    err.index = index
+    err.field = field
     return err
 
 
@@ -97,7 +100,7 @@ def _opts(
     chars_per_token: float | None,
     model: Any,
     cache_key: str | None,
-) -> dict[str, Any]:
+) -> _Opts:
     if isinstance(system, str):
         system = {"role": "system", "content": system}
     # The heuristic's numbers are the core's: only the caller's choices go over.

@@ -22,7 +22,7 @@ import math
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Annotated, Any, NotRequired
+from typing import TYPE_CHECKING, Annotated, Any, NotRequired
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -41,6 +41,9 @@ from fastcompact.config import CompactionConfig, pricing_of
 from fastcompact.helpers import count_tokens, find_cutoff
 from fastcompact.passes import Plan, _make_edited, _plan_of, _run
 from fastcompact.recall import RECALL_DESCRIPTION, recall
+
+if TYPE_CHECKING:
+    from fastcompact._core import _Progress
 
 logger = logging.getLogger("fastcompact")
 
@@ -257,7 +260,7 @@ def _int(value: Any, default: int = 0) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
 
 
-def _progress(counters: Mapping[str, Any], event: Mapping[str, Any] | None, prior: int) -> dict[str, Any]:
+def _progress(counters: Mapping[str, Any], event: Mapping[str, Any] | None, prior: int) -> _Progress:
     """Where the conversation stands, for the core: usage is valid only from the last
     summary and the last batch that rewrote older messages on (earlier usage counted
     another view); the calibration ratio carries over from earlier anchors; batched

@@ -12,7 +12,7 @@ import json
 import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from fastcompact import _core, pictures
 from fastcompact.config import (
@@ -26,6 +26,9 @@ from fastcompact.config import (
     TruncateArgsConfig,
 )
 from fastcompact.config import generation as config_generation
+
+if TYPE_CHECKING:
+    from fastcompact._core import _Plan, _Progress
 from fastcompact.helpers import (
     Encoding,
     MessageTokens,
@@ -280,9 +283,9 @@ def _run(
     model: Any = None,
     cache_key: str | None = None,
     make_edited: Any = None,
-    progress: dict[str, Any] | None = None,
+    progress: _Progress | None = None,
     encoding: Encoding = "heuristic",
-) -> dict[str, Any]:
+) -> _Plan:
     """Plan through the core, with :func:`plan`'s options. ``make_edited`` builds the
     model view (see :func:`model_view`). With ``progress`` (where the conversation
     stands, as the middleware keeps it), sizes are anchored on the provider usage the
@@ -317,7 +320,7 @@ def _run(
     )
 
 
-def _plan_of(raw: dict[str, Any], edits: list[Edit]) -> Plan:
+def _plan_of(raw: _Plan, edits: list[Edit]) -> Plan:
     return Plan(
         edits=edits,
         tokens_before=raw["tokens_before"],

@@ -196,9 +196,9 @@ def inspect(
         per_tool=dict(breakdown.per_tool),
         largest=breakdown.largest(5),
         max_input_tokens=max_input_tokens,
-        trigger=triggers,  # type: ignore[arg-type]
+        trigger=triggers,
         trigger_fires=fires,
-        keep=kept_policy,  # type: ignore[arg-type]
+        keep=kept_policy,
         cutoff=cutoff,
         kept_tokens=sum(m.tokens for m in breakdown.messages[cutoff:]),
         plan=plan(msgs, cfg, max_input_tokens=max_input_tokens, encoding=encoding),
