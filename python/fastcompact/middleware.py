@@ -930,7 +930,7 @@ class CompactionMiddleware(AgentMiddleware):
             outcome = self._compact(request, turn, draft) if draft is not None else None
             committed = outcome is not None and outcome.committed
             # What is left after a summary may still be the newest turn's results alone.
-            view = outcome.view if committed else view
+            view = outcome.view if outcome is not None and outcome.committed else view
             clipped = self._clipped(request, view, storage.resolve_backend(self.backend, request.runtime))
             if clipped is None and not committed:
                 raise
@@ -956,7 +956,7 @@ class CompactionMiddleware(AgentMiddleware):
             draft = self._draft(request, turn, forced=True)
             outcome = await self._acompact(request, turn, draft) if draft is not None else None
             committed = outcome is not None and outcome.committed
-            view = outcome.view if committed else view
+            view = outcome.view if outcome is not None and outcome.committed else view
             backend = storage.resolve_backend(self.backend, request.runtime)
             clipped = await asyncio.to_thread(self._clipped, request, view, backend)
             if clipped is None and not committed:
@@ -1028,10 +1028,10 @@ class CompactionToolMiddleware(AgentMiddleware):
     def _tool(self) -> Any:
         from langchain_core.tools import StructuredTool
 
-        def compact_conversation(runtime: ToolRuntime) -> Command:
+        def compact_conversation(runtime: ToolRuntime) -> Command[Any]:
             return self._run(runtime)
 
-        async def acompact_conversation(runtime: ToolRuntime) -> Command:
+        async def acompact_conversation(runtime: ToolRuntime) -> Command[Any]:
             return await self._arun(runtime)
 
         return StructuredTool.from_function(
@@ -1074,7 +1074,7 @@ class CompactionToolMiddleware(AgentMiddleware):
 
     def _reply(
         self, runtime: Any, turn: _Turn, outcome: _Outcome | None, error: BaseException | None
-    ) -> Command:
+    ) -> Command[Any]:
         call_id = getattr(runtime, "tool_call_id", None) or ""
         if error is not None:
             text = f"Compaction failed: {type(error).__name__}: {error}"
@@ -1091,7 +1091,7 @@ class CompactionToolMiddleware(AgentMiddleware):
         )
         return Command(update={**outcome.update, "messages": [ToolMessage(text, tool_call_id=call_id)]})
 
-    def _run(self, runtime: Any) -> Command:
+    def _run(self, runtime: Any) -> Command[Any]:
         try:
             prepared = self._request(runtime)
             if prepared is None or prepared[2] is None:
@@ -1102,7 +1102,7 @@ class CompactionToolMiddleware(AgentMiddleware):
             return self._reply(runtime, None, None, e)  # type: ignore[arg-type]
         return self._reply(runtime, turn, outcome, None)
 
-    async def _arun(self, runtime: Any) -> Command:
+    async def _arun(self, runtime: Any) -> Command[Any]:
         try:
             prepared = self._request(runtime)
             if prepared is None or prepared[2] is None:
