@@ -103,21 +103,6 @@ impl Size {
     }
 }
 
-/// True when any trigger fires (see `Size::reached`).
-pub fn should_trigger(
-    triggers: &[Size],
-    n_messages: usize,
-    total_tokens: f64,
-    max_input_tokens: Option<u64>,
-) -> Result<bool, InputError> {
-    for t in triggers {
-        if t.reached(n_messages, total_tokens, max_input_tokens)? {
-            return Ok(true);
-        }
-    }
-    Ok(false)
-}
-
 /// Sizes that must all be reached together (a trigger given as a dict, such as
 /// `{"tokens": 100_000, "messages": 50}`); a plain trigger is a clause of one.
 #[derive(Clone, Debug, PartialEq)]
@@ -373,15 +358,14 @@ mod tests {
 
     #[test]
     fn triggers_fire_on_any() {
-        let t = [Size::Tokens(100), Size::Messages(50)];
-        assert_eq!(should_trigger(&t, 10, 99.0, None), Ok(false));
-        assert_eq!(should_trigger(&t, 10, 100.0, None), Ok(true));
-        assert_eq!(should_trigger(&t, 50, 0.0, None), Ok(true));
-        assert_eq!(
-            should_trigger(&[Size::Fraction(0.5)], 1, 50.0, Some(100)),
-            Ok(true)
-        );
-        assert!(should_trigger(&[Size::Fraction(0.5)], 1, 50.0, None).is_err());
+        let one = |s: Size| Clause(vec![s]);
+        let t = [one(Size::Tokens(100)), one(Size::Messages(50))];
+        assert_eq!(any_clause_fires(&t, 10, 99.0, None), Ok(false));
+        assert_eq!(any_clause_fires(&t, 10, 100.0, None), Ok(true));
+        assert_eq!(any_clause_fires(&t, 50, 0.0, None), Ok(true));
+        let half = [one(Size::Fraction(0.5))];
+        assert_eq!(any_clause_fires(&half, 1, 50.0, Some(100)), Ok(true));
+        assert!(any_clause_fires(&half, 1, 50.0, None).is_err());
     }
 
     #[test]

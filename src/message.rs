@@ -189,15 +189,6 @@ pub enum Block {
 }
 
 impl Block {
-    pub fn kind(&self) -> &str {
-        match self {
-            Block::Text(_) => "text",
-            Block::Image => "image",
-            Block::Document => "document",
-            Block::Other { kind, .. } => kind,
-        }
-    }
-
     /// What kind of block this is.
     pub fn kind_of(&self) -> BlockKind {
         match self {

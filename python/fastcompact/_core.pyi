@@ -82,6 +82,9 @@ class _Plan(TypedDict):
     # Where the tokens go (without make_edited), or the model view itself (with it).
     per_role: NotRequired[dict[str, int]]
     per_tool: NotRequired[dict[str, int]]
+    per_message: NotRequired[list[int]]
+    roles: NotRequired[list[str]]
+    tool_names: NotRequired[list[str | None]]
     view: NotRequired[list[Any]]
     # The view's size anchored on provider usage, and the real/estimated ratio.
     true_tokens: int

@@ -200,6 +200,17 @@ class MessageTokens:
     tool: str | None = None
 
 
+def message_tokens(raw: Mapping[str, Any]) -> list[MessageTokens]:
+    """Each message's tokens, role and tool, from the core's breakdown keys
+    (``per_message``, ``roles``, ``tool_names``) as counting and planning return them."""
+    return [
+        MessageTokens(index=i, role=role, tokens=tokens, tool=tool)
+        for i, (role, tokens, tool) in enumerate(
+            zip(raw["roles"], raw["per_message"], raw["tool_names"], strict=True)
+        )
+    ]
+
+
 @dataclass(frozen=True)
 class TokenBreakdown:
     """Where a conversation's tokens go: per message, per role and per tool.
@@ -266,12 +277,7 @@ def token_breakdown(
         cache_key=cache_key,
     )
     raw = _core.token_breakdown(_as_list(messages), opts)
-    per_message = [
-        MessageTokens(index=i, role=role, tokens=tokens, tool=tool)
-        for i, (role, tokens, tool) in enumerate(
-            zip(raw["roles"], raw["per_message"], raw["tool_names"], strict=True)
-        )
-    ]
+    per_message = message_tokens(raw)
     return TokenBreakdown(
         total=raw["total"],
         system_and_tools=raw["system_and_tools"],

@@ -36,8 +36,8 @@ from fastcompact.helpers import (
     _input_error,
     _opts,
     _window,
+    message_tokens,
     plural,
-    token_breakdown,
 )
 
 __all__ = [
@@ -188,7 +188,8 @@ def plan(
         encoding=encoding,
     )
     found = _plan_of(raw, [Edit(*e) for e in raw["edits"]])
-    sizes = token_breakdown(msgs, encoding=encoding, model=model, cache_key=cache_key).messages
+    # The plan's own counts: the core returns them beside the plan, nothing is recounted.
+    sizes = message_tokens(raw) if "per_message" in raw else []
     cut = found.summary_cutoff or 0
     return replace(
         found,

@@ -20,7 +20,8 @@ from typing import Any
 from fastcompact import storage, summarize
 from fastcompact.config import CompactionConfig
 from fastcompact.helpers import Encoding, count_tokens, find_cutoff, normalize
-from fastcompact.passes import Plan, model_view
+from fastcompact.passes import Edit, Plan, apply_edits
+from fastcompact.passes import plan as plan_passes
 
 
 @dataclass
@@ -56,24 +57,13 @@ def _summary_in_shape(message: Any, like: Any) -> Any:
     return {"role": "user", "content": message.content}
 
 
-def _result_paths(normal: list[dict[str, Any]], results_dir: str | None) -> list[str | None] | None:
-    """Where each tool result's full text would be saved, if the budget pass cut it."""
-    if results_dir is None:
-        return None
-    return [f"{results_dir}/{i}.txt" if m["role"] == "tool" else None for i, m in enumerate(normal)]
-
-
-def _cut_results(
-    normal: list[dict[str, Any]], raw: list[Any], view: list[Any], paths: list[str | None] | None
-) -> list[tuple[int, str, str]]:
-    """(index, path, full text) of each result whose view names its saved path."""
-    if paths is None:
-        return []
-    return [
-        (i, path, _text(normal[i]["content"]))
-        for i, path in enumerate(paths)
-        if path is not None and view[i] is not raw[i] and path in _text(normalize([view[i]])[0]["content"])
-    ]
+def _cut_results(raw: list[Any], edits: list[Edit], results_dir: str) -> list[tuple[int, str, str]]:
+    """(index, path, full text) of each result whose final edit is the budget pass's cut
+    (its marker names the path)."""
+    last = {e.index: e.pass_name for e in edits if e.field == "content"}
+    cut = [i for i, name in last.items() if name == "budget"]
+    originals = normalize([raw[i] for i in cut])
+    return [(i, f"{results_dir}/{i}.txt", _text(m["content"])) for i, m in zip(cut, originals, strict=True)]
 
 
 def _text(content: Any) -> str:
@@ -100,12 +90,11 @@ def compact(
     with ``encoding``."""
     msgs = list(messages)
     cfg = config or CompactionConfig()
-    normal = normalize(msgs) if results_dir is not None else []
-    paths = _result_paths(normal, results_dir)
-    view, plan = model_view(
-        msgs, cfg, max_input_tokens=max_input_tokens, archive_paths=paths, encoding=encoding
-    )
-    cut_results = _cut_results(normal, msgs, view, paths)
+    # Every message gets a path; the budget pass names it only in the results it cuts.
+    paths = None if results_dir is None else [f"{results_dir}/{i}.txt" for i in range(len(msgs))]
+    plan = plan_passes(msgs, cfg, max_input_tokens=max_input_tokens, archive_paths=paths, encoding=encoding)
+    view = apply_edits(msgs, plan.edits)
+    cut_results = [] if results_dir is None else _cut_results(msgs, plan.edits, results_dir)
     before = plan.tokens_before
     keep = tuple(cfg.resolved(max_input_tokens)["keep"])
     cut = plan.summary_cutoff

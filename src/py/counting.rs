@@ -147,6 +147,21 @@ pub(super) fn breakdown(counted: &Counted) -> Option<tokens::Breakdown> {
         .then(|| tokens::breakdown(&shapes, &counted.per_message))
 }
 
+/// Where the counted tokens go, into `out`: per message (with its role and tool
+/// name), per role and per tool. The keys `token_breakdown` and `plan` both return.
+pub(super) fn put_breakdown(
+    out: &Bound<'_, pyo3::types::PyDict>,
+    counted: &Counted,
+    b: &tokens::Breakdown,
+) -> PyResult<()> {
+    let per_message: Vec<u64> = counted.per_message.iter().map(|t| *t as u64).collect();
+    out.set_item("per_message", per_message)?;
+    out.set_item("roles", b.roles.clone())?;
+    out.set_item("tool_names", b.tool_names.clone())?;
+    out.set_item("per_role", to_int_map(&b.per_role))?;
+    out.set_item("per_tool", to_int_map(&b.per_tool))
+}
+
 pub(super) fn to_int_map(m: &BTreeMap<String, f64>) -> BTreeMap<String, u64> {
     m.iter().map(|(k, v)| (k.clone(), *v as u64)).collect()
 }

@@ -59,18 +59,7 @@ mod _core {
         let out = pyo3::types::PyDict::new(py);
         out.set_item("total", counted.total as u64)?;
         out.set_item("system_and_tools", counted.fixed as u64)?;
-        out.set_item(
-            "per_message",
-            counted
-                .per_message
-                .iter()
-                .map(|t| *t as u64)
-                .collect::<Vec<_>>(),
-        )?;
-        out.set_item("roles", b.roles.clone())?;
-        out.set_item("tool_names", b.tool_names.clone())?;
-        out.set_item("per_role", to_int_map(&b.per_role))?;
-        out.set_item("per_tool", to_int_map(&b.per_tool))?;
+        put_breakdown(&out, &counted, &b)?;
         store(key, counted);
         Ok(out)
     }
@@ -182,11 +171,10 @@ mod _core {
         let Some(v) = max_input_tokens.filter(|v| !v.is_none()) else {
             return Ok(None);
         };
-        let int = (!v.is_instance_of::<pyo3::types::PyBool>())
-            .then(|| v.extract::<i128>().ok())
-            .flatten()
-            .filter(|_| v.is_instance_of::<pyo3::types::PyInt>());
-        match int.and_then(|n| u64::try_from(n).ok()).filter(|n| *n >= 1) {
+        let is_int =
+            v.is_instance_of::<pyo3::types::PyInt>() && !v.is_instance_of::<pyo3::types::PyBool>();
+        let window = is_int.then(|| v.extract::<u64>().ok()).flatten();
+        match window.filter(|n| *n >= 1) {
             Some(n) => Ok(Some(n)),
             None => Err(CoreInputError::new(
                 None,

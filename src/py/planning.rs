@@ -158,8 +158,7 @@ pub(super) fn plan<'py>(
     // Where the tokens go, from the counts already at hand (for `plan()`'s
     // picture; the model-view path does without).
     if let Some(b) = make_edited.is_none().then(|| breakdown(&counted)).flatten() {
-        out.set_item("per_role", to_int_map(&b.per_role))?;
-        out.set_item("per_tool", to_int_map(&b.per_tool))?;
+        put_breakdown(&out, &counted, &b)?;
     }
     store(key, counted);
     Ok(out)
