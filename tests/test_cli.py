@@ -470,3 +470,21 @@ def test_the_output_keeps_the_input_layout(tmp_path: Path, indent: int | str | N
     r = run("compact", str(src), "-o", str(tmp_path / "w.json"))
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "w.json").read_text() == wrapped + "\n"
+
+
+def test_archive_names_where_the_archive_of_an_output_file_goes(tmp_path: Path):
+    src = _seed(tmp_path / "s.json")
+    archive = tmp_path / "kept" / "history.md"
+    r = run(
+        "compact",
+        str(src),
+        "-o",
+        str(tmp_path / "o.json"),
+        "--archive",
+        str(archive),
+        "--max-input-tokens",
+        "20000",
+    )
+    assert r.returncode == 0, r.stderr
+    assert _archived(archive) and not (tmp_path / "o.archive.md").exists()
+    assert str(archive) in json.loads((tmp_path / "o.json").read_text())[0]["data"]["content"]

@@ -511,3 +511,14 @@ def test_reloaded_copies_reuse_the_cache_and_changes_are_noticed():
     fastcompact.clear_cache()
     view2, p2 = fastcompact.model_view(reloaded)
     assert p == p2 and [m.content for m in view] == [m.content for m in view2]
+
+
+def test_reasoning_blocks_count_their_text_as_thinking_blocks_do():
+    text = "weigh the options before answering " * 40
+    thinking = [{"role": "assistant", "content": [{"type": "thinking", "thinking": text, "signature": "s"}]}]
+    reasoning = [{"role": "assistant", "content": [{"type": "reasoning", "reasoning": text}]}]
+    for enc in ("o200k_base", "cl100k_base"):
+        assert count_tokens(reasoning, encoding=enc) == count_tokens(thinking, encoding=enc)
+        assert count_tokens(reasoning, encoding=enc) == count_tokens(
+            [{"role": "assistant", "content": [{"type": "text", "text": text}]}], encoding=enc
+        )
