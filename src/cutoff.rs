@@ -61,7 +61,7 @@ impl Size {
             "messages" => Ok(Size::Messages(value as u64)),
             "tokens" => Ok(Size::Tokens(value as u64)),
             other => bad(format!(
-                "unknown kind {other:?}; expected 'messages', 'tokens' or 'fraction'"
+                "unknown kind '{other}'; expected 'messages', 'tokens' or 'fraction'"
             )),
         }
     }

@@ -47,7 +47,7 @@ def _progress(**kw: Any) -> dict[str, Any]:
     return {"min_anchor": 0, "ratio": 1.0, "settled": None, "calls_before": 0, **kw}
 
 
-def _plan(msgs: list[Any], progress: dict[str, Any], **kw: Any) -> dict[str, Any]:
+def _plan(msgs: list[Any], progress: dict[str, Any], **kw: Any) -> fastcompact._core.PlanOutcome:
     config = kw.pop("config", CompactionConfig())
     return _run(msgs, config, max_input_tokens=kw.pop("window", 200_000), progress=progress)
 
@@ -62,25 +62,25 @@ def test_an_anchor_from_before_the_last_batch_or_summary_is_ignored():
         AIMessage("b" * 400, usage_metadata=_usage(1_000)),
         HumanMessage("c" * 400),
     ]
-    estimate = _plan(msgs, _progress(min_anchor=3))["tokens_after"]
+    estimate = _plan(msgs, _progress(min_anchor=3)).tokens_after
     anchored = _plan(msgs, _progress())
     # Anchored: the reported 1,000 plus the tail scaled by 1,000 / (estimate of the prefix).
     prefix = fastcompact.count_tokens(msgs[:2])
-    assert anchored["anchor"] == 1
-    assert anchored["true_tokens"] == 1_000 + math.ceil(fastcompact.count_tokens(msgs[2:]) * 1_000 / prefix)
+    assert anchored.anchor == 1
+    assert anchored.true_tokens == 1_000 + math.ceil(fastcompact.count_tokens(msgs[2:]) * 1_000 / prefix)
     # Usage from before the last batch (or summary) counted another view: the estimate.
     ignored = _plan(msgs, _progress(min_anchor=2))
-    assert (ignored["anchor"], ignored["true_tokens"]) == (None, estimate)
+    assert (ignored.anchor, ignored.true_tokens) == (None, estimate)
 
 
 def test_calibration_survives_a_summary():
     # Right after a summary no usage counts the new view yet: the ratio kept in state
     # scales the estimate.
     msgs = [HumanMessage("summary " * 100), AIMessage("ok " * 100)]
-    estimate = _plan(msgs, _progress(min_anchor=2))["tokens_after"]
+    estimate = _plan(msgs, _progress(min_anchor=2)).tokens_after
     after = _plan(msgs, _progress(min_anchor=2, ratio=3.5))
-    assert after["true_tokens"] == math.ceil(estimate * 3.5)
-    assert after["ratio"] == 3.5
+    assert after.true_tokens == math.ceil(estimate * 3.5)
+    assert after.ratio == 3.5
 
 
 def test_a_trigger_fires_on_reported_usage_alone():
@@ -89,7 +89,7 @@ def test_a_trigger_fires_on_reported_usage_alone():
     assert fastcompact.should_compact(msgs, ("tokens", 100_000), use_usage=True)
     assert fastcompact.count_tokens(msgs, use_usage=True) >= 150_000
     plan = _plan(msgs, _progress(), config=CompactionConfig(trigger=("tokens", 100_000)))
-    assert plan["summary_needed"] and plan["true_tokens"] >= 150_000
+    assert plan.summary_needed and plan.true_tokens >= 150_000
 
 
 def _chinese_script(messages: list[BaseMessage]) -> AIMessage:
@@ -157,13 +157,13 @@ def test_settled_edits_stay_and_new_ones_wait_for_their_batch():
     cfg = CompactionConfig(pricing="anthropic")
     first = _plan(msgs, _progress(settled=9, calls_before=100), config=cfg)
     # Settled at 9: the result at 2 (older than the newest three then) is committed.
-    committed = {e[0] for e in first["edits"] if e[1] == "clearing"}
+    committed = {e.index for e in first.edits if e.pass_name == "clearing"}
     assert 2 in committed
-    assert first["settled"] in (9, len(msgs))
+    assert first.settled in (9, len(msgs))
     # Planning again with the state it left changes nothing.
-    again = _plan(msgs, _progress(settled=first["settled"], calls_before=100), config=cfg)
-    assert again["edits"] == first["edits"]
-    assert again["batch_at"] is None
+    again = _plan(msgs, _progress(settled=first.settled, calls_before=100), config=cfg)
+    assert again.edits == first.edits
+    assert again.batch_at is None
 
 
 def test_pricing_is_validated_and_picked_from_the_provider():

@@ -8,7 +8,7 @@ from typing import Any
 import fastcompact
 import pytest
 from fastcompact import InputError, _core
-from fastcompact.helpers import _opts
+from fastcompact.helpers import _counting
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages.utils import count_tokens_approximately
@@ -75,15 +75,7 @@ def test_garbage_gives_input_error_or_a_count(items: list[Any]):
 
 def _heuristic_opts() -> Any:
     """The core's options for a plain heuristic count."""
-    return _opts(
-        encoding="heuristic",
-        tools=None,
-        system=None,
-        use_usage=False,
-        chars_per_token=None,
-        model=None,
-        cache_key=None,
-    )
+    return _counting({}, "count_tokens")
 
 
 @settings(max_examples=200, deadline=None)

@@ -393,7 +393,7 @@ def test_configs_and_read_settings_copy_and_pickle():
     msgs = coding_session(600, seed=2)
     raw = fastcompact.passes._run(msgs, again, max_input_tokens=200_000)
     expected = plan(msgs, cfg, max_input_tokens=200_000).edits
-    assert expected and [fastcompact.Edit(*e) for e in raw["edits"]] == expected
+    assert expected and raw.edits == expected
 
 
 def test_defaults_follow_deepagents():

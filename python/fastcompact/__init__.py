@@ -30,6 +30,7 @@ from fastcompact.config import (
 )
 from fastcompact.helpers import (
     ContextSize,
+    CountingOptions,
     Encoding,
     MessageTokens,
     TokenBreakdown,
@@ -49,6 +50,7 @@ from fastcompact.passes import (
     Edit,
     PassStats,
     Plan,
+    PlanOptions,
     apply_edits,
     budget_tool_results,
     clear_after_gap,
@@ -93,6 +95,7 @@ __all__ = [
     "CompactionState",
     "CompactionToolMiddleware",
     "ContextSize",
+    "CountingOptions",
     "DedupeConfig",
     "Edit",
     "Encoding",
@@ -101,6 +104,7 @@ __all__ = [
     "MicrocompactConfig",
     "PassStats",
     "Plan",
+    "PlanOptions",
     "RecallMiddleware",
     "Report",
     "RestorationConfig",

@@ -1,11 +1,16 @@
 """Type stubs for the Rust extension module ``fastcompact._core``."""
 
 from collections.abc import Callable
-from typing import Any, NotRequired, TypedDict, final
+from typing import Any, TypedDict, final
 
 __all__ = [
     "PRICING_PRESETS",
+    "Breakdown",
+    "CountOptions",
+    "Edit",
     "InputError",
+    "PassStats",
+    "PlanOutcome",
     "PlanSettings",
     "_heuristic_via_messages",
     "cache_info",
@@ -16,8 +21,11 @@ __all__ = [
     "defaults",
     "fallback_summary",
     "find_cutoff",
+    "input_error",
     "normalize",
     "plan",
+    "read_size",
+    "read_triggers",
     "render_transcript",
     "set_cache_capacity",
     "should_compact",
@@ -34,65 +42,133 @@ class InputError(ValueError):
     index: int | None
     field: str
 
-class _Opts(TypedDict):
-    encoding: str
-    # None: the heuristic's default for the model (Anthropic's, with ``anthropic``).
-    chars_per_token: float | None
-    anthropic: bool
-    use_usage: bool
-    tools: list[Any] | None
-    # Serializes one tool not seen before (None for what is not a tool).
-    tool_json: Callable[[Any], str | None]
-    system: Any
-    cache_key: str | None
+@final
+class CountOptions:
+    """How to count: the options every helper takes."""
 
-class _Breakdown(TypedDict):
-    total: int
-    system_and_tools: int
-    per_message: list[int]
-    roles: list[str]
-    tool_names: list[str | None]
-    per_role: dict[str, int]
-    per_tool: dict[str, int]
+    def __new__(
+        cls,
+        *,
+        encoding: str,
+        # None: the heuristic's default for the model (Anthropic's, with ``anthropic``).
+        chars_per_token: float | None,
+        anthropic: bool,
+        use_usage: bool,
+        tools: list[Any] | None,
+        # Serializes one tool not seen before (None for what is not a tool).
+        tool_json: Callable[[Any], str | None],
+        system: Any,
+        cache_key: str | None,
+    ) -> CountOptions: ...
 
-def count_tokens(messages: Any, opts: _Opts) -> int: ...
-def token_breakdown(messages: Any, opts: _Opts) -> _Breakdown: ...
-def find_cutoff(messages: Any, keep: tuple[str, float], max_input_tokens: int | None, opts: _Opts) -> int: ...
+@final
+class Breakdown:
+    """Where counted tokens go: per message (with its role and tool name), per role
+    and per tool, and the total."""
+
+    @property
+    def total(self) -> int: ...
+    @property
+    def system_and_tools(self) -> int: ...
+    @property
+    def per_message(self) -> list[int]: ...
+    @property
+    def roles(self) -> list[str]: ...
+    @property
+    def tool_names(self) -> list[str | None]: ...
+    @property
+    def per_role(self) -> dict[str, int]: ...
+    @property
+    def per_tool(self) -> dict[str, int]: ...
+
+def count_tokens(messages: Any, opts: CountOptions) -> int: ...
+def token_breakdown(messages: Any, opts: CountOptions) -> Breakdown: ...
+def find_cutoff(messages: Any, keep: object, max_input_tokens: int | None, opts: CountOptions) -> int: ...
 def should_compact(
     messages: Any,
-    triggers: list[list[tuple[str, float]]],
+    triggers: object,
     max_input_tokens: int | None,
-    opts: _Opts,
+    opts: CountOptions,
 ) -> bool: ...
 
-class _PassStats(TypedDict):
-    name: str
-    tokens_before: int
-    tokens_after: int
-    edits: int
+@final
+class Edit:
+    """One rewrite: message ``index``'s ``field`` (``"content"``, or ``"tool_args"`` of
+    tool call ``call``) becomes ``value``; ``pass_name`` says which pass made it.
+    ``fingerprint`` identifies the rewrite (0 when unknown), so that the same edit of
+    the same message is recognised across turns without comparing values."""
 
-class _Plan(TypedDict):
-    # (index, pass, field, value, call, fingerprint)
-    edits: list[tuple[int, str, str, Any, int | None, int]]
-    tokens_before: int
-    tokens_after: int
-    passes: list[_PassStats]
-    summary_needed: bool
-    summary_cutoff: int | None
-    # Where the tokens go (without make_edited), or the model view itself (with it).
-    per_role: NotRequired[dict[str, int]]
-    per_tool: NotRequired[dict[str, int]]
-    per_message: NotRequired[list[int]]
-    roles: NotRequired[list[str]]
-    tool_names: NotRequired[list[str | None]]
-    view: NotRequired[list[Any]]
+    def __new__(
+        cls, index: int, pass_name: str, field: str, value: Any, call: int | None = None, fingerprint: int = 0
+    ) -> Edit: ...
+    @property
+    def index(self) -> int: ...
+    @property
+    def pass_name(self) -> str: ...
+    @property
+    def field(self) -> str: ...
+    @property
+    def value(self) -> Any: ...
+    @property
+    def call(self) -> int | None: ...
+    @property
+    def fingerprint(self) -> int: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __reduce__(self) -> tuple[type[Edit], tuple[int, str, str, Any, int | None, int]]: ...
+
+@final
+class PassStats:
+    """Tokens before and after one pass, and how many edits it made."""
+
+    def __new__(cls, name: str, tokens_before: int, tokens_after: int, edits: int) -> PassStats: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def tokens_before(self) -> int: ...
+    @property
+    def tokens_after(self) -> int: ...
+    @property
+    def edits(self) -> int: ...
+    @property
+    def saved(self) -> int:
+        """Tokens the pass took off."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+    def __reduce__(self) -> tuple[type[PassStats], tuple[str, int, int, int]]: ...
+
+@final
+class PlanOutcome:
+    """One turn's plan as the core made it."""
+
+    @property
+    def edits(self) -> list[Edit]: ...
+    @property
+    def tokens_before(self) -> int: ...
+    @property
+    def tokens_after(self) -> int: ...
+    @property
+    def passes(self) -> list[PassStats]: ...
+    @property
+    def summary_needed(self) -> bool: ...
+    @property
+    def summary_cutoff(self) -> int | None: ...
     # The view's size anchored on provider usage, and the real/estimated ratio.
-    true_tokens: int
-    ratio: float
-    anchor: int | None
+    @property
+    def true_tokens(self) -> int: ...
+    @property
+    def ratio(self) -> float: ...
+    @property
+    def anchor(self) -> int | None: ...
     # Messages before `settled` are settled; a batch committed at `batch_at`.
-    settled: int
-    batch_at: int | None
+    @property
+    def settled(self) -> int: ...
+    @property
+    def batch_at(self) -> int | None: ...
+    # The model view (with make_edited), or where the tokens go (without it).
+    @property
+    def view(self) -> list[Any] | None: ...
+    @property
+    def breakdown(self) -> Breakdown | None: ...
 
 class _Progress(TypedDict):
     """Where a conversation stands (indices in the view planned)."""
@@ -111,18 +187,23 @@ class PlanSettings:
 def plan(
     messages: Any,
     config: dict[str, Any] | PlanSettings,
-    max_input_tokens: int | None,
-    now: float | None,
-    timestamps: list[float | None] | None,
-    archive: list[str | None] | None,
-    opts: _Opts,
-    make_edited: Any = None,
+    opts: CountOptions,
+    *,
+    max_input_tokens: int | None = None,
+    now: float | None = None,
+    timestamps: list[float | None] | None = None,
+    archive: list[str | None] | None = None,
+    # Called as make_edited(message, edits) for each message whose edits changed.
+    make_edited: Callable[[Any, list[Edit]], Any] | None = None,
     progress: _Progress | None = None,
-) -> _Plan: ...
+) -> PlanOutcome: ...
 def trigger_fires(
     triggers: list[Any], n_messages: int, tokens: float, max_input_tokens: int | None
 ) -> bool: ...
 def defaults(max_input_tokens: int | None = None) -> dict[str, Any]: ...
+def input_error(field: str, reason: str, index: int | None = None) -> InputError: ...
+def read_size(value: object, field: str) -> tuple[str, int | float]: ...
+def read_triggers(value: object, field: str) -> list[Any]: ...
 def check_window(max_input_tokens: object = None) -> int | None: ...
 def state_cutoff(prior_cutoff: int | None, effective_cutoff: int) -> int: ...
 def count_text(text: str, encoding: str) -> int: ...
@@ -131,7 +212,7 @@ def fallback_summary(
     messages: Any, previous_summary: str | None, todos: list[tuple[str, str]], max_chars: int
 ) -> str: ...
 def normalize(messages: Any) -> list[dict[str, Any]]: ...
-def _heuristic_via_messages(messages: Any, opts: _Opts) -> list[int]: ...
+def _heuristic_via_messages(messages: Any, opts: CountOptions) -> list[int]: ...
 def cache_info() -> tuple[int, int]: ...
 def set_cache_capacity(conversations: int) -> None: ...
 def clear_cache() -> None: ...

@@ -25,14 +25,19 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 from fastcompact._core import PRICING_PRESETS
 from fastcompact._core import defaults as core_defaults
+from fastcompact._core import read_size as core_read_size
+from fastcompact._core import read_triggers as core_read_triggers
 
-ContextSize: TypeAlias = tuple[str, int | float]
+# A size of context: ("messages", n), ("tokens", n) or ("fraction", f) of the window.
+ContextSize: TypeAlias = tuple[Literal["messages", "tokens", "fraction"], int | float]
+# A trigger: a size, or sizes that must all be reached ({"tokens": n, "messages": m}).
+Trigger: TypeAlias = ContextSize | Mapping[str, int | float]
 
 
 class _Default:
@@ -55,55 +60,11 @@ class _Default:
 DEFAULT: Final[Any] = _Default()
 
 
-def is_size_pair(value: Any) -> bool:
-    """Whether `value` has the shape of a size: a `(kind, number)` pair."""
-    return (
-        isinstance(value, tuple | list)
-        and len(value) == 2
-        and isinstance(value[0], str)
-        and not isinstance(value[1], bool)
-        and isinstance(value[1], int | float)
-    )
-
-
 def _check_size(owner: str, name: str, value: Any, *, optional: bool = False) -> None:
-    where = f"{owner}.{name}"
+    # The rules and their errors are the core's (the helpers read sizes with them too).
     if value is DEFAULT or (optional and value is None):
         return
-    if not is_size_pair(value):
-        raise ValueError(
-            f"{where}: expected ('messages', n), ('tokens', n) or ('fraction', f), got {value!r}"
-        )
-    kind, v = value
-    if not math.isfinite(v):
-        raise ValueError(f"{where}: value must be finite, got {v}")
-    if kind == "fraction":
-        if not 0 < v <= 1:
-            raise ValueError(f"{where}: fraction must be in (0, 1], got {v}")
-    elif kind in ("messages", "tokens"):
-        if v < 1 or v != int(v):
-            raise ValueError(f"{where}: {kind} must be a whole number greater than 0, got {v}")
-    else:
-        raise ValueError(f"{where}: unknown kind {kind!r}; expected 'messages', 'tokens' or 'fraction'")
-
-
-def _check_trigger(owner: str, name: str, value: Any) -> None:
-    """One trigger: a size, or a dict of sizes that must all be reached (DeepAgents'
-    clause, ``{"tokens": 100_000, "messages": 50}``)."""
-    if isinstance(value, dict):
-        if not value:
-            raise ValueError(f"{owner}.{name}: an empty clause never fires; leave it out for the default")
-        for kind, v in value.items():
-            _check_size(owner, name, (kind, v))
-    else:
-        _check_size(owner, name, value)
-
-
-def _trigger_for_core(value: Any) -> Any:
-    """A trigger as the core reads it: a pair, or a clause as a list of pairs."""
-    if isinstance(value, dict):
-        return [(kind, v) for kind, v in value.items()]
-    return tuple(value)
+    core_read_size(value, f"{owner}.{name}")
 
 
 def _warn_unused(cfg: Any, names: Iterable[str]) -> None:
@@ -411,7 +372,7 @@ class CompactionConfig(_Watched):
         [('fraction', 0.85)]
     """
 
-    trigger: ContextSize | dict[str, int | float] | list[ContextSize | dict[str, int | float]] | None = None
+    trigger: Trigger | Sequence[Trigger] | None = None
     keep: ContextSize | None = None
     autocompact_buffer_tokens: int = 13_000
     max_output_tokens_for_summary: int = 20_000
@@ -443,13 +404,7 @@ class CompactionConfig(_Watched):
                 f"{o}.pricing: expected one of {', '.join(PRICING_PRESETS)}, got {self.pricing!r}"
             )
         if self.trigger is not None:
-            if isinstance(self.trigger, list):
-                if not self.trigger:
-                    raise ValueError(f"{o}.trigger: an empty list never fires; leave it out for the default")
-                for t in self.trigger:
-                    _check_trigger(o, "trigger", t)
-            else:
-                _check_trigger(o, "trigger", self.trigger)
+            core_read_triggers(self.trigger, f"{o}.trigger")
         _check_size(o, "keep", self.keep, optional=True)
         for name in ("autocompact_buffer_tokens", "max_output_tokens_for_summary", "ptl_max_retries"):
             _check_int(o, name, getattr(self, name))
@@ -495,12 +450,9 @@ class CompactionConfig(_Watched):
             return d[name] if value is DEFAULT or value is None else value
 
         trigger = self.trigger
-        if trigger is None:
-            triggers = [d["trigger"]]
-        elif isinstance(trigger, list):
-            triggers = [_trigger_for_core(t) for t in trigger]
-        else:
-            triggers = [_trigger_for_core(trigger)]
+        triggers: list[Any] = (
+            [d["trigger"]] if trigger is None else core_read_triggers(trigger, "CompactionConfig.trigger")
+        )
 
         def batch(value: Any) -> int:
             # A batch worth breaking the prompt cache for.
@@ -594,6 +546,7 @@ __all__ = [
     "MicrocompactConfig",
     "RestorationConfig",
     "TokenBudgetConfig",
+    "Trigger",
     "TruncateArgsConfig",
     "pricing_of",
 ]

@@ -11,17 +11,17 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypedDict
+
+from typing_extensions import Unpack
 
 from fastcompact import _core
 from fastcompact._core import InputError
-from fastcompact.config import is_size_pair
-
-if TYPE_CHECKING:
-    from fastcompact._core import _Opts
+from fastcompact.config import ContextSize, Trigger
 
 __all__ = [
     "ContextSize",
+    "CountingOptions",
     "Encoding",
     "MessageTokens",
     "TokenBreakdown",
@@ -39,15 +39,11 @@ __all__ = [
 ]
 
 Encoding: TypeAlias = Literal["heuristic", "o200k_base", "cl100k_base"]
-ContextSize: TypeAlias = tuple[Literal["messages", "tokens", "fraction"], int | float]
 
 
 def _input_error(field: str, reason: str, index: int | None = None) -> InputError:
-    where = f"message {index}: " if index is not None else ""
-    err = InputError(f"{where}field '{field}': {reason}")
-    err.index = index
-    err.field = field
-    return err
+    # Made by the core, in the core's words.
+    return _core.input_error(field, reason, index)
 
 
 def _is_anthropic(model: Any) -> bool:
@@ -91,29 +87,46 @@ def _tool_json(tool: Any) -> str | None:
     return json.dumps(spec)
 
 
-def _opts(
-    *,
-    encoding: str,
-    tools: Sequence[Any] | None,
-    system: Any,
-    use_usage: bool,
-    chars_per_token: float | None,
-    model: Any,
-    cache_key: str | None,
-) -> _Opts:
+class CountingOptions(TypedDict, total=False):
+    """How to count: the keywords :func:`count_tokens` documents, taken by every
+    counting helper."""
+
+    encoding: Encoding
+    tools: Sequence[Any] | None
+    system: Any
+    use_usage: bool
+    chars_per_token: float | None
+    model: Any
+    cache_key: str | None
+
+
+def _check_keywords(options: Mapping[str, Any], allowed: Any, where: str) -> None:
+    """An unknown keyword is a ``TypeError``, as for any Python function."""
+    for name in options:
+        if name not in allowed.__optional_keys__:
+            raise TypeError(f"{where}() got an unexpected keyword argument {name!r}")
+
+
+def _counting(options: Mapping[str, Any], where: str) -> _core.CountOptions:
+    """The core's counting options from a helper's keywords (any left out take their
+    defaults)."""
+    _check_keywords(options, CountingOptions, where)
+    system = options.get("system")
     if isinstance(system, str):
         system = {"role": "system", "content": system}
+    tools = options.get("tools")
+    chars_per_token = options.get("chars_per_token")
     # The heuristic's numbers are the core's: only the caller's choices go over.
-    return {
-        "encoding": encoding,
-        "chars_per_token": None if chars_per_token is None else float(chars_per_token),
-        "anthropic": _is_anthropic(model),
-        "use_usage": bool(use_usage),
-        "tools": list(tools) if tools else None,
-        "tool_json": _tool_json,
-        "system": system,
-        "cache_key": cache_key,
-    }
+    return _core.CountOptions(
+        encoding=options.get("encoding", "heuristic"),
+        chars_per_token=None if chars_per_token is None else float(chars_per_token),
+        anthropic=_is_anthropic(options.get("model")),
+        use_usage=bool(options.get("use_usage", False)),
+        tools=list(tools) if tools else None,
+        tool_json=_tool_json,
+        system=system,
+        cache_key=options.get("cache_key"),
+    )
 
 
 def plural(n: int, word: str) -> str:
@@ -139,18 +152,17 @@ def _as_list(messages: Iterable[Any]) -> Any:
     return list(messages)
 
 
-def count_tokens(
-    messages: Iterable[Any],
-    *,
-    encoding: Encoding = "heuristic",
-    tools: Sequence[Any] | None = None,
-    system: Any = None,
-    use_usage: bool = False,
-    chars_per_token: float | None = None,
-    model: Any = None,
-    cache_key: str | None = None,
-) -> int:
+def count_tokens(messages: Iterable[Any], **options: Unpack[CountingOptions]) -> int:
     """Count the tokens of a conversation.
+
+    The options (keywords, each optional):
+
+    - ``encoding``: ``"heuristic"`` (the default), ``"o200k_base"`` or ``"cl100k_base"``;
+    - ``tools`` and ``system``: counted when given;
+    - ``use_usage``: anchor on provider usage (default ``False``);
+    - ``chars_per_token``: the heuristic's characters a token (default: the model's);
+    - ``model``: the chat model or its name, for the heuristic's default;
+    - ``cache_key``: names the conversation for the cache (default: the first message's id).
 
     ``encoding="heuristic"`` gives the same number as langchain-core's
     ``count_tokens_approximately`` (4 characters a token, 3 extra tokens a message;
@@ -178,15 +190,7 @@ def count_tokens(
         >>> count_tokens(["hello world"], encoding="o200k_base")
         6
     """
-    opts = _opts(
-        encoding=encoding,
-        tools=tools,
-        system=system,
-        use_usage=use_usage,
-        chars_per_token=chars_per_token,
-        model=model,
-        cache_key=cache_key,
-    )
+    opts = _counting(options, "count_tokens")
     return _core.count_tokens(_as_list(messages), opts)
 
 
@@ -200,13 +204,13 @@ class MessageTokens:
     tool: str | None = None
 
 
-def message_tokens(raw: Mapping[str, Any]) -> list[MessageTokens]:
-    """Each message's tokens, role and tool, from the core's breakdown keys
-    (``per_message``, ``roles``, ``tool_names``) as counting and planning return them."""
+def message_tokens(breakdown: _core.Breakdown) -> list[MessageTokens]:
+    """Each message's tokens, role and tool, from the core's breakdown (as counting
+    and planning return it)."""
     return [
         MessageTokens(index=i, role=role, tokens=tokens, tool=tool)
         for i, (role, tokens, tool) in enumerate(
-            zip(raw["roles"], raw["per_message"], raw["tool_names"], strict=True)
+            zip(breakdown.roles, breakdown.per_message, breakdown.tool_names, strict=True)
         )
     ]
 
@@ -239,17 +243,7 @@ class TokenBreakdown:
         return "\n".join(lines)
 
 
-def token_breakdown(
-    messages: Iterable[Any],
-    *,
-    encoding: Encoding = "heuristic",
-    tools: Sequence[Any] | None = None,
-    system: Any = None,
-    use_usage: bool = False,
-    chars_per_token: float | None = None,
-    model: Any = None,
-    cache_key: str | None = None,
-) -> TokenBreakdown:
+def token_breakdown(messages: Iterable[Any], **options: Unpack[CountingOptions]) -> TokenBreakdown:
     """Tokens per message, per role and per tool name, with the total.
 
     The options are those of :func:`count_tokens`; the total equals its result.
@@ -267,45 +261,21 @@ def token_breakdown(
         >>> b.largest(1)[0].role
         'ai'
     """
-    opts = _opts(
-        encoding=encoding,
-        tools=tools,
-        system=system,
-        use_usage=use_usage,
-        chars_per_token=chars_per_token,
-        model=model,
-        cache_key=cache_key,
-    )
-    raw = _core.token_breakdown(_as_list(messages), opts)
-    per_message = message_tokens(raw)
+    raw = _core.token_breakdown(_as_list(messages), _counting(options, "token_breakdown"))
     return TokenBreakdown(
-        total=raw["total"],
-        system_and_tools=raw["system_and_tools"],
-        messages=per_message,
-        per_role=dict(raw["per_role"]),
-        per_tool=dict(raw["per_tool"]),
+        total=raw.total,
+        system_and_tools=raw.system_and_tools,
+        messages=message_tokens(raw),
+        per_role=raw.per_role,
+        per_tool=raw.per_tool,
     )
-
-
-def _size(value: Any, field: str) -> tuple[str, float]:
-    # The values themselves are checked by the core, which names the field too.
-    if not is_size_pair(value):
-        raise _input_error(
-            field,
-            f"expected ('messages', n), ('tokens', n) or ('fraction', f), got {value!r}",
-        )
-    return value[0], float(value[1])
 
 
 def find_cutoff(
     messages: Iterable[Any],
     keep: ContextSize | None = None,
     max_input_tokens: int | None = None,
-    *,
-    encoding: Encoding = "heuristic",
-    chars_per_token: float | None = None,
-    model: Any = None,
-    cache_key: str | None = None,
+    **options: Unpack[CountingOptions],
 ) -> int:
     """Where to cut for a summary: ``messages[:cutoff]`` are summarized, the rest kept.
 
@@ -330,31 +300,17 @@ def find_cutoff(
     """
     if keep is None:
         keep = _core.defaults(_window(max_input_tokens))["keep"]
-    kind, value = _size(keep, "keep")
-    opts = _opts(
-        encoding=encoding,
-        tools=None,
-        system=None,
-        use_usage=False,
-        chars_per_token=chars_per_token,
-        model=model,
-        cache_key=cache_key,
-    )
-    return _core.find_cutoff(_as_list(messages), (kind, value), _window(max_input_tokens), opts)
+    opts = _counting(options, "find_cutoff")
+    # The core checks the size and names the field in its error.
+    return _core.find_cutoff(_as_list(messages), keep, _window(max_input_tokens), opts)
 
 
 def should_compact(
     messages: Iterable[Any],
-    trigger: ContextSize | Sequence[ContextSize] | None = None,
+    trigger: Trigger | Sequence[Trigger] | None = None,
     *,
     max_input_tokens: int | None = None,
-    encoding: Encoding = "heuristic",
-    tools: Sequence[Any] | None = None,
-    system: Any = None,
-    use_usage: bool = False,
-    chars_per_token: float | None = None,
-    model: Any = None,
-    cache_key: str | None = None,
+    **options: Unpack[CountingOptions],
 ) -> bool:
     """Whether the conversation has reached a compaction trigger.
 
@@ -375,30 +331,8 @@ def should_compact(
     if trigger is None:
         trigger = _core.defaults(_window(max_input_tokens))["trigger"]
 
-    def clause(t: Any) -> list[tuple[str, float]]:
-        if isinstance(t, Mapping) and t:
-            return [_size((kind, v), "trigger") for kind, v in t.items()]
-        if isinstance(t, list) and t and not isinstance(t[0], str):  # a clause the config resolved
-            return [_size(s, "trigger") for s in t]
-        return [_size(t, "trigger")]
-
-    one = isinstance(trigger, tuple) and len(trigger) == 2 and isinstance(trigger[0], str)
-    if one or isinstance(trigger, Mapping):
-        triggers = [clause(trigger)]
-    elif isinstance(trigger, list | tuple) and trigger:
-        triggers = [clause(t) for t in trigger]
-    else:
-        raise _input_error("trigger", f"expected a size or a non-empty list of sizes, got {trigger!r}")
-    opts = _opts(
-        encoding=encoding,
-        tools=tools,
-        system=system,
-        use_usage=use_usage,
-        chars_per_token=chars_per_token,
-        model=model,
-        cache_key=cache_key,
-    )
-    return _core.should_compact(_as_list(messages), triggers, _window(max_input_tokens), opts)
+    opts = _counting(options, "should_compact")
+    return _core.should_compact(_as_list(messages), trigger, _window(max_input_tokens), opts)
 
 
 def _event_fields(event: Any) -> tuple[Any, int]:

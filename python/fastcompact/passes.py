@@ -12,7 +12,9 @@ import json
 import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from typing_extensions import Unpack
 
 from fastcompact import _core, pictures
 from fastcompact.config import (
@@ -28,13 +30,15 @@ from fastcompact.config import (
 from fastcompact.config import generation as config_generation
 
 if TYPE_CHECKING:
-    from fastcompact._core import _Plan, _Progress
+    from fastcompact._core import _Progress
 from fastcompact.helpers import (
+    CountingOptions,
     Encoding,
     MessageTokens,
     _as_list,
+    _check_keywords,
+    _counting,
     _input_error,
-    _opts,
     _window,
     message_tokens,
     plural,
@@ -44,6 +48,7 @@ __all__ = [
     "Edit",
     "PassStats",
     "Plan",
+    "PlanOptions",
     "apply_edits",
     "budget_tool_results",
     "clear_after_gap",
@@ -56,32 +61,9 @@ __all__ = [
 ]
 
 
-class Edit(NamedTuple):
-    """One rewrite: message ``index``'s ``field`` (``"content"``, or ``"tool_args"`` of
-    tool call ``call``) becomes ``value``; ``pass_name`` says which pass made it.
-    ``fingerprint`` identifies the rewrite (0 when unknown), so that the same edit of
-    the same message is recognised across turns without comparing values."""
-
-    index: int
-    pass_name: str
-    field: str
-    value: Any
-    call: int | None = None
-    fingerprint: int = 0
-
-
-@dataclass(frozen=True)
-class PassStats:
-    """Tokens before and after one pass, and how many edits it made."""
-
-    name: str
-    tokens_before: int
-    tokens_after: int
-    edits: int
-
-    @property
-    def saved(self) -> int:
-        return self.tokens_before - self.tokens_after
+# The core makes these (its plans hand them over as they are); see their docstrings.
+Edit = _core.Edit
+PassStats = _core.PassStats
 
 
 @dataclass(frozen=True)
@@ -140,19 +122,22 @@ class Plan:
         return pictures.page(repr(self).splitlines()[0], parts)
 
 
+class PlanOptions(TypedDict, total=False):
+    """The keywords :func:`plan` documents, taken by :func:`model_view` too."""
+
+    max_input_tokens: int | None
+    now: float | None
+    system: Any
+    tools: Sequence[Any] | None
+    timestamps: Sequence[float | None] | None
+    archive_paths: Sequence[str | None] | None
+    model: Any
+    cache_key: str | None
+    encoding: Encoding
+
+
 def plan(
-    messages: Iterable[Any],
-    config: CompactionConfig | None = None,
-    *,
-    max_input_tokens: int | None = None,
-    now: float | None = None,
-    system: Any = None,
-    tools: Sequence[Any] | None = None,
-    timestamps: Sequence[float | None] | None = None,
-    archive_paths: Sequence[str | None] | None = None,
-    model: Any = None,
-    cache_key: str | None = None,
-    encoding: Encoding = "heuristic",
+    messages: Iterable[Any], config: CompactionConfig | None = None, **options: Unpack[PlanOptions]
 ) -> Plan:
     """Run the cheap passes in order and decide whether a summary is still needed.
 
@@ -173,23 +158,11 @@ def plan(
         >>> [s.name for s in p.passes]
         ['budget', 'truncate_args', 'clearing', 'dedupe', 'collapse', 'time_gap']
     """
-    msgs = _as_list(messages)
-    raw = _run(
-        msgs,
-        config,
-        max_input_tokens=max_input_tokens,
-        now=now,
-        system=system,
-        tools=tools,
-        timestamps=timestamps,
-        archive_paths=archive_paths,
-        model=model,
-        cache_key=cache_key,
-        encoding=encoding,
-    )
-    found = _plan_of(raw, [Edit(*e) for e in raw["edits"]])
+    _check_keywords(options, PlanOptions, "plan")
+    raw = _run(_as_list(messages), config, **options)
+    found = _plan_of(raw)
     # The plan's own counts: the core returns them beside the plan, nothing is recounted.
-    sizes = message_tokens(raw) if "per_message" in raw else []
+    sizes = message_tokens(raw.breakdown) if raw.breakdown is not None else []
     cut = found.summary_cutoff or 0
     return replace(
         found,
@@ -200,18 +173,7 @@ def plan(
 
 
 def model_view(
-    messages: Iterable[Any],
-    config: CompactionConfig | None = None,
-    *,
-    max_input_tokens: int | None = None,
-    now: float | None = None,
-    system: Any = None,
-    tools: Sequence[Any] | None = None,
-    timestamps: Sequence[float | None] | None = None,
-    archive_paths: Sequence[str | None] | None = None,
-    model: Any = None,
-    cache_key: str | None = None,
-    encoding: Encoding = "heuristic",
+    messages: Iterable[Any], config: CompactionConfig | None = None, **options: Unpack[PlanOptions]
 ) -> tuple[list[Any], Plan]:
     """The messages as the model should see them this turn, and the plan's figures.
 
@@ -227,25 +189,15 @@ def model_view(
         >>> len(view) == len(msgs), p.tokens_after < p.tokens_before
         (True, True)
     """
-    raw = _run(
-        messages,
-        config,
-        max_input_tokens=max_input_tokens,
-        now=now,
-        system=system,
-        tools=tools,
-        timestamps=timestamps,
-        archive_paths=archive_paths,
-        model=model,
-        cache_key=cache_key,
-        make_edited=_make_edited,
-        encoding=encoding,
-    )
-    return raw["view"], _plan_of(raw, [])
+    _check_keywords(options, PlanOptions, "model_view")
+    raw = _run(messages, config, make_edited=_edit_message, **options)
+    return _view_of(raw), _plan_of(raw)
 
 
-def _make_edited(message: Any, edits: list[tuple[Any, ...]]) -> Any:
-    return _edit_message(message, [Edit(*e) for e in edits])
+def _view_of(raw: _core.PlanOutcome) -> list[Any]:
+    if raw.view is None:
+        raise RuntimeError("fastcompact: the core planned without building the view")
+    return raw.view
 
 
 # What `_run` plans with when no config is given; never handed out, so never changed.
@@ -275,22 +227,15 @@ def _run(
     messages: Iterable[Any],
     config: CompactionConfig | dict[str, Any] | _core.PlanSettings | None,
     *,
-    max_input_tokens: int | None = None,
-    now: float | None = None,
-    system: Any = None,
-    tools: Sequence[Any] | None = None,
-    timestamps: Sequence[float | None] | None = None,
-    archive_paths: Sequence[str | None] | None = None,
-    model: Any = None,
-    cache_key: str | None = None,
     make_edited: Any = None,
     progress: _Progress | None = None,
-    encoding: Encoding = "heuristic",
-) -> _Plan:
+    **options: Unpack[PlanOptions],
+) -> _core.PlanOutcome:
     """Plan through the core, with :func:`plan`'s options. ``make_edited`` builds the
     model view (see :func:`model_view`). With ``progress`` (where the conversation
     stands, as the middleware keeps it), sizes are anchored on the provider usage the
     messages report."""
+    max_input_tokens = _window(options.get("max_input_tokens"))
     if isinstance(config, dict | _core.PlanSettings):
         # Already resolved (the middleware resolves its settings once).
         settings = config
@@ -299,44 +244,36 @@ def _run(
         if not isinstance(cfg, CompactionConfig):
             raise _input_error("config", f"expected a CompactionConfig, got {type(cfg).__name__}")
         settings = _settings(cfg, max_input_tokens)
-    opts = _opts(
-        encoding=encoding,
-        tools=tools,
-        system=system,
-        use_usage=progress is not None,
-        chars_per_token=None,
-        model=model,
-        cache_key=cache_key,
-    )
+    counting = {k: v for k, v in options.items() if k in CountingOptions.__optional_keys__}
+    timestamps, archive_paths = options.get("timestamps"), options.get("archive_paths")
     return _core.plan(
         _as_list(messages),
         settings,
-        _window(max_input_tokens),
-        now,
-        None if timestamps is None else list(timestamps),
-        None if archive_paths is None else list(archive_paths),
-        opts,
-        make_edited,
-        progress,
+        _counting({**counting, "use_usage": progress is not None}, "plan"),
+        max_input_tokens=max_input_tokens,
+        now=options.get("now"),
+        timestamps=None if timestamps is None else list(timestamps),
+        archive=None if archive_paths is None else list(archive_paths),
+        make_edited=make_edited,
+        progress=progress,
     )
 
 
-def _plan_of(raw: _Plan, edits: list[Edit]) -> Plan:
+def _plan_of(raw: _core.PlanOutcome) -> Plan:
+    breakdown = raw.breakdown
     return Plan(
-        edits=edits,
-        tokens_before=raw["tokens_before"],
-        tokens_after=raw["tokens_after"],
-        passes=[
-            PassStats(p["name"], p["tokens_before"], p["tokens_after"], p["edits"]) for p in raw["passes"]
-        ],
-        summary_needed=raw["summary_needed"],
-        summary_cutoff=raw["summary_cutoff"],
-        per_role=dict(raw.get("per_role", {})),
-        per_tool=dict(raw.get("per_tool", {})),
-        true_tokens=raw.get("true_tokens", raw["tokens_after"]),
-        ratio=raw.get("ratio", 1.0),
-        settled=raw.get("settled", 0),
-        batch_at=raw.get("batch_at"),
+        edits=raw.edits,
+        tokens_before=raw.tokens_before,
+        tokens_after=raw.tokens_after,
+        passes=raw.passes,
+        summary_needed=raw.summary_needed,
+        summary_cutoff=raw.summary_cutoff,
+        per_role={} if breakdown is None else breakdown.per_role,
+        per_tool={} if breakdown is None else breakdown.per_tool,
+        true_tokens=raw.true_tokens,
+        ratio=raw.ratio,
+        settled=raw.settled,
+        batch_at=raw.batch_at,
     )
 
 

@@ -4,12 +4,12 @@ cheap pass would save, and where the trigger and the summary cutoff fall."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from fastcompact import pictures
-from fastcompact.config import CompactionConfig
+from fastcompact.config import CompactionConfig, Trigger
 from fastcompact.helpers import (
     ContextSize,
     Encoding,
@@ -146,7 +146,7 @@ def inspect(
     messages: Iterable[Any],
     *,
     max_input_tokens: int | None = None,
-    trigger: ContextSize | list[ContextSize] | None = None,
+    trigger: Trigger | Sequence[Trigger] | None = None,
     keep: ContextSize | None = None,
     config: CompactionConfig | None = None,
     encoding: Encoding = "heuristic",

@@ -1,13 +1,13 @@
 //! The counting flow every binding shares: messages read through the conversation
 //! cache, counted, and the cache kept for the next call.
 
-use std::collections::BTreeMap;
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
 use pyo3::prelude::*;
 
 use super::cache::{self, Cache, ReadSet};
 use super::read;
+use super::results::Breakdown;
 use crate::message::InputError as CoreInputError;
 use crate::tokens::{self, Encoding, HeuristicParams};
 /// Default bound of the token cache, in conversations.
@@ -23,9 +23,8 @@ pub(super) fn conversation_cache() -> MutexGuard<'static, Cache> {
     // A panic elsewhere cannot leave the cache inconsistent: entries are replaced whole.
     CACHE.lock().unwrap_or_else(|p| p.into_inner())
 }
-/// Counting options, as the Python layer passes them.
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
+/// How to count: the options every helper takes, built once by the Python layer.
+#[pyclass(frozen, name = "CountOptions", module = "fastcompact._core")]
 pub(super) struct Opts {
     pub(super) encoding: String,
     /// The caller's; `None`: the heuristic's default for the model (`anthropic`).
@@ -39,6 +38,34 @@ pub(super) struct Opts {
     pub(super) cache_key: Option<String>,
 }
 
+#[pymethods]
+impl Opts {
+    #[new]
+    #[pyo3(signature = (*, encoding, chars_per_token, anthropic, use_usage, tools, tool_json, system, cache_key))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        encoding: String,
+        chars_per_token: Option<f64>,
+        anthropic: bool,
+        use_usage: bool,
+        tools: Py<PyAny>,
+        tool_json: Py<PyAny>,
+        system: Option<Py<PyAny>>,
+        cache_key: Option<String>,
+    ) -> Self {
+        Opts {
+            encoding,
+            chars_per_token,
+            anthropic,
+            use_usage,
+            tools,
+            tool_json,
+            system,
+            cache_key,
+        }
+    }
+}
+
 impl Opts {
     pub(super) fn encoding(&self) -> Result<Encoding, CoreInputError> {
         Encoding::parse(&self.encoding).ok_or_else(|| {
@@ -46,7 +73,7 @@ impl Opts {
                 None,
                 "encoding",
                 format!(
-                    "unknown encoding {:?}; expected 'heuristic', 'o200k_base' or 'cl100k_base'",
+                    "unknown encoding '{}'; expected 'heuristic', 'o200k_base' or 'cl100k_base'",
                     self.encoding
                 ),
             )
@@ -135,7 +162,7 @@ pub(super) fn store(key: u64, counted: Counted) {
 }
 /// Where the counted tokens go, per role and per tool (`None` if an entry was read
 /// without its pair shape).
-pub(super) fn breakdown(counted: &Counted) -> Option<tokens::Breakdown> {
+pub(super) fn breakdown(counted: &Counted) -> Option<Breakdown> {
     let shapes: Vec<_> = counted
         .read
         .kept
@@ -143,25 +170,9 @@ pub(super) fn breakdown(counted: &Counted) -> Option<tokens::Breakdown> {
         .iter()
         .filter_map(|e| e.shape.as_deref())
         .collect();
-    (shapes.len() == counted.per_message.len())
-        .then(|| tokens::breakdown(&shapes, &counted.per_message))
-}
-
-/// Where the counted tokens go, into `out`: per message (with its role and tool
-/// name), per role and per tool. The keys `token_breakdown` and `plan` both return.
-pub(super) fn put_breakdown(
-    out: &Bound<'_, pyo3::types::PyDict>,
-    counted: &Counted,
-    b: &tokens::Breakdown,
-) -> PyResult<()> {
-    let per_message: Vec<u64> = counted.per_message.iter().map(|t| *t as u64).collect();
-    out.set_item("per_message", per_message)?;
-    out.set_item("roles", b.roles.clone())?;
-    out.set_item("tool_names", b.tool_names.clone())?;
-    out.set_item("per_role", to_int_map(&b.per_role))?;
-    out.set_item("per_tool", to_int_map(&b.per_tool))
-}
-
-pub(super) fn to_int_map(m: &BTreeMap<String, f64>) -> BTreeMap<String, u64> {
-    m.iter().map(|(k, v)| (k.clone(), *v as u64)).collect()
+    let per_message = &counted.per_message;
+    (shapes.len() == per_message.len()).then(|| {
+        let b = tokens::breakdown(&shapes, per_message);
+        Breakdown::new(counted.total, counted.fixed, per_message, b)
+    })
 }

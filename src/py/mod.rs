@@ -9,7 +9,9 @@ mod errors;
 mod planning;
 mod read;
 mod reprlen;
+mod results;
 mod scan;
+mod sizes;
 mod tool_schemas;
 
 /// The Python module `fastcompact._core`: bindings only.
@@ -20,7 +22,8 @@ mod _core {
     use pyo3::prelude::*;
 
     use super::read;
-    use crate::cutoff::{self, Size};
+    use super::sizes;
+    use crate::cutoff;
     use crate::message::InputError as CoreInputError;
     use crate::message::Message;
 
@@ -30,7 +33,11 @@ mod _core {
     use super::errors::InputError;
 
     #[pymodule_export]
+    use super::counting::Opts;
+    #[pymodule_export]
     use super::planning::{plan, PlanSettings};
+    #[pymodule_export]
+    use super::results::{Breakdown, Edit, PassStats, PlanOutcome};
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -40,7 +47,11 @@ mod _core {
     }
     /// Total tokens of `messages` (plus system prompt and tools in `opts`).
     #[pyfunction]
-    fn count_tokens(py: Python<'_>, messages: &Bound<'_, PyAny>, opts: Opts) -> PyResult<u64> {
+    fn count_tokens(
+        py: Python<'_>,
+        messages: &Bound<'_, PyAny>,
+        opts: PyRef<'_, Opts>,
+    ) -> PyResult<u64> {
         let (key, counted) = count(py, messages, &opts, false, false)?;
         let total = counted.total as u64;
         store(key, counted);
@@ -52,16 +63,15 @@ mod _core {
     fn token_breakdown<'py>(
         py: Python<'py>,
         messages: &Bound<'py, PyAny>,
-        opts: Opts,
-    ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        opts: PyRef<'_, Opts>,
+    ) -> PyResult<Breakdown> {
         let (key, counted) = count(py, messages, &opts, true, false)?;
-        let b = breakdown(&counted).unwrap_or_default();
-        let out = pyo3::types::PyDict::new(py);
-        out.set_item("total", counted.total as u64)?;
-        out.set_item("system_and_tools", counted.fixed as u64)?;
-        put_breakdown(&out, &counted, &b)?;
+        let b = breakdown(&counted).unwrap_or_else(|| {
+            let none = tokens::Breakdown::default();
+            Breakdown::new(counted.total, counted.fixed, &counted.per_message, none)
+        });
         store(key, counted);
-        Ok(out)
+        Ok(b)
     }
 
     /// Pair-safe cutoff for `keep` = (kind, value).
@@ -70,12 +80,12 @@ mod _core {
     fn find_cutoff(
         py: Python<'_>,
         messages: &Bound<'_, PyAny>,
-        keep: (String, f64),
+        keep: &Bound<'_, PyAny>,
         max_input_tokens: Option<u64>,
-        opts: Opts,
+        opts: PyRef<'_, Opts>,
     ) -> PyResult<usize> {
         let run = || -> Result<usize, CoreInputError> {
-            let keep = Size::parse(&keep.0, keep.1, "keep")?;
+            let keep = sizes::read_size(keep, "keep")?;
             let (key, counted) = count(py, messages, &opts, true, false)?;
             let shapes: Vec<_> = counted
                 .read
@@ -97,21 +107,12 @@ mod _core {
     fn should_compact(
         py: Python<'_>,
         messages: &Bound<'_, PyAny>,
-        triggers: Vec<Vec<(String, f64)>>,
+        triggers: &Bound<'_, PyAny>,
         max_input_tokens: Option<u64>,
-        opts: Opts,
+        opts: PyRef<'_, Opts>,
     ) -> PyResult<bool> {
         let run = || -> Result<bool, CoreInputError> {
-            let clauses = triggers
-                .iter()
-                .map(|clause| {
-                    clause
-                        .iter()
-                        .map(|(k, v)| Size::parse(k, *v, "trigger"))
-                        .collect::<Result<Vec<_>, _>>()
-                        .map(cutoff::Clause)
-                })
-                .collect::<Result<Vec<_>, _>>()?;
+            let clauses = sizes::read_triggers(triggers, "trigger")?;
             let (key, counted) = count(py, messages, &opts, false, false)?;
             let n = counted.per_message.len();
             let fired = cutoff::any_clause_fires(&clauses, n, counted.total, max_input_tokens);
@@ -144,13 +145,7 @@ mod _core {
         max_input_tokens: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
         let max_input_tokens = check_window(max_input_tokens)?;
-        fn pair<'py>(py: Python<'py>, size: Size) -> PyResult<Bound<'py, PyAny>> {
-            Ok(match size {
-                Size::Messages(n) => ("messages", n).into_pyobject(py)?.into_any(),
-                Size::Tokens(n) => ("tokens", n).into_pyobject(py)?.into_any(),
-                Size::Fraction(f) => ("fraction", f).into_pyobject(py)?.into_any(),
-            })
-        }
+        let pair = sizes::size_pair;
         let d = crate::config::Defaults::for_window(max_input_tokens);
         let out = pyo3::types::PyDict::new(py);
         out.set_item("trigger", pair(py, d.trigger)?)?;
@@ -161,6 +156,54 @@ mod _core {
         out.set_item("collapse_trigger", pair(py, d.collapse_trigger)?)?;
         out.set_item("min_batch_tokens", d.min_batch_tokens)?;
         Ok(out)
+    }
+
+    /// An `InputError` as the core makes its own, for the checks the Python layer
+    /// makes (the exception object, to raise there).
+    #[pyfunction]
+    #[pyo3(signature = (field, reason, index=None))]
+    fn input_error<'py>(
+        py: Python<'py>,
+        field: &str,
+        reason: &str,
+        index: Option<usize>,
+    ) -> Bound<'py, pyo3::exceptions::PyBaseException> {
+        PyErr::from(CoreInputError::new(index, field, reason))
+            .into_value(py)
+            .into_bound(py)
+    }
+
+    /// One size as a config field holds it, checked: `(kind, value)` back, or a
+    /// `ValueError` naming `field`.
+    #[pyfunction]
+    fn read_size<'py>(value: &Bound<'py, PyAny>, field: &str) -> PyResult<Bound<'py, PyAny>> {
+        let size = sizes::read_size(value, field).map_err(sizes::config_error)?;
+        sizes::size_pair(value.py(), size)
+    }
+
+    /// Triggers as a config field holds them (a size, a dict of sizes, or a list of
+    /// those), checked: a list with a `(kind, value)` for each single size and a list
+    /// of them for each clause of several.
+    #[pyfunction]
+    fn read_triggers<'py>(
+        value: &Bound<'py, PyAny>,
+        field: &str,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let clauses = sizes::read_triggers(value, field).map_err(sizes::config_error)?;
+        let py = value.py();
+        clauses
+            .into_iter()
+            .map(|c| match c.0.as_slice() {
+                [one] => sizes::size_pair(py, *one),
+                all => {
+                    let pairs = all.iter().map(|s| sizes::size_pair(py, *s));
+                    Ok(pairs
+                        .collect::<PyResult<Vec<_>>>()?
+                        .into_pyobject(py)?
+                        .into_any())
+                }
+            })
+            .collect()
     }
 
     /// A model window as given: `None`, or a positive int (never a bool); the one check
@@ -256,7 +299,10 @@ mod _core {
     /// Per-message heuristic tokens through full conversion (the path the Rust-side
     /// passes use), for tests that both readers agree.
     #[pyfunction]
-    fn _heuristic_via_messages(messages: &Bound<'_, PyAny>, opts: Opts) -> PyResult<Vec<u64>> {
+    fn _heuristic_via_messages(
+        messages: &Bound<'_, PyAny>,
+        opts: PyRef<'_, Opts>,
+    ) -> PyResult<Vec<u64>> {
         let p = opts.params()?;
         let msgs = read::read_all(messages)?;
         Ok(msgs

@@ -3,17 +3,16 @@
 
 use std::sync::Arc;
 
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use super::cache::{self};
 use super::counting::*;
+use super::results::{edit_fingerprint, edit_object, PlanOutcome};
 use crate::config::PlanConfig;
 use crate::cutoff::{self};
 use crate::message::InputError as CoreInputError;
 use crate::message::Message;
-use crate::passes::Change;
-use crate::plan::{Plan, PlanInput};
+use crate::plan::PlanInput;
 
 pub(super) fn parse_settings(resolved: &Bound<'_, PyAny>) -> PyResult<PlanConfig> {
     pythonize::depythonize(resolved)
@@ -53,20 +52,20 @@ impl PlanSettings {
 /// since the last turn), the result holds the model view itself under `"view"`
 /// instead of the edits.
 #[pyfunction]
-#[pyo3(signature = (messages, config, max_input_tokens, now, timestamps, archive, opts, make_edited=None, progress=None))]
+#[pyo3(signature = (messages, config, opts, *, max_input_tokens=None, now=None, timestamps=None, archive=None, make_edited=None, progress=None))]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn plan<'py>(
     py: Python<'py>,
     messages: &Bound<'py, PyAny>,
     config: &Bound<'py, PyAny>,
+    opts: PyRef<'py, Opts>,
     max_input_tokens: Option<u64>,
     now: Option<f64>,
     timestamps: Option<Vec<Option<f64>>>,
     archive: Option<Vec<Option<String>>>,
-    opts: Opts,
     make_edited: Option<&Bound<'py, PyAny>>,
     progress: Option<Progress>,
-) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+) -> PyResult<PlanOutcome> {
     let progress = progress.unwrap_or_default();
     let cfg = match config.cast::<PlanSettings>() {
         Ok(settings) => Arc::clone(&settings.get().config),
@@ -150,15 +149,15 @@ pub(super) fn plan<'py>(
         .map_err(|_| {
             pyo3::exceptions::PyRuntimeError::new_err("fastcompact: internal error while planning")
         })?;
-    let out = plan_to_dict(py, &result, make_edited.is_none())?;
+    let mut out = PlanOutcome::new(py, &result, make_edited.is_none())?;
     if let Some(make) = make_edited {
         let view = build_view(py, &mut counted.read.kept.entries, &result.edits, make)?;
-        out.set_item("view", view)?;
+        out.view = Some(view.into_any().unbind());
     }
     // Where the tokens go, from the counts already at hand (for `plan()`'s
     // picture; the model-view path does without).
     if let Some(b) = make_edited.is_none().then(|| breakdown(&counted)).flatten() {
-        put_breakdown(&out, &counted, &b)?;
+        out.breakdown = Some(Py::new(py, b)?);
     }
     store(key, counted);
     Ok(out)
@@ -196,13 +195,6 @@ pub(super) fn timestamps_if_any(
     } else {
         Vec::new()
     }
-}
-
-/// A 63-bit fingerprint of an edit's pass and change (never 0, which means
-/// "unknown" to Python).
-pub(super) fn edit_fingerprint(e: &crate::passes::Edit) -> u64 {
-    let pass = e.pass as u64;
-    ((e.key ^ pass.wrapping_mul(0x9e37_79b9_7f4a_7c15)) >> 1).max(1)
 }
 
 /// The model view: the messages, with each edited one replaced by its edited copy,
@@ -243,70 +235,13 @@ pub(super) fn build_view<'py>(
                 continue;
             }
         }
-        let tuples = pyo3::types::PyList::empty(py);
+        let objects = pyo3::types::PyList::empty(py);
         for e in group {
-            tuples.append(edit_tuple(py, e)?)?;
+            objects.append(edit_object(py, e)?)?;
         }
-        let edited = make.call1((entry.object(py), tuples))?;
+        let edited = make.call1((entry.object(py), objects))?;
         entry.edited = Some((fingerprint, edited.clone().unbind()));
         items.push(edited);
     }
     pyo3::types::PyList::new(py, items)
-}
-
-/// An edit as the tuple Python sees: (index, pass, field, value, call, fingerprint).
-pub(super) fn edit_tuple<'py>(
-    py: Python<'py>,
-    e: &crate::passes::Edit,
-) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
-    let fingerprint = edit_fingerprint(e);
-    let (field, value, call) = match &e.change {
-        Change::Content(text) => (
-            "content",
-            (**text).into_pyobject(py)?.into_any(),
-            None::<usize>,
-        ),
-        Change::ToolArgs { call, args } => (
-            "tool_args",
-            pythonize::pythonize(py, &**args).map_err(|e| PyValueError::new_err(e.to_string()))?,
-            Some(*call),
-        ),
-    };
-    (e.index, e.pass.name(), field, value, call, fingerprint).into_pyobject(py)
-}
-
-pub(super) fn plan_to_dict<'py>(
-    py: Python<'py>,
-    plan: &Plan,
-    with_edits: bool,
-) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
-    use pyo3::types::PyDict;
-    let out = PyDict::new(py);
-    let edits = pyo3::types::PyList::empty(py);
-    if with_edits {
-        for e in &plan.edits {
-            edits.append(edit_tuple(py, e)?)?;
-        }
-    }
-    out.set_item("edits", edits)?;
-    out.set_item("tokens_before", plan.tokens_before.ceil() as u64)?;
-    out.set_item("tokens_after", plan.tokens_after.ceil() as u64)?;
-    let passes = pyo3::types::PyList::empty(py);
-    for s in &plan.passes {
-        let d = PyDict::new(py);
-        d.set_item("name", s.pass.name())?;
-        d.set_item("tokens_before", s.tokens_before.ceil() as u64)?;
-        d.set_item("tokens_after", s.tokens_after.ceil() as u64)?;
-        d.set_item("edits", s.edits)?;
-        passes.append(d)?;
-    }
-    out.set_item("passes", passes)?;
-    out.set_item("summary_needed", plan.summary_needed)?;
-    out.set_item("summary_cutoff", plan.summary_cutoff)?;
-    out.set_item("true_tokens", plan.true_tokens.ceil() as u64)?;
-    out.set_item("ratio", plan.ratio)?;
-    out.set_item("anchor", plan.anchor)?;
-    out.set_item("settled", plan.settled)?;
-    out.set_item("batch_at", plan.batch_at)?;
-    Ok(out)
 }

@@ -1,0 +1,263 @@
+//! What the core hands back to Python, as typed classes: an edit, a pass's figures,
+//! a turn's plan and a breakdown of where the tokens go. `Edit` and `PassStats` are
+//! the public `fastcompact.Edit` and `fastcompact.PassStats`.
+
+use std::collections::BTreeMap;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use crate::passes::Change;
+
+/// One rewrite: message ``index``'s ``field`` (``"content"``, or ``"tool_args"`` of
+/// tool call ``call``) becomes ``value``; ``pass_name`` says which pass made it.
+/// ``fingerprint`` identifies the rewrite (0 when unknown), so that the same edit of
+/// the same message is recognised across turns without comparing values.
+#[pyclass(frozen, get_all, module = "fastcompact")]
+pub(super) struct Edit {
+    index: usize,
+    pass_name: String,
+    field: String,
+    value: Py<PyAny>,
+    call: Option<usize>,
+    fingerprint: u64,
+}
+
+#[pymethods]
+impl Edit {
+    #[new]
+    #[pyo3(signature = (index, pass_name, field, value, call=None, fingerprint=0))]
+    fn new(
+        index: usize,
+        pass_name: String,
+        field: String,
+        value: Py<PyAny>,
+        call: Option<usize>,
+        fingerprint: u64,
+    ) -> Self {
+        Edit {
+            index,
+            pass_name,
+            field,
+            value,
+            call,
+            fingerprint,
+        }
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "Edit(index={}, pass_name={}, field={}, value={}, call={}, fingerprint={})",
+            self.index,
+            self.pass_name.as_str().into_pyobject(py)?.repr()?,
+            self.field.as_str().into_pyobject(py)?.repr()?,
+            self.value.bind(py).repr()?,
+            self.call.map_or("None".to_owned(), |c| c.to_string()),
+            self.fingerprint,
+        ))
+    }
+
+    /// Equal when every field is (the value compared as Python compares it).
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let Ok(other) = other.cast::<Edit>() else {
+            return Ok(false);
+        };
+        let o = other.get();
+        Ok(self.index == o.index
+            && self.pass_name == o.pass_name
+            && self.field == o.field
+            && self.call == o.call
+            && self.fingerprint == o.fingerprint
+            && self.value.bind(other.py()).eq(o.value.bind(other.py()))?)
+    }
+
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let e = slf.get();
+        let py = slf.py();
+        let args = (
+            e.index,
+            e.pass_name.as_str(),
+            e.field.as_str(),
+            e.value.clone_ref(py),
+            e.call,
+            e.fingerprint,
+        );
+        Ok((slf.get_type().into_any(), args.into_pyobject(py)?))
+    }
+}
+
+/// A 63-bit fingerprint of an edit's pass and change (never 0, which means
+/// "unknown" to Python).
+pub(super) fn edit_fingerprint(e: &crate::passes::Edit) -> u64 {
+    let pass = e.pass as u64;
+    ((e.key ^ pass.wrapping_mul(0x9e37_79b9_7f4a_7c15)) >> 1).max(1)
+}
+
+/// A core edit as Python sees it.
+pub(super) fn edit_object<'py>(
+    py: Python<'py>,
+    e: &crate::passes::Edit,
+) -> PyResult<Bound<'py, Edit>> {
+    let (field, value, call) = match &e.change {
+        Change::Content(text) => ("content", (**text).into_pyobject(py)?.into_any(), None),
+        Change::ToolArgs { call, args } => (
+            "tool_args",
+            pythonize::pythonize(py, &**args).map_err(|e| PyValueError::new_err(e.to_string()))?,
+            Some(*call),
+        ),
+    };
+    let edit = Edit {
+        index: e.index,
+        pass_name: e.pass.name().to_owned(),
+        field: field.to_owned(),
+        value: value.unbind(),
+        call,
+        fingerprint: edit_fingerprint(e),
+    };
+    Bound::new(py, edit)
+}
+
+/// Tokens before and after one pass, and how many edits it made.
+#[pyclass(frozen, get_all, eq, hash, module = "fastcompact")]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(super) struct PassStats {
+    name: String,
+    tokens_before: u64,
+    tokens_after: u64,
+    edits: usize,
+}
+
+#[pymethods]
+impl PassStats {
+    #[new]
+    fn new(name: String, tokens_before: u64, tokens_after: u64, edits: usize) -> Self {
+        PassStats {
+            name,
+            tokens_before,
+            tokens_after,
+            edits,
+        }
+    }
+
+    /// Tokens the pass took off.
+    #[getter]
+    fn saved(&self) -> i64 {
+        self.tokens_before as i64 - self.tokens_after as i64
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "PassStats(name='{}', tokens_before={}, tokens_after={}, edits={})",
+            self.name, self.tokens_before, self.tokens_after, self.edits
+        )
+    }
+
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let s = slf.get();
+        let args = (s.name.as_str(), s.tokens_before, s.tokens_after, s.edits);
+        Ok((slf.get_type().into_any(), args.into_pyobject(slf.py())?))
+    }
+}
+
+/// Where counted tokens go: per message (with its role and tool name), per role
+/// and per tool, and the total.
+#[pyclass(frozen, get_all, module = "fastcompact._core")]
+pub(super) struct Breakdown {
+    total: u64,
+    system_and_tools: u64,
+    per_message: Vec<u64>,
+    roles: Vec<&'static str>,
+    tool_names: Vec<Option<String>>,
+    per_role: BTreeMap<String, u64>,
+    per_tool: BTreeMap<String, u64>,
+}
+
+impl Breakdown {
+    pub(super) fn new(
+        total: f64,
+        system_and_tools: f64,
+        per_message: &[f64],
+        b: crate::tokens::Breakdown,
+    ) -> Self {
+        let ints = |m: BTreeMap<String, f64>| m.into_iter().map(|(k, v)| (k, v as u64)).collect();
+        Breakdown {
+            total: total as u64,
+            system_and_tools: system_and_tools as u64,
+            per_message: per_message.iter().map(|t| *t as u64).collect(),
+            roles: b.roles,
+            tool_names: b.tool_names,
+            per_role: ints(b.per_role),
+            per_tool: ints(b.per_tool),
+        }
+    }
+}
+
+/// One turn's plan as the core made it: the edits (or the model view built from
+/// them), each pass's figures, the summary decision, and the sizes anchored on
+/// provider usage.
+#[pyclass(frozen, get_all, module = "fastcompact._core")]
+pub(super) struct PlanOutcome {
+    pub(super) edits: Vec<Py<Edit>>,
+    pub(super) tokens_before: u64,
+    pub(super) tokens_after: u64,
+    pub(super) passes: Vec<Py<PassStats>>,
+    pub(super) summary_needed: bool,
+    pub(super) summary_cutoff: Option<usize>,
+    /// The view's size anchored on provider usage, and the real/estimated ratio.
+    pub(super) true_tokens: u64,
+    pub(super) ratio: f64,
+    pub(super) anchor: Option<usize>,
+    /// Messages before `settled` are settled; a batch committed at `batch_at`.
+    pub(super) settled: usize,
+    pub(super) batch_at: Option<usize>,
+    /// The model view (when asked for), or where the tokens go (when not).
+    pub(super) view: Option<Py<PyAny>>,
+    pub(super) breakdown: Option<Py<Breakdown>>,
+}
+
+impl PlanOutcome {
+    pub(super) fn new(
+        py: Python<'_>,
+        plan: &crate::plan::Plan,
+        with_edits: bool,
+    ) -> PyResult<Self> {
+        let edits = if with_edits {
+            let objects = plan
+                .edits
+                .iter()
+                .map(|e| edit_object(py, e).map(Bound::unbind));
+            objects.collect::<PyResult<_>>()?
+        } else {
+            Vec::new()
+        };
+        let passes = plan.passes.iter().map(|s| {
+            let stats = PassStats {
+                name: s.pass.name().to_owned(),
+                tokens_before: s.tokens_before.ceil() as u64,
+                tokens_after: s.tokens_after.ceil() as u64,
+                edits: s.edits,
+            };
+            Py::new(py, stats)
+        });
+        Ok(PlanOutcome {
+            edits,
+            tokens_before: plan.tokens_before.ceil() as u64,
+            tokens_after: plan.tokens_after.ceil() as u64,
+            passes: passes.collect::<PyResult<_>>()?,
+            summary_needed: plan.summary_needed,
+            summary_cutoff: plan.summary_cutoff,
+            true_tokens: plan.true_tokens.ceil() as u64,
+            ratio: plan.ratio,
+            anchor: plan.anchor,
+            settled: plan.settled,
+            batch_at: plan.batch_at,
+            view: None,
+            breakdown: None,
+        })
+    }
+}

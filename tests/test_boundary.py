@@ -1,0 +1,92 @@
+"""What crosses between the core and Python: sizes read with one set of rules and
+errors, typed results, and the helpers' options."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+import fastcompact
+import pytest
+from fastcompact import CompactionConfig, Edit, InputError, PassStats
+from fastcompact.samples import coding_session
+from langchain_core.messages import HumanMessage
+
+_BAD_SIZES = [
+    (("messages", 0), "messages must be a whole number greater than 0, got 0"),
+    (("tokens", 2.5), "tokens must be a whole number greater than 0, got 2.5"),
+    (("fraction", 1.5), r"fraction must be in \(0, 1\], got 1.5"),
+    (("fraction", float("inf")), "value must be a finite number, got inf"),
+    (("bytes", 1), "unknown kind 'bytes'; expected 'messages', 'tokens' or 'fraction'"),
+    ("half", r"expected \('messages', n\), \('tokens', n\) or \('fraction', f\), got 'half'"),
+    (("messages", True), r"expected .* got \('messages', True\)"),
+]
+
+
+@pytest.mark.parametrize(("size", "reason"), _BAD_SIZES)
+def test_a_bad_size_gets_the_same_reason_from_the_config_and_the_helpers(size, reason):
+    msgs = ["hello"] * 4
+    with pytest.raises(ValueError, match=f"^CompactionConfig.keep: {reason}$"):
+        CompactionConfig(keep=size)
+    with pytest.raises(InputError, match=f"^field 'keep': {reason}$") as found:
+        fastcompact.find_cutoff(msgs, size)
+    assert (found.value.field, found.value.index) == ("keep", None)
+    with pytest.raises(InputError, match=f"^field 'trigger': {reason}$"):
+        fastcompact.should_compact(msgs, size)
+    with pytest.raises(ValueError, match=f"^TruncateArgsConfig.trigger: {reason}$"):
+        fastcompact.TruncateArgsConfig(trigger=size)
+
+
+def test_triggers_read_the_same_everywhere():
+    msgs = ["hello"] * 10
+    given = [{"tokens": 1_000, "messages": 5}, ("messages", 10)]
+    cfg = CompactionConfig(trigger=given)
+    assert cfg.resolved()["trigger"] == [[("tokens", 1_000), ("messages", 5)], ("messages", 10)]
+    assert fastcompact.should_compact(msgs, given)
+    assert not fastcompact.should_compact(msgs, given[:1])
+    # A tuple of triggers is a list of them, in the config as in the helper.
+    assert CompactionConfig(trigger=tuple(given)).resolved()["trigger"] == cfg.resolved()["trigger"]
+    for empty, reason in (([], "an empty list never fires"), ({}, "an empty clause never fires")):
+        with pytest.raises(ValueError, match=f"^CompactionConfig.trigger: {reason}; leave it out"):
+            CompactionConfig(trigger=empty)
+        with pytest.raises(InputError, match=f"^field 'trigger': {reason}; leave it out"):
+            fastcompact.should_compact(msgs, empty)
+
+
+def test_edits_and_pass_figures_are_classes_that_compare_copy_and_pickle():
+    p = fastcompact.plan(coding_session(300, seed=1), max_input_tokens=50_000)
+    assert p.edits and all(type(e) is Edit for e in p.edits)
+    e = p.edits[0]
+    again = Edit(e.index, e.pass_name, e.field, e.value, e.call, e.fingerprint)
+    assert again == e and pickle.loads(pickle.dumps(e)) == e and copy.deepcopy(e) == e
+    assert Edit(e.index, e.pass_name, e.field, "other", e.call, e.fingerprint) != e
+    assert e != tuple(getattr(e, f) for f in ("index", "pass_name", "field", "value", "call", "fingerprint"))
+    assert repr(Edit(1, "clearing", "content", "[x]")) == (
+        "Edit(index=1, pass_name='clearing', field='content', value='[x]', call=None, fingerprint=0)"
+    )
+    with pytest.raises(AttributeError):
+        e.index = 3  # type: ignore[misc]
+    names = [s.name for s in p.passes]
+    assert names == ["budget", "truncate_args", "clearing", "dedupe", "collapse", "time_gap"]
+    clearing = p.passes[2]
+    assert clearing.saved == clearing.tokens_before - clearing.tokens_after > 0
+    assert PassStats("x", 10, 4, 1) == PassStats("x", 10, 4, 1) != PassStats("x", 10, 5, 1)
+    assert len({PassStats("x", 10, 4, 1), PassStats("x", 10, 4, 1)}) == 1
+    assert pickle.loads(pickle.dumps(p)).passes == p.passes
+    assert repr(PassStats("x", 10, 4, 1)) == "PassStats(name='x', tokens_before=10, tokens_after=4, edits=1)"
+
+
+def test_the_helpers_options_are_checked_like_keywords():
+    msgs = [HumanMessage("hello world")]
+    assert (
+        fastcompact.count_tokens(msgs, encoding="o200k_base")
+        == fastcompact.token_breakdown(msgs, encoding="o200k_base").total
+    )
+    with pytest.raises(TypeError, match=r"^count_tokens\(\) got an unexpected keyword argument 'encodng'$"):
+        fastcompact.count_tokens(msgs, encodng="o200k_base")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"^plan\(\) got an unexpected keyword argument 'window'$"):
+        fastcompact.plan(msgs, window=10)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"^model_view\(\) got an unexpected keyword argument 'use_usage'$"):
+        fastcompact.model_view(msgs, use_usage=True)  # type: ignore[call-arg]
+    with pytest.raises(InputError, match="unknown encoding 'bpe'"):
+        fastcompact.count_tokens(msgs, encoding="bpe")  # type: ignore[typeddict-item]
