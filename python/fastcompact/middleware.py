@@ -14,7 +14,6 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import dataclasses
 import logging
@@ -36,11 +35,12 @@ from langchain.tools import ToolRuntime
 from langchain_core.messages import SystemMessage, ToolMessage
 from langgraph.types import Command
 
-from fastcompact import _core, media, storage, summarize
+from fastcompact import _core, media, steps, storage, summarize
 from fastcompact.config import CompactionConfig, pricing_of
 from fastcompact.helpers import count_tokens, find_cutoff
-from fastcompact.passes import Plan, _make_edited, _plan_of, _run
+from fastcompact.passes import Plan, _edit_message, _plan_of, _run, _view_of
 from fastcompact.recall import RECALL_DESCRIPTION, recall
+from fastcompact.steps import Io, Steps
 
 if TYPE_CHECKING:
     from fastcompact._core import _Progress
@@ -225,7 +225,7 @@ def config_from_summarization(options: Mapping[str, Any]) -> CompactionConfig:
             extra = sorted(set(settings) - known)
             if extra:
                 raise ValueError(f"truncate_args_settings: unexpected key {', '.join(map(repr, extra))}")
-            given = {k: tuple(v) if isinstance(v, list) else v for k, v in settings.items()}
+            given: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in settings.items()}
             fields["truncate_args"] = TruncateArgsConfig(**{"truncate_all_tools": False, **given})
         else:
             raise ValueError(
@@ -267,11 +267,11 @@ def _progress(counters: Mapping[str, Any], event: Mapping[str, Any] | None, prio
     edits before ``settled`` are committed."""
     since = max(_int(counters.get("batch_at")), _int(event.get("created_at_index")) if event else 0)
     ratio = counters.get("ratio")
-    settled = counters.get("settled")
+    settled = _int(counters.get("settled"), -1)
     return {
         "min_anchor": _to_view(since, event, prior),
         "ratio": float(ratio) if isinstance(ratio, int | float) and ratio > 0 else 1.0,
-        "settled": _to_view(settled, event, prior) if _int(settled, -1) >= 0 else None,
+        "settled": _to_view(settled, event, prior) if settled >= 0 else None,
         "calls_before": _int(counters.get("calls_before")),
     }
 
@@ -490,10 +490,10 @@ class CompactionMiddleware(AgentMiddleware):
                 tools=request.tools,
                 timestamps=timestamps,
                 model=request.model,
-                make_edited=_make_edited,
+                make_edited=_edit_message,
                 progress=progress,
             )
-            view, plan = raw_plan["view"], _plan_of(raw_plan, [])
+            view, plan = _view_of(raw_plan), _plan_of(raw_plan)
             _advance(counters, plan, event, prior, len(raw))
         except Exception as e:
             # Never take the agent down: the model gets the effective view as it is.
@@ -728,9 +728,10 @@ class CompactionMiddleware(AgentMiddleware):
         model gave none or one too long to help; and the summary, error and restored
         files used. Restored files are dropped before a summary is: they are a
         convenience, and in a small window they alone can fill it."""
-        choices = [(summary, files) for files in ([restored, []] if restored else [[]])]
+        file_sets: list[list[tuple[str, str]]] = [restored, []] if restored else [[]]
         fallback = self._fallback(turn, draft)
-        choices = [(t, f) for t, f in choices if t is not None] + [(fallback, f) for _, f in choices]
+        given = [(summary, f) for f in file_sets] if summary is not None else []
+        choices = given + [(fallback, f) for f in file_sets]
         outcome: _Outcome | None = None
         for text, files in choices:
             failed = error
@@ -749,83 +750,57 @@ class CompactionMiddleware(AgentMiddleware):
 
     # --- I/O, sync and async -------------------------------------------------------
 
-    def _compact(self, request: ModelRequest, turn: _Turn, draft: _Draft) -> _Outcome:
-        hopeless = self._hopeless(request, turn, draft)
-        if hopeless is not None:
-            return hopeless
-        summary, error, usage = None, None, None
-        backend = storage.resolve_backend(self.backend, request.runtime)
-        if draft.use_llm:
-            try:
-                summary, usage = summarize.summarize(
-                    self._summarizer(request),
-                    self._trimmed(self._with_media_saved(backend, draft, draft.span)),
-                    custom_instructions=self.config.custom_instructions,
-                    retries=self.config.ptl_max_retries,
-                    template=self.summary_prompt,
-                )
-            except Exception as e:
-                error = _summarizer_failed(e)
-        restored: list[tuple[str, str]] = []
-        if backend is not None and draft.reads:
-            r = self.config.restoration
-            restored = storage.restore_files(backend, draft.reads, r.per_file_chars, r.file_budget_chars)
-        settled = self._settle(request, turn, draft, summary, error, usage, restored)
-        outcome, summary, error, restored = settled
-        if outcome.committed and backend is not None and draft.leaving:
-            leaving = self._with_media_saved(backend, draft, draft.leaving)
-            text = storage.archive_text(leaving, turn.prior_cutoff, draft.thread, draft.number)
-            path = storage.write_archive(
-                backend, self.config.history_path_prefix, draft.thread, draft.number, text
-            )
-            outcome = self._finish(request, turn, draft, summary, error, restored, path, usage)
-        return outcome
-
-    async def _acompact(self, request: ModelRequest, turn: _Turn, draft: _Draft) -> _Outcome:
-        """The async twin of :meth:`_compact`. The summary call, the restoration reads
-        and the archive write run at the same time: a compaction that gets this far
-        commits (see :meth:`_hopeless`), so the archive is never written for nothing."""
+    def _compact(self, request: ModelRequest, turn: _Turn, draft: _Draft) -> Steps[_Outcome]:
+        """Summarize ``draft``'s span and commit it. The summary call, the restoration
+        reads and the archive write are made together (at the same time when async): a
+        compaction that gets this far commits (see :meth:`_hopeless`), so the archive is
+        never written for nothing."""
         hopeless = self._hopeless(request, turn, draft)
         if hopeless is not None:
             return hopeless
         backend = storage.resolve_backend(self.backend, request.runtime)
-
-        async def summary() -> tuple[str | None, BaseException | None, dict[str, int] | None]:
-            if not draft.use_llm:
-                return None, None, None
-            try:
-                span = await asyncio.to_thread(self._with_media_saved, backend, draft, draft.span)
-                text, usage = await summarize.asummarize(
-                    self._summarizer(request),
-                    self._trimmed(span),
-                    custom_instructions=self.config.custom_instructions,
-                    retries=self.config.ptl_max_retries,
-                    template=self.summary_prompt,
-                )
-                return text, None, usage
-            except Exception as e:
-                return None, _summarizer_failed(e), None
-
-        async def reads() -> list[tuple[str, str]]:
-            if backend is None or not draft.reads:
-                return []
-            r = self.config.restoration
-            return await storage.arestore_files(backend, draft.reads, r.per_file_chars, r.file_budget_chars)
-
-        async def archive() -> str | None:
-            if backend is None or not draft.leaving:
-                return None
-            leaving = await asyncio.to_thread(self._with_media_saved, backend, draft, draft.leaving)
-            text = storage.archive_text(leaving, turn.prior_cutoff, draft.thread, draft.number)
-            return await storage.awrite_archive(
-                backend, self.config.history_path_prefix, draft.thread, draft.number, text
-            )
-
-        (text, error, usage), restored, path = await asyncio.gather(summary(), reads(), archive())
+        (text, error, usage), restored, path = yield (
+            Io.of(lambda: self._summary(request, backend, draft)),
+            Io.of(lambda: self._restored(backend, draft)),
+            Io.of(lambda: self._archived(backend, turn, draft)),
+        )
         outcome, text, error, restored = self._settle(request, turn, draft, text, error, usage, restored)
-        if path is not None:
+        if path is not None and outcome.committed:
             outcome = self._finish(request, turn, draft, text, error, restored, path, usage)
         return outcome
+
+    def _summary(
+        self, request: ModelRequest, backend: Any, draft: _Draft
+    ) -> Steps[tuple[str | None, BaseException | None, dict[str, int] | None]]:
+        """The model's summary and usage, or the error it failed with."""
+        if not draft.use_llm:
+            return None, None, None
+        try:
+            span = yield Io.in_thread(self._with_media_saved, backend, draft, draft.span)
+            text, usage = yield from summarize.summarize(
+                self._summarizer(request),
+                self._trimmed(span),
+                custom_instructions=self.config.custom_instructions,
+                retries=self.config.ptl_max_retries,
+                template=self.summary_prompt,
+            )
+            return text, None, usage
+        except Exception as e:
+            return None, _summarizer_failed(e), None
+
+    def _restored(self, backend: Any, draft: _Draft) -> Steps[list[tuple[str, str]]]:
+        if backend is None or not draft.reads:
+            return []
+        r = self.config.restoration
+        return (yield from storage.restore_files(backend, draft.reads, r.per_file_chars, r.file_budget_chars))
+
+    def _archived(self, backend: Any, turn: _Turn, draft: _Draft) -> Steps[str | None]:
+        if backend is None or not draft.leaving:
+            return None
+        leaving = yield Io.in_thread(self._with_media_saved, backend, draft, draft.leaving)
+        text = storage.archive_text(leaving, turn.prior_cutoff, draft.thread, draft.number)
+        prefix = self.config.history_path_prefix
+        return (yield from storage.write_archive(backend, prefix, draft.thread, draft.number, text))
 
     def _with_media_saved(self, backend: Any, draft: _Draft, messages: list[Any]) -> list[Any]:
         """``messages`` with inline media saved beside the archive and referenced by path,
@@ -867,7 +842,8 @@ class CompactionMiddleware(AgentMiddleware):
             if len(text) <= storage.CLIP_HEAD_CHARS:
                 continue
             call = calls.get(m.tool_call_id) or {}
-            args = call.get("args") if isinstance(call.get("args"), Mapping) else {}
+            given = call.get("args")
+            args: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
             read = args.get("file_path") if call.get("name") == "read_file" else None
             saved = None
             if read is None and backend is not None:
@@ -909,60 +885,52 @@ class CompactionMiddleware(AgentMiddleware):
             _emit({"plan": info, "passes_fired": fired})
         return ExtendedModelResponse(model_response=response, command=Command(update=update))
 
-    def wrap_model_call(
-        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
-    ) -> ModelResponse | ExtendedModelResponse:
-        """Send the model the compacted view; summarize first when the passes are not enough."""
+    def _model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Steps[Any]:
+        """One model call with the compacted view, summarizing first when the passes
+        are not enough; ``handler`` is the sync or the async one (its result is awaited
+        by the async driver)."""
         turn = self._turn(request)
         outcome = None
         if self._wants_summary(turn):
             draft = self._draft(request, turn, forced=False)
             if draft is not None:
-                outcome = self._compact(request, turn, draft)
+                outcome = yield from self._compact(request, turn, draft)
         view = outcome.view if outcome is not None else turn.view
         try:
-            response = handler(request.override(messages=view))
+            response = yield _handled(handler, request.override(messages=view))
         except Exception as e:
             # The provider says it did not fit: compact once, then let any error through.
             if not summarize.is_prompt_too_long(e) or (outcome is not None and outcome.committed):
                 raise
             draft = self._draft(request, turn, forced=True)
-            outcome = self._compact(request, turn, draft) if draft is not None else None
+            outcome = (yield from self._compact(request, turn, draft)) if draft is not None else None
             committed = outcome is not None and outcome.committed
             # What is left after a summary may still be the newest turn's results alone.
             view = outcome.view if outcome is not None and outcome.committed else view
-            clipped = self._clipped(request, view, storage.resolve_backend(self.backend, request.runtime))
+            backend = storage.resolve_backend(self.backend, request.runtime)
+            clipped = yield Io.in_thread(self._clipped, request, view, backend)
             if clipped is None and not committed:
                 raise
-            response = handler(request.override(messages=clipped or view))
+            response = yield _handled(handler, request.override(messages=clipped or view))
         return self._respond(response, turn, outcome)
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse | ExtendedModelResponse:
+        """Send the model the compacted view; summarize first when the passes are not enough."""
+        response: ModelResponse | ExtendedModelResponse = steps.run(self._model_call(request, handler))
+        return response
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse | ExtendedModelResponse:
-        """The async twin of :meth:`wrap_model_call`."""
-        turn = self._turn(request)
-        outcome = None
-        if self._wants_summary(turn):
-            draft = self._draft(request, turn, forced=False)
-            if draft is not None:
-                outcome = await self._acompact(request, turn, draft)
-        view = outcome.view if outcome is not None else turn.view
-        try:
-            response = await handler(request.override(messages=view))
-        except Exception as e:
-            if not summarize.is_prompt_too_long(e) or (outcome is not None and outcome.committed):
-                raise
-            draft = self._draft(request, turn, forced=True)
-            outcome = await self._acompact(request, turn, draft) if draft is not None else None
-            committed = outcome is not None and outcome.committed
-            view = outcome.view if outcome is not None and outcome.committed else view
-            backend = storage.resolve_backend(self.backend, request.runtime)
-            clipped = await asyncio.to_thread(self._clipped, request, view, backend)
-            if clipped is None and not committed:
-                raise
-            response = await handler(request.override(messages=clipped or view))
-        return self._respond(response, turn, outcome)
+        """The async form of :meth:`wrap_model_call`."""
+        return await steps.arun(self._model_call(request, handler))
+
+
+def _handled(handler: Callable[[ModelRequest], Any], request: ModelRequest) -> Io:
+    """The handler's call: its result as it is (sync), or awaited (async)."""
+    return Io(lambda: handler(request), lambda: handler(request))
 
 
 def recall_tool() -> Any:
@@ -970,7 +938,7 @@ def recall_tool() -> Any:
     from langchain_core.tools import StructuredTool
 
     def run(id: str, runtime: ToolRuntime) -> str:
-        state = runtime.state if isinstance(runtime.state, Mapping) else {}
+        state: Any = runtime.state if isinstance(runtime.state, Mapping) else {}
         try:
             return recall(state, id)
         except KeyError as e:
@@ -1029,10 +997,10 @@ class CompactionToolMiddleware(AgentMiddleware):
         from langchain_core.tools import StructuredTool
 
         def compact_conversation(runtime: ToolRuntime) -> Command[Any]:
-            return self._run(runtime)
+            return steps.run(self._run(runtime))
 
         async def acompact_conversation(runtime: ToolRuntime) -> Command[Any]:
-            return await self._arun(runtime)
+            return await steps.arun(self._run(runtime))
 
         return StructuredTool.from_function(
             func=compact_conversation,
@@ -1048,7 +1016,7 @@ class CompactionToolMiddleware(AgentMiddleware):
         """A model request standing in for the conversation at the tool call, its turn,
         and the compaction draft (``None`` when there is nothing to compact)."""
         mw = self.compaction
-        state = runtime.state if isinstance(runtime.state, Mapping) else {}
+        state: Any = runtime.state if isinstance(runtime.state, Mapping) else {}
         messages = list(state.get("messages") or [])
         # The AI message that called this tool stays: its answer is not in the state yet.
         raw = messages[:-1] if messages and getattr(messages[-1], "tool_calls", None) else messages
@@ -1073,7 +1041,7 @@ class CompactionToolMiddleware(AgentMiddleware):
         return request, turn, mw._draft(request, turn, forced=False, cut=cut)
 
     def _reply(
-        self, runtime: Any, turn: _Turn, outcome: _Outcome | None, error: BaseException | None
+        self, runtime: Any, turn: _Turn | None, outcome: _Outcome | None, error: BaseException | None
     ) -> Command[Any]:
         call_id = getattr(runtime, "tool_call_id", None) or ""
         if error is not None:
@@ -1091,26 +1059,17 @@ class CompactionToolMiddleware(AgentMiddleware):
         )
         return Command(update={**outcome.update, "messages": [ToolMessage(text, tool_call_id=call_id)]})
 
-    def _run(self, runtime: Any) -> Command[Any]:
+    def _run(self, runtime: Any) -> Steps[Command[Any]]:
         try:
             prepared = self._request(runtime)
-            if prepared is None or prepared[2] is None:
-                return self._reply(runtime, prepared[1] if prepared else None, None, None)  # type: ignore[arg-type]
+            if prepared is None:
+                return self._reply(runtime, None, None, None)
             request, turn, draft = prepared
-            outcome = self.compaction._compact(request, turn, draft)
+            if draft is None:
+                return self._reply(runtime, turn, None, None)
+            outcome = yield from self.compaction._compact(request, turn, draft)
         except Exception as e:
-            return self._reply(runtime, None, None, e)  # type: ignore[arg-type]
-        return self._reply(runtime, turn, outcome, None)
-
-    async def _arun(self, runtime: Any) -> Command[Any]:
-        try:
-            prepared = self._request(runtime)
-            if prepared is None or prepared[2] is None:
-                return self._reply(runtime, prepared[1] if prepared else None, None, None)  # type: ignore[arg-type]
-            request, turn, draft = prepared
-            outcome = await self.compaction._acompact(request, turn, draft)
-        except Exception as e:
-            return self._reply(runtime, None, None, e)  # type: ignore[arg-type]
+            return self._reply(runtime, None, None, e)
         return self._reply(runtime, turn, outcome, None)
 
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastcompact import storage, summarize
+from fastcompact import steps, storage, summarize
 from fastcompact.config import CompactionConfig
 from fastcompact.helpers import Encoding, count_tokens, find_cutoff, normalize
 from fastcompact.passes import Edit, Plan, apply_edits
@@ -112,8 +112,10 @@ def compact(
     span, kept = view[:cut], view[cut:]
     text, used = None, "extractive"
     if model is not None:
-        text, _ = summarize.summarize(
-            model, span, custom_instructions=cfg.custom_instructions, retries=cfg.ptl_max_retries
+        text, _ = steps.run(
+            summarize.summarize(
+                model, span, custom_instructions=cfg.custom_instructions, retries=cfg.ptl_max_retries
+            )
         )
         used = "model"
     if text is None:

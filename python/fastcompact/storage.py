@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fastcompact import _core
+from fastcompact.steps import Io, Steps
 
 logger = logging.getLogger("fastcompact")
 
@@ -70,19 +71,33 @@ def archive_text(messages: Sequence[Any], first: int, thread: str, number: int) 
     return header + _core.render_transcript(list(messages), first)
 
 
-def _taken(backend: Any, path: str) -> bool:
+def _backend(backend: Any, name: str, *args: Any, or_sync: bool = False) -> Io:
+    """A call of the backend's method ``name``; awaited as its ``a``-prefixed twin when
+    it has one. ``or_sync``: when the twin fails, the plain method is tried (for
+    reads only, which are safe to repeat)."""
+
+    def call() -> Any:
+        return getattr(backend, name)(*args)
+
+    async def acall() -> Any:
+        method = getattr(backend, f"a{name}", None)
+        if method is None:
+            return call()
+        if not or_sync:
+            return await method(*args)
+        try:
+            return await method(*args)
+        except Exception:
+            return call()
+
+    return Io(call, acall)
+
+
+def _taken(backend: Any, path: str) -> Steps[bool]:
     try:
-        responses = backend.download_files([path])
+        responses = yield _backend(backend, "download_files", [path], or_sync=True)
     except Exception:  # a backend without downloads: rely on the unique name
         return False
-    return bool(responses) and getattr(responses[0], "content", None) is not None
-
-
-async def _ataken(backend: Any, path: str) -> bool:
-    try:
-        responses = await backend.adownload_files([path])
-    except Exception:
-        return _taken(backend, path)
     return bool(responses) and getattr(responses[0], "content", None) is not None
 
 
@@ -108,39 +123,16 @@ def _warn(path: str, reason: str) -> None:
     warnings.warn(msg, UserWarning, stacklevel=3)
 
 
-def write_archive(backend: Any, prefix: str, thread: str, number: int, text: str) -> str | None:
-    """Write ``text`` to a new archive file; its path, or ``None`` (logged and warned)
-    when the backend failed."""
+def write_archive(backend: Any, prefix: str, thread: str, number: int, text: str) -> Steps[str | None]:
+    """Write ``text`` to a new archive file (steps, see :mod:`fastcompact.steps`); its
+    path, or ``None`` (logged and warned) when the backend failed."""
     path = archive_path(prefix, thread, number)
     try:
         for attempt in range(8):
             path = archive_path(prefix, thread, number, attempt)
-            if _taken(backend, path):
+            if (yield from _taken(backend, path)):
                 continue
-            reason = _failed(backend.write(path, text))
-            if reason is None:
-                return path
-            if _exists(reason):
-                continue
-            _warn(path, reason)
-            return None
-        _warn(path, "every candidate file name is taken")
-    except Exception as e:
-        _warn(path, f"{type(e).__name__}: {e}")
-    return None
-
-
-async def awrite_archive(backend: Any, prefix: str, thread: str, number: int, text: str) -> str | None:
-    """The async twin of :func:`write_archive`."""
-    path = archive_path(prefix, thread, number)
-    try:
-        for attempt in range(8):
-            path = archive_path(prefix, thread, number, attempt)
-            if await _ataken(backend, path):
-                continue
-            write = getattr(backend, "awrite", None)
-            result = await write(path, text) if write is not None else backend.write(path, text)
-            reason = _failed(result)
+            reason = _failed((yield _backend(backend, "write", path, text)))
             if reason is None:
                 return path
             if _exists(reason):
@@ -230,30 +222,14 @@ def _unreadable(path: str, error: Exception) -> None:
 
 def restore_files(
     backend: Any, paths: Sequence[str], per_file_chars: int, total_chars: int
-) -> list[tuple[str, str]]:
-    """Re-read ``paths`` through the backend, each within ``per_file_chars`` and all
-    within ``total_chars``; files that cannot be read are left out (and logged)."""
+) -> Steps[list[tuple[str, str]]]:
+    """Re-read ``paths`` through the backend (steps, see :mod:`fastcompact.steps`), each
+    within ``per_file_chars`` and all within ``total_chars``; files that cannot be read
+    are left out (and logged)."""
     found: list[tuple[str, str]] = []
     for path in paths:
         try:
-            text = _file_text(backend.read(path))
-        except Exception as e:
-            _unreadable(path, e)
-            continue
-        if text is not None:
-            found.append((path, text))
-    return _within_budget(found, per_file_chars, total_chars)
-
-
-async def arestore_files(
-    backend: Any, paths: Sequence[str], per_file_chars: int, total_chars: int
-) -> list[tuple[str, str]]:
-    """The async twin of :func:`restore_files`."""
-    found: list[tuple[str, str]] = []
-    read = getattr(backend, "aread", None)
-    for path in paths:
-        try:
-            text = _file_text(await read(path) if read is not None else backend.read(path))
+            text = _file_text((yield _backend(backend, "read", path)))
         except Exception as e:
             _unreadable(path, e)
             continue

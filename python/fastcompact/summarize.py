@@ -16,6 +16,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from fastcompact import _core
+from fastcompact.steps import Io, Steps
 
 SUMMARY_SOURCE = "summarization"
 """``additional_kwargs["lc_source"]`` of a summary message, as DeepAgents marks it."""
@@ -168,17 +169,18 @@ def summarize(
     custom_instructions: str | None,
     retries: int,
     template: str | None = None,
-) -> tuple[str, dict[str, int] | None]:
-    """Summarize ``messages`` with ``model``; a prompt-too-long answer drops the oldest
-    chunk and tries again, up to ``retries`` times. Returns the summary and the
-    summarizer's token usage (when it reports one). Raises ``SummaryError`` (or the
-    model's own error) when no usable summary comes back."""
+) -> Steps[tuple[str, dict[str, int] | None]]:
+    """Summarize ``messages`` with ``model`` (steps, see :mod:`fastcompact.steps`); a
+    prompt-too-long answer drops the oldest chunk and tries again, up to ``retries``
+    times. Returns the summary and the summarizer's token usage (when it reports one).
+    Raises ``SummaryError`` (or the model's own error) when no usable summary comes
+    back."""
     span = list(messages)
     attempt = 0
     while True:
-        prompt = build_prompt(span, custom_instructions, template)
+        prompt = [HumanMessage(build_prompt(span, custom_instructions, template))]
         try:
-            reply = model.invoke([HumanMessage(prompt)], config=summary_config())
+            reply = yield _invoked(model, prompt)
         except Exception as e:
             span = _shorter(e, span, attempt, retries)
             attempt += 1
@@ -186,26 +188,11 @@ def summarize(
         return _checked(reply)
 
 
-async def asummarize(
-    model: Any,
-    messages: Sequence[Any],
-    *,
-    custom_instructions: str | None,
-    retries: int,
-    template: str | None = None,
-) -> tuple[str, dict[str, int] | None]:
-    """The async twin of :func:`summarize`."""
-    span = list(messages)
-    attempt = 0
-    while True:
-        prompt = build_prompt(span, custom_instructions, template)
-        try:
-            reply = await model.ainvoke([HumanMessage(prompt)], config=summary_config())
-        except Exception as e:
-            span = _shorter(e, span, attempt, retries)
-            attempt += 1
-            continue
-        return _checked(reply)
+def _invoked(model: Any, prompt: list[Any]) -> Io:
+    return Io(
+        lambda: model.invoke(prompt, config=summary_config()),
+        lambda: model.ainvoke(prompt, config=summary_config()),
+    )
 
 
 def _shorter(error: Exception, span: list[Any], attempt: int, retries: int) -> list[Any]:
