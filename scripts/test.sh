@@ -24,7 +24,8 @@ echo "== ruff"
 ruff check python tests benches tools fuzz
 ruff format --check python tests benches tools fuzz
 
-echo "== stubs (the .pyi of the compiled core against the module itself)"
+echo "== types (the package under mypy --strict; the .pyi of the compiled core against the module itself)"
+python -m mypy --strict python/fastcompact
 python -m mypy.stubtest fastcompact._core
 
 echo "== postgresql (for the multi-worker test)"

@@ -60,7 +60,7 @@ class ReplayModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "replay"
 
-    def bind_tools(self, tools: Any, **kwargs: Any) -> ReplayModel:  # type: ignore[override]
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ReplayModel:
         return self
 
     def _generate(
@@ -133,6 +133,7 @@ def run(
     from deepagents import create_deep_agent
     from deepagents.backends import LocalShellBackend
     from langchain.agents.middleware import TodoListMiddleware
+    from langchain_core.runnables import RunnableConfig
     from langgraph.checkpoint.memory import InMemorySaver
 
     import fastcompact
@@ -153,10 +154,11 @@ def run(
     model = ReplayModel.of(recorded, profile={"max_input_tokens": window})
     backend = LocalShellBackend(root_dir=workdir, virtual_mode=True)
     mw = CompactionMiddleware(backend=backend)
+    middleware: list[Any] = [mw, TodoListMiddleware()]
     agent = create_deep_agent(
-        model=model, backend=backend, middleware=[mw, TodoListMiddleware()], checkpointer=InMemorySaver()
+        model=model, backend=backend, middleware=middleware, checkpointer=InMemorySaver()
     )
-    cfg = {"configurable": {"thread_id": "demo"}}
+    cfg: RunnableConfig = {"configurable": {"thread_id": "demo"}}
     result = DemoResult(turns=len(requests), model_calls=0, root=str(workdir))
     echo(f"A DeepAgents coding agent, replayed offline: {len(requests)} requests, a {window:,}-token window.")
     echo(f"Project copied to {workdir}\n")

@@ -105,7 +105,7 @@ def offload(backend: Any, folder: str, messages: Sequence[Any]) -> list[Any]:
         if not blocks:
             out.append(m)
             continue
-        content = list(m.get("content") if isinstance(m, Mapping) else m.content)
+        content = list((m.get("content") if isinstance(m, Mapping) else m.content) or [])
         for i, kind, mime, url in blocks:
             if url is not None:
                 content[i] = {"type": "text", "text": f"[{kind}: {url}]"}

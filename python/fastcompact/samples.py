@@ -40,7 +40,8 @@ def _bundled(name: str) -> dict[str, Any]:
     if name not in SESSIONS:
         raise ValueError(f"unknown session {name!r}; the bundled ones are {', '.join(SESSIONS)}")
     data = resources.files("fastcompact").joinpath("data", f"{name}.json.gz").read_bytes()
-    return json.loads(gzip.decompress(data))
+    session: dict[str, Any] = json.loads(gzip.decompress(data))
+    return session
 
 
 def load_session(name: str) -> list[Any]:
@@ -207,7 +208,7 @@ def coding_session(n_messages: int, seed: int = 0) -> list[Any]:
         if room < n_calls + 1:
             add(AIMessage(content=_text_of_size(rng, rng.randint(40, 400), _CODE_LINES)))
             continue
-        calls = []
+        calls: list[dict[str, Any]] = []
         for i in range(n_calls):
             name, args = _tool_call(rng, i)
             calls.append(
