@@ -3,7 +3,6 @@
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
-use std::sync::atomic::{AtomicIsize, AtomicU32, Ordering};
 use std::sync::Arc;
 
 use pyo3::intern;
@@ -158,56 +157,13 @@ fn corresponding_dict<'py>(
     instance_dict(new)
 }
 
-/// Where `content` was last found among a field dict's entries: a LangChain model's
-/// `__dict__` keeps its fields in class order, so it is nearly always the same place.
-static CONTENT_AT: AtomicIsize = AtomicIsize::new(0);
-/// Lookups that missed that place; one in `LEARN_EVERY` walks the dict to move it, so
-/// dicts of mixed layouts cost little more than plain lookups.
-static CONTENT_MISSES: AtomicU32 = AtomicU32::new(0);
-const LEARN_EVERY: u32 = 8;
-
-/// The address of `d[key]`, `key` being `"content"` (null when absent), without
-/// touching the value: taking a reference would write to its refcount, a cache miss
-/// per message on a warm turn. Only ever compared, never followed.
-///
-/// The key is looked for first at the entry where it was last found (one step of
-/// `PyDict_Next` reads less memory than a hashed lookup, and this runs for every
-/// message of every turn); that entry counts only if its key is that very string.
+/// The address of `d["content"]` (null when absent). Only ever compared with the
+/// content an entry holds (alive, as the entry keeps a reference), never followed.
 fn content_ptr(d: &Bound<'_, PyDict>, key: &Bound<'_, PyString>) -> *mut pyo3::ffi::PyObject {
-    use pyo3::ffi;
-    let (mut k, mut v): (*mut ffi::PyObject, *mut ffi::PyObject) =
-        (std::ptr::null_mut(), std::ptr::null_mut());
-    let mut at = CONTENT_AT.load(Ordering::Relaxed);
-    // SAFETY: `d` is a live dict we hold a reference to, with the GIL held.
-    // PyDict_Next checks `at` against the dict's entries (out of range, it returns 0)
-    // and writes borrowed pointers to a live entry, which are only compared here.
-    if unsafe { ffi::PyDict_Next(d.as_ptr(), &mut at, &mut k, &mut v) } != 0 && k == key.as_ptr() {
-        return v;
+    match d.get_item(key) {
+        Ok(Some(v)) => v.as_ptr(),
+        _ => std::ptr::null_mut(),
     }
-    // SAFETY: as above. PyDict_GetItemWithError returns a borrowed pointer (or null,
-    // with an exception set only if hashing the key failed, which cannot happen for a
-    // str key); the pointer is compared, not dereferenced.
-    let ptr = unsafe { ffi::PyDict_GetItemWithError(d.as_ptr(), key.as_ptr()) };
-    if ptr.is_null() {
-        let _ = PyErr::take(d.py());
-    } else if CONTENT_MISSES
-        .fetch_add(1, Ordering::Relaxed)
-        .is_multiple_of(LEARN_EVERY)
-    {
-        let mut pos = 0;
-        loop {
-            let at = pos;
-            // SAFETY: as above; only the key's address is compared.
-            if unsafe { ffi::PyDict_Next(d.as_ptr(), &mut pos, &mut k, &mut v) } == 0 {
-                break;
-            }
-            if k == key.as_ptr() {
-                CONTENT_AT.store(at, Ordering::Relaxed);
-                break;
-            }
-        }
-    }
-    ptr
 }
 
 /// The content object of an item that has no field dict (strings, tuples, plain
@@ -351,22 +307,10 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
     })
 }
 
-/// The address of `list[i]`, without touching the item (taking a reference would
-/// write to its refcount, a cache miss per message on a warm turn of a long
-/// conversation). Null when `i` is out of range. Only ever compared, never followed.
+/// The address of `list[i]` (null when out of range), only ever compared.
 fn list_item_ptr(list: &Bound<'_, PyList>, i: usize) -> *mut pyo3::ffi::PyObject {
-    let Ok(index) = pyo3::ffi::Py_ssize_t::try_from(i) else {
-        return std::ptr::null_mut();
-    };
-    // SAFETY: `list` is a live list (we hold a reference, with the GIL) and
-    // PyList_GetItem checks the index (null and IndexError when out of range, which is
-    // cleared below). It returns a borrowed pointer that is compared, not dereferenced.
-    let ptr = unsafe { pyo3::ffi::PyList_GetItem(list.as_ptr(), index) };
-    if ptr.is_null() {
-        // Discard the IndexError.
-        let _ = PyErr::take(list.py());
-    }
-    ptr
+    list.get_item(i)
+        .map_or(std::ptr::null_mut(), |item| item.as_ptr())
 }
 
 /// The process-wide cache type the bindings keep.

@@ -64,30 +64,6 @@ impl<'py> Fields<'py> {
         Ok((!value.is_none()).then_some(value))
     }
 
-    /// `f` of the field's value, as `get` finds it, lent instead of held: two
-    /// refcount calls fewer for fields only looked at (several a message). `f` must
-    /// not run Python code, which could drop the value from its dict meanwhile.
-    pub(super) fn peek<R>(
-        &self,
-        name: &Bound<'py, PyString>,
-        f: impl FnOnce(Option<&Bound<'py, PyAny>>) -> R,
-    ) -> Res<R> {
-        if let Fields::Model(_, d) | Fields::Dict(d) = self {
-            // SAFETY: `d` and `name` are live objects we hold references to, with the
-            // GIL held. The result is a borrowed reference or null (absent, or an
-            // error left set); it is valid while the dict keeps the entry, and `f`
-            // (which may not run Python code) is all that uses it.
-            let p = unsafe { pyo3::ffi::PyDict_GetItemWithError(d.as_ptr(), name.as_ptr()) };
-            // SAFETY: non-null, borrowed from the dict, as above.
-            if let Some(v) = unsafe { Borrowed::from_ptr_or_opt(d.py(), p) } {
-                return Ok(f((!v.is_none()).then_some(&*v)));
-            }
-            // Absent or failed: `get` knows what that means for this kind of fields.
-            let _ = PyErr::take(d.py());
-        }
-        Ok(f(self.get(name)?.as_ref()))
-    }
-
     pub(super) fn get_str(&self, name: &Bound<'py, PyString>) -> Res<Option<String>> {
         match self.get(name)? {
             None => Ok(None),
@@ -510,7 +486,8 @@ pub(super) fn locate<'py>(item: &Bound<'py, PyAny>) -> Res<(Role, Option<String>
         Some(d) => Fields::Model(item.clone(), d),
         None => Fields::Attrs(item.clone()),
     };
-    let role = fields.peek(intern!(py, "type"), |t| {
+    let role = {
+        let t = fields.get(intern!(py, "type"))?;
         let t = t.ok_or_else(|| {
             InputError::new(
                 None,
@@ -524,9 +501,9 @@ pub(super) fn locate<'py>(item: &Bound<'py, PyAny>) -> Res<(Role, Option<String>
         match t.cast::<PyString>().ok().and_then(|s| s.to_str().ok()) {
             Some(name) => role_from_str(name).ok_or_else(|| unknown(name)),
             // Owned first: str() may run Python code.
-            None => Err(unknown(&t.clone().to_string())),
+            None => Err(unknown(&t.to_string())),
         }
-    })??;
+    }?;
     let role_name = match role {
         Role::Other => fields.get_str(intern!(py, "role"))?,
         Role::System => match fields.get(intern!(py, "additional_kwargs"))? {

@@ -182,11 +182,16 @@ pub fn scan_message<'py>(
         }
         Role::Tool => {
             shape.is_result = true;
-            let (len, id, present) = fields.peek(intern!(py, "tool_call_id"), |id| {
-                id.map_or((0, None, false), |id| {
-                    (str_len(id), want_shape.then(|| str_of(id)).flatten(), true)
-                })
-            })?;
+            let (len, id, present) =
+                fields
+                    .get(intern!(py, "tool_call_id"))?
+                    .map_or((0, None, false), |id| {
+                        (
+                            str_len(&id),
+                            want_shape.then(|| str_of(&id)).flatten(),
+                            true,
+                        )
+                    });
             require(role, true, present)?;
             body += len;
             if let Some(id) = id.filter(|id| !shape.results.contains(id)) {
@@ -201,11 +206,9 @@ pub fn scan_message<'py>(
     };
     body += role_str;
     let want_tool_name = want_shape && shape.is_result;
-    let (name_len, tool_name) = fields.peek(intern!(py, "name"), |name| {
-        name.map_or((0, None), |n| {
-            (str_len(n), want_tool_name.then(|| str_of(n)).flatten())
-        })
-    })?;
+    let (name_len, tool_name) = fields.get(intern!(py, "name"))?.map_or((0, None), |n| {
+        (str_len(&n), want_tool_name.then(|| str_of(&n)).flatten())
+    });
     shape.tool_name = tool_name.filter(|n| !n.is_empty());
     Ok(Scanned {
         counts: CachedCounts::counted(
