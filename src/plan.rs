@@ -19,10 +19,10 @@ pub struct PassStats {
     pub edits: usize,
 }
 
-/// A turn's plan; its edits may borrow values from the memos (`'m`).
+/// A turn's plan.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Plan<'m> {
-    pub edits: Vec<Edit<'m>>,
+pub struct Plan {
+    pub edits: Vec<Edit>,
     pub tokens_before: f64,
     pub tokens_after: f64,
     pub passes: Vec<PassStats>,
@@ -75,31 +75,12 @@ pub struct PlanInput<'a, 'm> {
     pub calls_before: usize,
 }
 
-impl Plan<'_> {
-    /// The same plan, owning every value its edits hold.
-    pub fn into_owned(self) -> Plan<'static> {
-        Plan {
-            edits: self.edits.into_iter().map(Edit::into_owned).collect(),
-            tokens_before: self.tokens_before,
-            tokens_after: self.tokens_after,
-            passes: self.passes,
-            summary_needed: self.summary_needed,
-            summary_cutoff: self.summary_cutoff,
-            true_tokens: self.true_tokens,
-            ratio: self.ratio,
-            anchor: self.anchor,
-            settled: self.settled,
-            batch_at: self.batch_at,
-        }
-    }
-}
-
-pub fn plan<'m>(input: PlanInput<'_, 'm>, cfg: &PlanConfig) -> Plan<'m> {
+pub fn plan(input: PlanInput<'_, '_>, cfg: &PlanConfig) -> Plan {
     match input.memos {
         Some(memos) if memos.len() == input.msgs.len() => plan_with(input, memos, cfg),
         _ => {
             let fresh = Memos::new(input.msgs.len());
-            plan_with(input, &fresh, cfg).into_owned()
+            plan_with(input, &fresh, cfg)
         }
     }
 }
@@ -124,8 +105,8 @@ struct Ctx<'a, 'm> {
 }
 
 /// One run of the passes in order.
-struct Passed<'m> {
-    edits: Vec<Edit<'m>>,
+struct Passed {
+    edits: Vec<Edit>,
     stats: Vec<PassStats>,
     tokens: Vec<f64>,
     total: f64,
@@ -148,7 +129,7 @@ fn run_passes<'m>(
     upto: usize,
     cfg: &PlanConfig,
     gate: Option<&HashSet<(Pass, usize)>>,
-) -> Passed<'m> {
+) -> Passed {
     let n = upto.min(ctx.msgs.len());
     let mut tokens = ctx.tokens[..n].to_vec();
     let mut placeholders = ctx.placeholders[..n].to_vec();
@@ -255,7 +236,7 @@ fn priced(cfg: &PlanConfig) -> PlanConfig {
 }
 
 /// The plan, with `memo` for what later turns may reuse (`input.memos` aside).
-fn plan_with<'m>(input: PlanInput<'_, '_>, memo: &'m Memos, cfg: &PlanConfig) -> Plan<'m> {
+fn plan_with(input: PlanInput<'_, '_>, memo: &Memos, cfg: &PlanConfig) -> Plan {
     let n = input.msgs.len();
     let mut tokens = input.tokens;
     tokens.resize(n, 0.0);
@@ -422,7 +403,9 @@ fn plan_with<'m>(input: PlanInput<'_, '_>, memo: &'m Memos, cfg: &PlanConfig) ->
 /// costs less than that.
 const PASSES_HEADROOM: f64 = 0.2;
 
-fn summary_due(trigger: &[Clause], n: usize, tokens: f64, window: Option<u64>) -> bool {
+/// Whether a summary is due: any trigger clause fires. A fraction with no window known
+/// never fires (there is nothing to take a fraction of).
+pub fn summary_due(trigger: &[Clause], n: usize, tokens: f64, window: Option<u64>) -> bool {
     !trigger.is_empty() && any_clause_fires(trigger, n, tokens, window).unwrap_or(false)
 }
 

@@ -27,7 +27,7 @@ fn result(id: &str, name: &str, text: &str) -> Message {
     m
 }
 
-fn run(msgs: &[Message], cfg: &PlanConfig) -> Plan<'static> {
+fn run(msgs: &[Message], cfg: &PlanConfig) -> Plan {
     let p = HeuristicParams::default();
     plan(
         PlanInput {

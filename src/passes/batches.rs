@@ -6,8 +6,8 @@ use super::*;
 /// are kept: a batch closes once the savings accumulated since the previous close
 /// reach `min`. That depends only on the candidates themselves, so a longer sequence
 /// never uncommits what a shorter one committed.
-pub struct Batches<'m> {
-    edits: Vec<Edit<'m>>,
+pub struct Batches {
+    edits: Vec<Edit>,
     min: f64,
     /// Savings since the last batch closed.
     open: f64,
@@ -17,7 +17,7 @@ pub struct Batches<'m> {
     start: usize,
 }
 
-impl<'m> Batches<'m> {
+impl Batches {
     pub fn new(min: f64) -> Self {
         Batches::with_capacity(min, 0)
     }
@@ -34,12 +34,12 @@ impl<'m> Batches<'m> {
     }
 
     /// An edit of the candidate being gathered.
-    pub fn push(&mut self, e: Edit<'m>) {
+    pub fn push(&mut self, e: Edit) {
         self.edits.push(e);
     }
 
     /// The edits of the candidate being gathered.
-    pub fn candidate(&self) -> &[Edit<'m>] {
+    pub fn candidate(&self) -> &[Edit] {
         &self.edits[self.start..]
     }
 
@@ -67,7 +67,7 @@ impl<'m> Batches<'m> {
     }
 
     /// The edits of the complete batches.
-    pub fn into_committed(mut self) -> Vec<Edit<'m>> {
+    pub fn into_committed(mut self) -> Vec<Edit> {
         self.edits.truncate(self.committed);
         self.edits
     }

@@ -79,7 +79,7 @@ fn all_within(view: &View<'_, '_>, cfg: &BudgetConfig) -> bool {
     true
 }
 
-pub fn run<'m>(view: &View<'_, 'm>, cfg: &BudgetConfig) -> Vec<Edit<'m>> {
+pub fn run(view: &View<'_, '_>, cfg: &BudgetConfig) -> Vec<Edit> {
     if !cfg.enabled || all_within(view, cfg) {
         return Vec::new();
     }
@@ -87,7 +87,7 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &BudgetConfig) -> Vec<Edit<'m>> {
 }
 
 /// The budget worked out group by group.
-fn cut_over_budget<'m>(view: &View<'_, 'm>, cfg: &BudgetConfig) -> Vec<Edit<'m>> {
+fn cut_over_budget(view: &View<'_, '_>, cfg: &BudgetConfig) -> Vec<Edit> {
     // (group, index, characters kept so far), a group being the AI message the
     // results answer. Only lengths here: texts are read for the few results cut.
     let mut kept: Vec<(usize, usize, usize)> = Vec::with_capacity(view.results.len());

@@ -12,7 +12,7 @@ pub fn placeholder(tool: &str, arg: &str, id: &str) -> String {
     format!("{CLEARED}{tool}({arg}); recall(\"{id}\") returns it.]")
 }
 
-pub fn run<'m>(view: &View<'_, 'm>, cfg: &ClearingConfig) -> Vec<Edit<'m>> {
+pub fn run(view: &View<'_, '_>, cfg: &ClearingConfig) -> Vec<Edit> {
     if !cfg.enabled || !view.reached(cfg.trigger) {
         return Vec::new();
     }
@@ -47,7 +47,7 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &ClearingConfig) -> Vec<Edit<'m>> {
         let saved = view.tokens[r.index] - tokens;
         // A placeholder longer than the result saves nothing.
         if saved > 0.0 {
-            batches.push(Edit::kept(r.index, Pass::Clearing, new, tokens));
+            batches.push(Edit::keyed(r.index, Pass::Clearing, new, tokens));
             batches.keep(saved);
         }
     }

@@ -102,7 +102,7 @@ fn all_distinct(positions: impl Iterator<Item = usize>, n: usize) -> bool {
     true
 }
 
-pub fn run<'m>(view: &View<'_, 'm>, cfg: &CollapseConfig) -> Vec<Edit<'m>> {
+pub fn run(view: &View<'_, '_>, cfg: &CollapseConfig) -> Vec<Edit> {
     if !cfg.enabled || !view.reached(cfg.trigger) {
         return Vec::new();
     }
@@ -170,7 +170,7 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &CollapseConfig) -> Vec<Edit<'m>> {
         batches.push(Edit::remembered(first, Pass::Collapse, &note, tokens));
         for &r in rest {
             let tokens = view.tokens_with_keyed(r, &MEMBER);
-            batches.push(Edit::kept(r, Pass::Collapse, &MEMBER, tokens));
+            batches.push(Edit::keyed(r, Pass::Collapse, &MEMBER, tokens));
         }
         let saved: f64 = batches
             .candidate()

@@ -10,7 +10,7 @@ pub fn placeholder(tool: &str, arg: &str, id: &str) -> String {
     format!("{SUPERSEDED}{tool}({arg}) was read again later; recall(\"{id}\") returns this older result.]")
 }
 
-pub fn run<'m>(view: &View<'_, 'm>, cfg: &DedupeConfig) -> Vec<Edit<'m>> {
+pub fn run(view: &View<'_, '_>, cfg: &DedupeConfig) -> Vec<Edit> {
     if !cfg.enabled {
         return Vec::new();
     }
@@ -44,7 +44,7 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &DedupeConfig) -> Vec<Edit<'m>> {
             if saved <= 0.0 {
                 continue;
             }
-            batches.push(Edit::kept(earlier, Pass::Dedupe, new, tokens));
+            batches.push(Edit::keyed(earlier, Pass::Dedupe, new, tokens));
             batches.keep(saved);
         }
     }

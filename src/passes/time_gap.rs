@@ -34,7 +34,7 @@ pub fn last_gap(timestamps: &[Option<f64>], now: Option<f64>, threshold: f64) ->
     }
 }
 
-pub fn run<'m>(view: &View<'_, 'm>, cfg: &MicrocompactConfig) -> Vec<Edit<'m>> {
+pub fn run(view: &View<'_, '_>, cfg: &MicrocompactConfig) -> Vec<Edit> {
     if !cfg.enabled {
         return Vec::new();
     }

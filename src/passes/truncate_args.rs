@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::{remembered, Batches, Change, Edit, Pass, Remembered, Shared, Shortened, View};
+use super::{remembered, Batches, Change, Edit, Pass, Remembered, Shortened, View};
 use crate::config::TruncateArgsConfig;
 use crate::cutoff::Size;
 
@@ -152,7 +152,7 @@ fn shorten_message(
                 pass: Pass::TruncateArgs,
                 change: Change::ToolArgs {
                     call: ci,
-                    args: Shared::Made(std::sync::Arc::new(args)),
+                    args: std::sync::Arc::new(args),
                 },
                 tokens: 0.0,
                 // The shortened arguments follow from the message, the call and the settings.
@@ -174,7 +174,7 @@ fn shorten_message(
     ))
 }
 
-pub fn run<'m>(view: &View<'_, 'm>, cfg: &TruncateArgsConfig) -> Vec<Edit<'m>> {
+pub fn run(view: &View<'_, '_>, cfg: &TruncateArgsConfig) -> Vec<Edit> {
     let Some(trigger) = cfg.trigger else {
         return Vec::new();
     };
@@ -204,8 +204,7 @@ pub fn run<'m>(view: &View<'_, 'm>, cfg: &TruncateArgsConfig) -> Vec<Edit<'m>> {
                 for e in kept {
                     batches.push(Edit {
                         index: i,
-                        change: e.change.borrowed(),
-                        ..*e
+                        ..e.clone()
                     });
                 }
                 *tokens

@@ -9,7 +9,7 @@ use crate::message::{Content, Message, Role, ToolCall};
 use crate::tokens::{measure, HeuristicParams, Measure};
 
 /// The edits that shorten a message's arguments, and its tokens after them.
-pub type Shortened = (Vec<Edit<'static>>, f64);
+pub type Shortened = (Vec<Edit>, f64);
 
 /// What the passes read of every message, kept beside the cached counts: a scan over
 /// these never visits the messages themselves (scattered over the heap). Kept small
