@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize, Serializer};
 
 use crate::cutoff::{Clause, Size};
 use crate::economics::{Pricing, PRESETS};
@@ -29,6 +29,17 @@ impl<'de> Deserialize<'de> for Size {
             }
         }
         d.deserialize_seq(PairVisitor)
+    }
+}
+
+/// Written as it is read: `(kind, value)`.
+impl Serialize for Size {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match *self {
+            Size::Messages(n) => ("messages", n).serialize(s),
+            Size::Tokens(n) => ("tokens", n).serialize(s),
+            Size::Fraction(f) => ("fraction", f).serialize(s),
+        }
     }
 }
 
@@ -96,7 +107,7 @@ impl Defaults {
 }
 
 /// Pass 1: over-long tool results keep a head and a tail.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct BudgetConfig {
     pub enabled: bool,
@@ -119,7 +130,7 @@ impl Default for BudgetConfig {
 }
 
 /// Pass 2: long string arguments of older tool calls are shortened.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct TruncateArgsConfig {
     /// `None`: never.
@@ -153,7 +164,7 @@ impl Default for TruncateArgsConfig {
 }
 
 /// Pass 3: old results of listed tools become a one-line placeholder.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct ClearingConfig {
     pub enabled: bool,
@@ -191,7 +202,7 @@ impl Default for ClearingConfig {
 }
 
 /// Pass 4a: a file read again makes its earlier reads point to the newer one.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct DedupeConfig {
     pub enabled: bool,
@@ -210,7 +221,7 @@ impl Default for DedupeConfig {
 }
 
 /// Pass 4b: runs of consecutive read/search calls collapse to a one-line badge.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct CollapseConfig {
     pub enabled: bool,
@@ -241,7 +252,7 @@ impl Default for CollapseConfig {
 
 /// Pass 5: after an idle gap longer than the provider's cache lifetime, old results
 /// are cleared (the cache is cold anyway).
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct MicrocompactConfig {
     pub enabled: bool,

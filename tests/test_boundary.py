@@ -9,6 +9,7 @@ import pickle
 import fastcompact
 import pytest
 from fastcompact import CompactionConfig, Edit, InputError, PassStats
+from fastcompact.config import DEFAULT
 from fastcompact.samples import coding_session
 from langchain_core.messages import HumanMessage
 
@@ -90,3 +91,29 @@ def test_the_helpers_options_are_checked_like_keywords():
         fastcompact.model_view(msgs, use_usage=True)  # type: ignore[call-arg]
     with pytest.raises(InputError, match="unknown encoding 'bpe'"):
         fastcompact.count_tokens(msgs, encoding="bpe")  # type: ignore[typeddict-item]
+
+
+def test_pass_settings_left_out_are_the_cores_defaults():
+    core = fastcompact._core.pass_defaults()
+    classes = {
+        "budget": fastcompact.TokenBudgetConfig,
+        "truncate_args": fastcompact.TruncateArgsConfig,
+        "clearing": fastcompact.ClearingConfig,
+        "dedupe": fastcompact.DedupeConfig,
+        "collapse": fastcompact.CollapseConfig,
+        "microcompact": fastcompact.MicrocompactConfig,
+    }
+    compared = 0
+    for section, cls in classes.items():
+        made = cls()
+        for name, value in core[section].items():
+            given = getattr(made, name, None)
+            if given is None or given is DEFAULT:  # not a field, or left to the window
+                continue
+            assert (sorted(given) if isinstance(given, set) else given) == value, (section, name)
+            compared += 1
+    assert compared >= 20
+    # Each config gets a set of its own.
+    one, other = fastcompact.ClearingConfig(), fastcompact.ClearingConfig()
+    one.tools.add("mine")
+    assert "mine" not in other.tools

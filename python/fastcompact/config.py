@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Final, Literal, TypeAlias
 
 from fastcompact._core import PRICING_PRESETS
 from fastcompact._core import defaults as core_defaults
+from fastcompact._core import pass_defaults as core_pass_defaults
 from fastcompact._core import read_size as core_read_size
 from fastcompact._core import read_triggers as core_read_triggers
 
@@ -65,6 +66,21 @@ def _check_size(owner: str, name: str, value: Any, *, optional: bool = False) ->
     if value is DEFAULT or (optional and value is None):
         return
     core_read_size(value, f"{owner}.{name}")
+
+
+# Each pass setting left out takes the core's default: the core is their one source.
+_PASS_DEFAULTS: Final = core_pass_defaults()
+
+
+def _core(section: str, name: str) -> Any:
+    """The core's default of one pass setting."""
+    return _PASS_DEFAULTS[section][name]
+
+
+def _core_tools(section: str, name: str) -> Callable[[], set[str]]:
+    """Makes the core's default set of tool names for one pass setting, a fresh set
+    each time."""
+    return lambda: set(_PASS_DEFAULTS[section][name])
 
 
 def _warn_unused(cfg: Any, names: Iterable[str]) -> None:
@@ -179,13 +195,13 @@ class TokenBudgetConfig(_Watched):
     to ``per_message_chars`` together. The three token thresholds have no effect (kept
     for compact-middleware; giving one warns)."""
 
-    per_tool_chars: int = 50_000
-    per_message_chars: int = 200_000
-    file_preview_chars: int = 5_000
+    per_tool_chars: int = _core("budget", "per_tool_chars")
+    per_message_chars: int = _core("budget", "per_message_chars")
+    file_preview_chars: int = _core("budget", "file_preview_chars")
     warning_token_threshold: int = 20_000
     error_token_threshold: int = 20_000
     blocking_token_threshold: int = 3_000
-    enabled: bool = True
+    enabled: bool = _core("budget", "enabled")
 
     def __post_init__(self) -> None:
         o = "TokenBudgetConfig"
@@ -213,11 +229,11 @@ class TruncateArgsConfig(_Watched):
 
     trigger: ContextSize | None = DEFAULT
     keep: ContextSize = DEFAULT
-    max_length: int = 2_000
-    truncation_text: str = '... [shortened from {length} characters; recall("{id}/args") returns it]'
-    truncate_all_tools: bool = True
+    max_length: int = _core("truncate_args", "max_length")
+    truncation_text: str = _core("truncate_args", "truncation_text")
+    truncate_all_tools: bool = _core("truncate_args", "truncate_all_tools")
     min_batch_tokens: int = DEFAULT
-    file_max_length: int = 200
+    file_max_length: int = _core("truncate_args", "file_max_length")
 
     def __post_init__(self) -> None:
         o = "TruncateArgsConfig"
@@ -239,13 +255,11 @@ class ClearingConfig(_Watched):
     the window (else 30,000 tokens): large batches keep the provider's prompt cache
     valid between them."""
 
-    enabled: bool = True
+    enabled: bool = _core("clearing", "enabled")
     trigger: ContextSize = DEFAULT
-    keep_recent: int = 3
-    tools: set[str] = field(
-        default_factory=lambda: {"read_file", "grep", "glob", "ls", "execute", "web_search", "web_fetch"}
-    )
-    exclude_tools: set[str] = field(default_factory=set)
+    keep_recent: int = _core("clearing", "keep_recent")
+    tools: set[str] = field(default_factory=_core_tools("clearing", "tools"))
+    exclude_tools: set[str] = field(default_factory=_core_tools("clearing", "exclude_tools"))
     clear_at_least: int = DEFAULT
 
     def __post_init__(self) -> None:
@@ -263,8 +277,8 @@ class DedupeConfig(_Watched):
     """Pass 4a: a read repeated with the same arguments replaces the earlier result
     with a pointer to the newer one, in batches saving ``min_batch_tokens``."""
 
-    enabled: bool = True
-    tools: set[str] = field(default_factory=lambda: {"read_file"})
+    enabled: bool = _core("dedupe", "enabled")
+    tools: set[str] = field(default_factory=_core_tools("dedupe", "tools"))
     min_batch_tokens: int = DEFAULT
 
     def __post_init__(self) -> None:
@@ -281,11 +295,11 @@ class CollapseConfig(_Watched):
     the newest ``keep_recent_messages`` fold into a one-line note. Left out, the
     trigger is 60% of the window (else 120,000 tokens)."""
 
-    enabled: bool = True
-    min_group_size: int = 2
-    collapse_tools: set[str] = field(default_factory=lambda: {"read_file", "grep", "glob", "web_search"})
+    enabled: bool = _core("collapse", "enabled")
+    min_group_size: int = _core("collapse", "min_group_size")
+    collapse_tools: set[str] = field(default_factory=_core_tools("collapse", "collapse_tools"))
     trigger: ContextSize = DEFAULT
-    keep_recent_messages: int = 20
+    keep_recent_messages: int = _core("collapse", "keep_recent_messages")
     min_batch_tokens: int = DEFAULT
 
     def __post_init__(self) -> None:
@@ -305,22 +319,11 @@ class MicrocompactConfig(_Watched):
     the newest ``keep_recent``. ``{tool}`` and ``{arg}`` in ``cleared_message`` name
     the call."""
 
-    enabled: bool = True
-    gap_threshold_minutes: float = 60.0
-    keep_recent: int = 5
-    compactable_tools: set[str] = field(
-        default_factory=lambda: {
-            "read_file",
-            "execute",
-            "grep",
-            "glob",
-            "web_search",
-            "web_fetch",
-            "edit_file",
-            "write_file",
-        }
-    )
-    cleared_message: str = '[Cleared after an idle gap: {tool}({arg}); recall("{id}") returns it.]'
+    enabled: bool = _core("microcompact", "enabled")
+    gap_threshold_minutes: float = _core("microcompact", "gap_threshold_minutes")
+    keep_recent: int = _core("microcompact", "keep_recent")
+    compactable_tools: set[str] = field(default_factory=_core_tools("microcompact", "compactable_tools"))
+    cleared_message: str = _core("microcompact", "cleared_message")
 
     def __post_init__(self) -> None:
         o = "MicrocompactConfig"

@@ -38,7 +38,7 @@ from langgraph.types import Command
 from fastcompact import _core, media, steps, storage, summarize
 from fastcompact.config import CompactionConfig, pricing_of
 from fastcompact.helpers import count_tokens, find_cutoff
-from fastcompact.passes import Plan, _edit_message, _plan_of, _run, _view_of
+from fastcompact.passes import Plan, _edit_message, _plan_of, _run, _settings, _view_of
 from fastcompact.recall import RECALL_DESCRIPTION, recall
 from fastcompact.steps import Io, Steps
 
@@ -417,8 +417,6 @@ class CompactionMiddleware(AgentMiddleware):
         self.backend = backend
         # Read once: the settings are resolved per model window and kept.
         self._config = copy.deepcopy(config) if config is not None else CompactionConfig()
-        self._resolved_by_window: dict[tuple[int | None, str | None], dict[str, Any]] = {}
-        self._settings_by_window: dict[tuple[int | None, str | None], Any] = {}
         self._pricing_by_model: dict[int, tuple[Any, str | None]] = {}
         self.tools = []
         # Resolved "provider:name" models; shared by every conversation.
@@ -431,18 +429,11 @@ class CompactionMiddleware(AgentMiddleware):
         return self._config
 
     def _resolved(self, window: int | None, pricing: str | None = None) -> dict[str, Any]:
-        key = (window, pricing)
-        found = self._resolved_by_window.get(key)
-        if found is None:
-            found = self._resolved_by_window[key] = self._config.resolved(window, pricing)
-        return found
+        return self._plan_settings(window, pricing).resolved
 
-    def _plan_settings(self, window: int | None, pricing: str | None) -> Any:
-        key = (window, pricing)
-        found = self._settings_by_window.get(key)
-        if found is None:
-            found = self._settings_by_window[key] = _core.PlanSettings(self._resolved(window, pricing))
-        return found
+    def _plan_settings(self, window: int | None, pricing: str | None) -> _core.PlanSettings:
+        # The one cache of settings, shared with the helpers.
+        return _settings(self._config, window, pricing)
 
     def _pricing(self, model: Any) -> str | None:
         """The price model batches are decided by: the config's, else the provider's."""

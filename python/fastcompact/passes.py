@@ -203,20 +203,22 @@ def _view_of(raw: _core.PlanOutcome) -> list[Any]:
 # What `_run` plans with when no config is given; never handed out, so never changed.
 _DEFAULT_CONFIG = CompactionConfig()
 
-# Settings read by the core, per (config, window), until any config changes.
-_SETTINGS: dict[tuple[int, int | None], tuple[weakref.ref[CompactionConfig], int, Any]] = {}
+# Settings read by the core, per (config, window, pricing), until any config changes.
+_SETTINGS: dict[
+    tuple[int, int | None, str | None], tuple[weakref.ref[CompactionConfig], int, _core.PlanSettings]
+] = {}
 _SETTINGS_LIMIT = 64
 
 
-def _settings(cfg: CompactionConfig, window: int | None) -> Any:
-    """The core's copy of ``cfg.resolved(window)``, made once and kept while no config
-    changes (planning every turn with the same config then costs no conversion)."""
-    key = (id(cfg), window)
+def _settings(cfg: CompactionConfig, window: int | None, pricing: str | None = None) -> _core.PlanSettings:
+    """The core's copy of ``cfg.resolved(window, pricing)``, made once and kept while no
+    config changes (planning every turn with the same config then costs no conversion)."""
+    key = (id(cfg), window, pricing)
     now = config_generation()
     hit = _SETTINGS.get(key)
     if hit is not None and hit[0]() is cfg and hit[1] == now:
         return hit[2]
-    settings = _core.PlanSettings(cfg.resolved(window))
+    settings = _core.PlanSettings(cfg.resolved(window, pricing))
     if len(_SETTINGS) >= _SETTINGS_LIMIT:
         _SETTINGS.clear()
     _SETTINGS[key] = (weakref.ref(cfg), now, settings)

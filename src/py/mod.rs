@@ -206,6 +206,31 @@ mod _core {
             .collect()
     }
 
+    /// Each pass's settings as the core fills them in when left out, by section
+    /// (`"clearing": {"keep_recent": 3, ...}`): the one source of these defaults.
+    #[pyfunction]
+    fn pass_defaults(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+        use crate::config::*;
+        #[derive(serde::Serialize)]
+        struct Sections {
+            budget: BudgetConfig,
+            truncate_args: TruncateArgsConfig,
+            clearing: ClearingConfig,
+            dedupe: DedupeConfig,
+            collapse: CollapseConfig,
+            microcompact: MicrocompactConfig,
+        }
+        let sections = Sections {
+            budget: BudgetConfig::default(),
+            truncate_args: TruncateArgsConfig::default(),
+            clearing: ClearingConfig::default(),
+            dedupe: DedupeConfig::default(),
+            collapse: CollapseConfig::default(),
+            microcompact: MicrocompactConfig::default(),
+        };
+        pythonize::pythonize(py, &sections).map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
     /// A model window as given: `None`, or a positive int (never a bool); the one check
     /// of it, with the one error.
     #[pyfunction]

@@ -9,7 +9,6 @@ use super::cache::{self};
 use super::counting::*;
 use super::results::{edit_fingerprint, edit_object, PlanOutcome};
 use crate::config::PlanConfig;
-use crate::cutoff::{self};
 use crate::message::InputError as CoreInputError;
 use crate::message::Message;
 use crate::plan::PlanInput;
@@ -36,6 +35,12 @@ impl PlanSettings {
             config: Arc::new(parse_settings(resolved)?),
             resolved: resolved.clone().unbind(),
         })
+    }
+
+    /// The settings as `CompactionConfig.resolved()` gave them.
+    #[getter]
+    fn resolved(&self, py: Python<'_>) -> Py<PyAny> {
+        self.resolved.clone_ref(py)
     }
 
     pub(super) fn __reduce__<'py>(slf: &Bound<'py, Self>) -> (Bound<'py, PyAny>, (Py<PyAny>,)) {
@@ -87,8 +92,7 @@ pub(super) fn plan<'py>(
     // before the passes tells: they never add tokens (should one ever, the plan
     // works the shapes out itself).
     let before = counted.fixed + counted.per_message.iter().sum::<f64>();
-    let may_summarize = !cfg.trigger.is_empty()
-        && cutoff::any_clause_fires(&cfg.trigger, n, before, max_input_tokens).unwrap_or(true);
+    let may_summarize = crate::plan::summary_due(&cfg.trigger, n, before, max_input_tokens);
     let shapes: Option<Vec<_>> = may_summarize.then(|| {
         let mut shapes = Vec::with_capacity(n);
         shapes.extend(entries.iter().filter_map(|e| e.shape.as_deref()));
