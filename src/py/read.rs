@@ -374,6 +374,9 @@ pub(super) fn read_usage<'py>(fields: &Fields<'py>, py: Python<'py>) -> Res<Opti
 
 /// An object's instance `__dict__` (where pydantic keeps field values), fetched
 /// directly rather than through attribute lookup; `None` for objects without one.
+/// Kept for `benches/bench_turn.py`'s resumed turn (equal messages as new objects,
+/// as after a checkpointer load): `getattr(item, "__dict__")` made 10,000 messages
+/// 25-40% slower there (medians 13-19 ms against 10-13 ms, alternating builds).
 pub(super) fn instance_dict<'py>(item: &Bound<'py, PyAny>) -> Option<Bound<'py, PyDict>> {
     let py = item.py();
     // SAFETY: `item` is a live object we hold a reference to, with the GIL held.
