@@ -131,7 +131,9 @@ static BYTE_TALLY: [u32; 256] = {
 };
 
 impl AsciiTally {
-    /// Byte by byte, one table entry a byte.
+    /// Byte by byte: the portable path, the one for short strings (names, ids, keys;
+    /// cheaper than setting up a vector), and the reference the SIMD ones are tested
+    /// against.
     fn of_bytes(bytes: &[u8]) -> Self {
         let mut t = AsciiTally::default();
         // 63 bytes at most per run: each packed counter stays under 256.
@@ -142,6 +144,172 @@ impl AsciiTally {
             t.double += (packed >> 16 & 0xff) as usize;
             t.non_ascii |= packed >> 24 != 0;
         }
+        t
+    }
+}
+
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+fn ascii_tally(bytes: &[u8]) -> AsciiTally {
+    AsciiTally::of_bytes(bytes)
+}
+
+/// Long tool arguments make this the hottest loop of the heuristic count: AVX2 where
+/// the CPU has it, SSE2 (the x86_64 baseline) otherwise and for short strings. Kept
+/// for `benches/bench_tokens.py`'s cold count: at 1,000 messages the byte table alone
+/// gave 5.7-6.0x against langchain-core, these loops 6.7-8.3x (alternating builds).
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+fn ascii_tally(bytes: &[u8]) -> AsciiTally {
+    if bytes.len() < 16 {
+        return AsciiTally::of_bytes(bytes);
+    }
+    if bytes.len() >= 64 && std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU was just checked to have AVX2.
+        return unsafe { simd::tally_avx2(bytes) };
+    }
+    // SAFETY: compiled only for targets that have SSE2 (the x86_64 baseline).
+    unsafe { simd::tally_sse2(bytes) }
+}
+
+/// Per-lane byte counters, summed every 255 blocks (before they could overflow).
+/// Controls and DEL cost 3 extra characters (`\x01`), `\t \n \r` 1 (`\n`), a
+/// backslash 1. Bytes >= 0x80 compare as negative and count as controls too; any
+/// such byte sends the string to the char-by-char path, so that miscount never
+/// matters.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+mod simd {
+    use super::AsciiTally;
+    use std::arch::x86_64::*;
+
+    /// A letter: padding made of it counts nothing.
+    const PAD: u8 = b'a';
+
+    impl AsciiTally {
+        /// One run's per-class counts: controls (of which `tnr` are \t \n \r),
+        /// backslashes, single and double quotes.
+        fn add_counts(&mut self, ctrl: usize, tnr: usize, backslash: usize, quotes: [usize; 2]) {
+            self.extra += 3 * ctrl - 2 * tnr + backslash;
+            self.single += quotes[0];
+            self.double += quotes[1];
+        }
+
+        fn merge(&mut self, other: AsciiTally) {
+            self.extra += other.extra;
+            self.single += other.single;
+            self.double += other.double;
+            self.non_ascii |= other.non_ascii;
+        }
+    }
+
+    /// 16 bytes a step; the last few bytes as one more block, padded.
+    #[target_feature(enable = "sse2")]
+    pub fn tally_sse2(bytes: &[u8]) -> AsciiTally {
+        let (blocks, tail) = bytes.as_chunks::<16>();
+        let mut t = sse2_blocks(blocks);
+        if !tail.is_empty() {
+            let mut last = [PAD; 16];
+            last[..tail.len()].copy_from_slice(tail);
+            t.merge(sse2_blocks(&[last]));
+        }
+        t
+    }
+
+    /// The sum of the sixteen byte lanes.
+    #[target_feature(enable = "sse2")]
+    fn lane_sum(v: __m128i) -> usize {
+        let s = _mm_sad_epu8(v, _mm_setzero_si128());
+        (_mm_cvtsi128_si64(s) + i64::from(_mm_extract_epi16::<4>(s))) as usize
+    }
+
+    #[target_feature(enable = "sse2")]
+    fn sse2_blocks(blocks: &[[u8; 16]]) -> AsciiTally {
+        let splat = |b: u8| _mm_set1_epi8(b as i8);
+        let zero = _mm_setzero_si128();
+        let sum = lane_sum;
+        let mut t = AsciiTally::default();
+        let mut high = zero;
+        for run in blocks.chunks(255) {
+            let (mut ctrl, mut tnr, mut backslash, mut single, mut double) =
+                (zero, zero, zero, zero, zero);
+            for block in run {
+                // SAFETY: `block` is a `&[u8; 16]`, valid for a 16-byte read; `loadu`
+                // takes any alignment.
+                let v = unsafe { _mm_loadu_si128(block.as_ptr().cast()) };
+                let c = _mm_or_si128(
+                    _mm_cmplt_epi8(v, splat(0x20)),
+                    _mm_cmpeq_epi8(v, splat(0x7f)),
+                );
+                let w = _mm_or_si128(
+                    _mm_or_si128(
+                        _mm_cmpeq_epi8(v, splat(b'\t')),
+                        _mm_cmpeq_epi8(v, splat(b'\n')),
+                    ),
+                    _mm_cmpeq_epi8(v, splat(b'\r')),
+                );
+                // A true lane is -1: subtracting it counts one.
+                ctrl = _mm_sub_epi8(ctrl, c);
+                tnr = _mm_sub_epi8(tnr, w);
+                backslash = _mm_sub_epi8(backslash, _mm_cmpeq_epi8(v, splat(b'\\')));
+                single = _mm_sub_epi8(single, _mm_cmpeq_epi8(v, splat(b'\'')));
+                double = _mm_sub_epi8(double, _mm_cmpeq_epi8(v, splat(b'"')));
+                high = _mm_or_si128(high, v);
+            }
+            t.add_counts(
+                sum(ctrl),
+                sum(tnr),
+                sum(backslash),
+                [sum(single), sum(double)],
+            );
+        }
+        t.non_ascii = _mm_movemask_epi8(high) != 0;
+        t
+    }
+
+    /// 32 bytes a step, the rest through the SSE2 path.
+    #[target_feature(enable = "avx2")]
+    pub fn tally_avx2(bytes: &[u8]) -> AsciiTally {
+        let splat = |b: u8| _mm256_set1_epi8(b as i8);
+        let zero = _mm256_setzero_si256();
+        // The sum of the 32 byte lanes: each half's.
+        let sum = |v: __m256i| {
+            lane_sum(_mm256_castsi256_si128(v)) + lane_sum(_mm256_extracti128_si256::<1>(v))
+        };
+        let (blocks, rest) = bytes.as_chunks::<32>();
+        let mut t = AsciiTally::default();
+        let mut high = zero;
+        for run in blocks.chunks(255) {
+            let (mut ctrl, mut tnr, mut backslash, mut single, mut double) =
+                (zero, zero, zero, zero, zero);
+            for block in run {
+                // SAFETY: `block` is a `&[u8; 32]`, valid for a 32-byte read; `loadu`
+                // takes any alignment.
+                let v = unsafe { _mm256_loadu_si256(block.as_ptr().cast()) };
+                let c = _mm256_or_si256(
+                    _mm256_cmpgt_epi8(splat(0x20), v),
+                    _mm256_cmpeq_epi8(v, splat(0x7f)),
+                );
+                let w = _mm256_or_si256(
+                    _mm256_or_si256(
+                        _mm256_cmpeq_epi8(v, splat(b'\t')),
+                        _mm256_cmpeq_epi8(v, splat(b'\n')),
+                    ),
+                    _mm256_cmpeq_epi8(v, splat(b'\r')),
+                );
+                ctrl = _mm256_sub_epi8(ctrl, c);
+                tnr = _mm256_sub_epi8(tnr, w);
+                backslash = _mm256_sub_epi8(backslash, _mm256_cmpeq_epi8(v, splat(b'\\')));
+                single = _mm256_sub_epi8(single, _mm256_cmpeq_epi8(v, splat(b'\'')));
+                double = _mm256_sub_epi8(double, _mm256_cmpeq_epi8(v, splat(b'"')));
+                high = _mm256_or_si256(high, v);
+            }
+            t.add_counts(
+                sum(ctrl),
+                sum(tnr),
+                sum(backslash),
+                [sum(single), sum(double)],
+            );
+        }
+        t.non_ascii = _mm256_movemask_epi8(high) != 0;
+        t.merge(tally_sse2(rest));
         t
     }
 }
@@ -215,7 +383,7 @@ pub fn py_str_repr_len(s: &str) -> usize {
 
 #[inline(never)]
 fn tallied_repr_len(s: &str) -> usize {
-    let t = AsciiTally::of_bytes(s.as_bytes());
+    let t = ascii_tally(s.as_bytes());
     // Python quotes with `"` only when the text has a `'` and no `"`.
     let quote = if t.single > 0 && t.double == 0 {
         '"'
@@ -282,6 +450,46 @@ mod tests {
     }
 
     proptest::proptest! {
+        #[test]
+        fn simd_tally_agrees_with_bytes(bytes in proptest::collection::vec(0u8..=255, 0..600)) {
+            let slow = AsciiTally::of_bytes(&bytes);
+            let fast = ascii_tally(&bytes);
+            proptest::prop_assert_eq!(fast.non_ascii, slow.non_ascii);
+            if !slow.non_ascii {
+                proptest::prop_assert_eq!(fast, slow);
+            }
+        }
+
+        #[test]
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        fn each_simd_path_agrees_with_bytes(bytes in proptest::prop_oneof![
+            // ASCII, where every count must agree; any bytes, where the flag must.
+            proptest::collection::vec(0u8..=127, 0..300),
+            proptest::collection::vec(0u8..=255, 0..300),
+        ]) {
+            let slow = AsciiTally::of_bytes(&bytes);
+            // SAFETY: SSE2 is compiled in (the cfg above).
+            let sse2 = unsafe { simd::tally_sse2(&bytes) };
+            proptest::prop_assert_eq!(sse2.non_ascii, slow.non_ascii);
+            if !slow.non_ascii {
+                proptest::prop_assert_eq!(&sse2, &slow);
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU was just checked to have AVX2.
+                let avx2 = unsafe { simd::tally_avx2(&bytes) };
+                proptest::prop_assert_eq!(avx2.non_ascii, slow.non_ascii);
+                if !slow.non_ascii {
+                    proptest::prop_assert_eq!(&avx2, &slow);
+                }
+            }
+        }
+
+        #[test]
+        fn simd_tally_agrees_on_ascii(s in "[\\x00-\\x7f]{0,5000}") {
+            let slow = AsciiTally::of_bytes(s.as_bytes());
+            proptest::prop_assert_eq!(ascii_tally(s.as_bytes()), slow);
+        }
+
         #[test]
         fn byte_path_agrees_with_char_walk(s in "[\\x00-\\x7f]{0,300}") {
             // The portable path: whole strings through the packed table, runs of 63.
