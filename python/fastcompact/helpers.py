@@ -285,7 +285,8 @@ def find_cutoff(
     a tool call from its result (parallel and interleaved calls included), never leaves
     the kept part starting with a tool result, and keeps thinking blocks with their
     turn: it moves earlier (keeping more), or later only when nothing earlier is safe.
-    0 means there is nothing to summarize.
+    0 means there is nothing to summarize. The other options are those of
+    :func:`count_tokens`.
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -318,7 +319,8 @@ def should_compact(
     ``n`` messages, ``("tokens", n)`` at ``n`` tokens, ``("fraction", f)`` at that share
     of ``max_input_tokens``; a dict of sizes (``{"tokens": 1_000, "messages": 5}``)
     fires when all of them are reached. By default DeepAgents' choice: 85% of the window
-    when ``max_input_tokens`` is known, else 170,000 tokens.
+    when ``max_input_tokens`` is known, else 170,000 tokens. The other options are those
+    of :func:`count_tokens`.
 
     Example:
         >>> should_compact(["hello"] * 10, ("messages", 10))
@@ -330,7 +332,6 @@ def should_compact(
     """
     if trigger is None:
         trigger = _core.defaults(_window(max_input_tokens))["trigger"]
-
     opts = _counting(options, "should_compact")
     return _core.should_compact(_as_list(messages), trigger, _window(max_input_tokens), opts)
 

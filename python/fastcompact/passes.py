@@ -147,8 +147,9 @@ def plan(
     ``response_metadata``) drive the time-gap pass. ``archive_paths`` (one per
     message) names where a result's full text is kept, for the budget pass's marker.
     ``cache_key`` names the conversation (a thread id) for the cache of per-message
-    work; by default the first message's id stands for it. ``encoding`` is how sizes
-    are counted (as in :func:`fastcompact.count_tokens`).
+    work; by default the first message's id stands for it. ``encoding``, ``system``,
+    ``tools`` and ``model`` are as in :func:`fastcompact.count_tokens`. An unknown
+    keyword is a ``TypeError``.
 
     Example:
         >>> from fastcompact.samples import coding_session
