@@ -61,6 +61,8 @@ def test_edits_and_pass_figures_are_classes_that_compare_copy_and_pickle():
     again = Edit(e.index, e.pass_name, e.field, e.value, e.call, e.fingerprint)
     assert again == e and pickle.loads(pickle.dumps(e)) == e and copy.deepcopy(e) == e
     assert Edit(e.index, e.pass_name, e.field, "other", e.call, e.fingerprint) != e
+    # Edits go in sets and dict keys, as tuples did (a dict value included).
+    assert len({e, again, copy.copy(e)}) == 1 and isinstance(e.value, dict)
     assert e != tuple(getattr(e, f) for f in ("index", "pass_name", "field", "value", "call", "fingerprint"))
     assert repr(Edit(1, "clearing", "content", "[x]")) == (
         "Edit(index=1, pass_name='clearing', field='content', value='[x]', call=None, fingerprint=0)"

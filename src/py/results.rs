@@ -72,6 +72,21 @@ impl Edit {
             && self.value.bind(other.py()).eq(o.value.bind(other.py()))?)
     }
 
+    /// From everything but the value (which may be a dict): equal edits hash alike.
+    fn __hash__(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (
+            self.index,
+            &self.pass_name,
+            &self.field,
+            self.call,
+            self.fingerprint,
+        )
+            .hash(&mut h);
+        h.finish()
+    }
+
     fn __reduce__<'py>(
         slf: &Bound<'py, Self>,
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
