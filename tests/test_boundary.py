@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+from typing import Any
 
 import fastcompact
 import pytest
@@ -119,3 +120,39 @@ def test_pass_settings_left_out_are_the_cores_defaults():
     one, other = fastcompact.ClearingConfig(), fastcompact.ClearingConfig()
     one.tools.add("mine")
     assert "mine" not in other.tools
+
+
+def test_the_middleware_plans_with_its_config_as_it_now_is():
+    """The middleware's settings come from the shared cache, which follows changes to
+    a config: turning clearing off in `mw.config` stops it on the next call."""
+    from langchain.agents.middleware.types import ModelRequest, ModelResponse
+    from langchain_core.messages import AIMessage, ToolMessage
+
+    from tests.scripted import ScriptedChatModel
+
+    msgs = coding_session(600, seed=3)
+    # No summary (its trigger out of reach): the view is the messages, some cleared.
+    mw = fastcompact.CompactionMiddleware(config=CompactionConfig(trigger=("tokens", 10**9)))
+    model = ScriptedChatModel(profile={"max_input_tokens": 200_000})
+
+    def changed_results() -> int:
+        seen: list[Any] = []
+
+        def handler(request: ModelRequest) -> ModelResponse:
+            seen.extend(request.messages)
+            return ModelResponse(result=[AIMessage("ok")])
+
+        request = ModelRequest(
+            model=model, messages=msgs, system_message=None, tools=[], state={"messages": msgs}
+        )
+        mw.wrap_model_call(request, handler)
+        pairs = zip(msgs, seen, strict=True)
+        return sum(1 for a, b in pairs if isinstance(a, ToolMessage) and a.content != b.content)
+
+    assert changed_results() > 0
+    mw.config.clearing.enabled = False
+    mw.config.token_budget.enabled = False
+    mw.config.collapse.enabled = False
+    mw.config.dedupe.enabled = False
+    mw.config.microcompact.enabled = False
+    assert changed_results() == 0

@@ -32,7 +32,6 @@ __all__ = [
     "should_compact",
     "state_cutoff",
     "token_breakdown",
-    "trigger_fires",
 ]
 
 PRICING_PRESETS: list[str]
@@ -185,6 +184,8 @@ class PlanSettings:
     """Resolved pass settings, read once."""
 
     def __new__(cls, resolved: dict[str, Any]) -> PlanSettings: ...
+    def trigger_fires(self, n_messages: int, tokens: float, max_input_tokens: int | None) -> bool:
+        """Whether the summary trigger fires at this size."""
     @property
     def resolved(self) -> dict[str, Any]:
         """The settings as ``CompactionConfig.resolved()`` gave them."""
@@ -202,9 +203,6 @@ def plan(
     make_edited: Callable[[Any, list[Edit]], Any] | None = None,
     progress: _Progress | None = None,
 ) -> PlanOutcome: ...
-def trigger_fires(
-    triggers: list[Any], n_messages: int, tokens: float, max_input_tokens: int | None
-) -> bool: ...
 def defaults(max_input_tokens: int | None = None) -> dict[str, Any]: ...
 def input_error(field: str, reason: str, index: int | None = None) -> InputError: ...
 def read_size(value: object, field: str) -> tuple[str, int | float]: ...

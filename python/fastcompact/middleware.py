@@ -415,7 +415,8 @@ class CompactionMiddleware(AgentMiddleware):
         self.model = model
         self.summary_model = summary_model
         self.backend = backend
-        # Read once: the settings are resolved per model window and kept.
+        # A copy; its settings are resolved per model window in the shared settings
+        # cache, which follows any later change to it.
         self._config = copy.deepcopy(config) if config is not None else CompactionConfig()
         self._pricing_by_model: dict[int, tuple[Any, str | None]] = {}
         self.tools = []
@@ -559,11 +560,11 @@ class CompactionMiddleware(AgentMiddleware):
         system = request.system_message
         messages = [system, *turn.view] if system is not None else list(turn.view)
         tokens = counter(messages, tools=request.tools) if self._counter_takes_tools else counter(messages)
-        resolved = self._resolved(turn.window, self._pricing(request.model))
-        due = _core.trigger_fires(resolved["trigger"], len(turn.view), float(tokens), turn.window)
+        settings = self._plan_settings(turn.window, self._pricing(request.model))
+        due = settings.trigger_fires(len(turn.view), float(tokens), turn.window)
         cut = turn.plan.summary_cutoff
         if due and cut is None:
-            cut = find_cutoff(turn.view, resolved["keep"], turn.window, model=request.model)
+            cut = find_cutoff(turn.view, settings.resolved["keep"], turn.window, model=request.model)
         turn.plan = dataclasses.replace(
             turn.plan, summary_needed=due, summary_cutoff=cut if due else None, true_tokens=int(tokens)
         )
@@ -658,15 +659,13 @@ class CompactionMiddleware(AgentMiddleware):
         estimate = count_tokens(view, system=request.system_message, tools=request.tools, model=request.model)
         # In true sizes: the estimate scaled as the conversation's usage says.
         tokens = math.ceil(estimate * turn.plan.ratio)
-        resolved = self._resolved(turn.window)
         if draft.forced:
             fits = tokens < turn.plan.tokens_after
         else:
             # Every trigger clause stays unfired with the margin to spare.
             scale = 1 / (1 - COMMIT_MARGIN)
-            fits = not _core.trigger_fires(
-                resolved["trigger"], math.ceil(len(view) * scale), tokens * scale, turn.window
-            )
+            settings = self._plan_settings(turn.window, None)
+            fits = not settings.trigger_fires(math.ceil(len(view) * scale), tokens * scale, turn.window)
         info = {
             "summarized_messages": len(draft.leaving),
             "kept_messages": len(draft.kept),
@@ -1023,8 +1022,8 @@ class CompactionToolMiddleware(AgentMiddleware):
         turn = mw._turn(request, known.get("window") if isinstance(known, Mapping) else None)
         # Half the trigger: it would fire on a conversation twice this size.
         tokens = turn.plan.tokens_after
-        eligible = _core.trigger_fires(
-            mw._resolved(turn.window)["trigger"], len(turn.view) * 2, tokens * 2.0, turn.window
+        eligible = mw._plan_settings(turn.window, None).trigger_fires(
+            len(turn.view) * 2, tokens * 2.0, turn.window
         )
         if not eligible:
             return request, turn, None

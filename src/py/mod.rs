@@ -92,7 +92,7 @@ mod _core {
                 .kept
                 .entries
                 .iter()
-                .filter_map(|e| e.shape.as_deref().cloned())
+                .filter_map(|e| e.shape.as_deref())
                 .collect();
             let cut = cutoff::find_cutoff(&shapes, &counted.per_message, keep, max_input_tokens);
             store(key, counted);
@@ -122,20 +122,6 @@ mod _core {
         run().map_err(PyErr::from)
     }
 
-    /// Whether a trigger (as `CompactionConfig.resolved()` gives it) fires at this size.
-    #[pyfunction]
-    #[pyo3(signature = (triggers, n_messages, tokens, max_input_tokens))]
-    fn trigger_fires(
-        triggers: &Bound<'_, PyAny>,
-        n_messages: usize,
-        tokens: f64,
-        max_input_tokens: Option<u64>,
-    ) -> PyResult<bool> {
-        let clauses: Vec<cutoff::Clause> = pythonize::depythonize(triggers)
-            .map_err(|e| PyErr::from(CoreInputError::new(None, "trigger", e.to_string())))?;
-        cutoff::any_clause_fires(&clauses, n_messages, tokens, max_input_tokens)
-            .map_err(PyErr::from)
-    }
     /// The sizes filled in when a caller leaves them out, for a model window (or none
     /// known): `{"trigger": (kind, value), ..., "min_batch_tokens": n}`.
     #[pyfunction]

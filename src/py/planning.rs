@@ -37,6 +37,18 @@ impl PlanSettings {
         })
     }
 
+    /// Whether the summary trigger fires at this size (the trigger as read once here,
+    /// not converted again).
+    fn trigger_fires(
+        &self,
+        n_messages: usize,
+        tokens: f64,
+        max_input_tokens: Option<u64>,
+    ) -> PyResult<bool> {
+        crate::cutoff::any_clause_fires(&self.config.trigger, n_messages, tokens, max_input_tokens)
+            .map_err(PyErr::from)
+    }
+
     /// The settings as `CompactionConfig.resolved()` gave them.
     #[getter]
     fn resolved(&self, py: Python<'_>) -> Py<PyAny> {
