@@ -21,18 +21,7 @@ pub struct PairShape {
 
 impl From<&Message> for PairShape {
     fn from(m: &Message) -> Self {
-        PairShape {
-            role: Some(m.role),
-            calls: m
-                .calls()
-                .into_iter()
-                .map(|(id, name)| (id.to_owned(), name.to_owned()))
-                .collect(),
-            results: m.result_ids().into_iter().map(str::to_owned).collect(),
-            is_result: m.is_tool_result(),
-            thinking: m.has_thinking(),
-            tool_name: m.name.clone().filter(|_| m.is_tool_result()),
-        }
+        crate::tally::Tally::of(m, true).1.unwrap_or_default()
     }
 }
 

@@ -13,6 +13,7 @@ pub mod plan;
 pub mod printable;
 pub mod pyrepr;
 pub mod render;
+pub mod tally;
 pub mod tokens;
 
 // Each turn's plan allocates and frees vectors sized by the conversation; the system

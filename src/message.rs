@@ -47,6 +47,15 @@ impl Role {
     }
 }
 
+/// The role string LangChain's counter adds to a message in `role`: a chat or
+/// system message's own role name where it has one, else the OpenAI role.
+pub fn openai_role(role: Role, role_name: Option<&str>) -> &str {
+    match (role_name, role) {
+        (Some(name), Role::Other | Role::System) => name,
+        _ => role.openai_name(),
+    }
+}
+
 /// An immutable piece of text that knows its length in Unicode code points.
 ///
 /// The storage is shared and may be borrowed from the caller (a Python `str` keeps its
@@ -330,10 +339,7 @@ impl Message {
 
     /// The role string LangChain's counter adds to every message.
     pub fn openai_role(&self) -> &str {
-        match (&self.role_name, self.role) {
-            (Some(name), Role::Other | Role::System) => name,
-            _ => self.role.openai_name(),
-        }
+        openai_role(self.role, self.role_name.as_deref())
     }
 
     pub fn blocks(&self) -> &[Block] {

@@ -11,7 +11,7 @@ use tiktoken_rs::CoreBPE;
 
 use crate::cutoff::PairShape;
 use crate::message::{thinking_text, Block, BlockKind, Content, InputError, Message, Role};
-use crate::pyrepr::{py_repr_len, tool_calls_repr_len};
+use crate::tally::Tally;
 
 /// How tokens are counted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -158,37 +158,9 @@ pub fn ceil_non_negative(x: f64) -> f64 {
 /// Measure a message the way `count_tokens_approximately` does: content characters
 /// (text blocks by their text, other blocks by the length of their Python `repr`),
 /// the `repr` of the tool calls when the content is a string, the tool call id, the
-/// OpenAI role, and the name.
+/// OpenAI role, and the name. The rules are `Tally`'s.
 pub fn measure(m: &Message) -> Measure {
-    let (mut images, mut documents) = (0, 0);
-    let mut chars = 0usize;
-    match &m.content {
-        Content::Text(t) => chars += t.chars(),
-        Content::Blocks(blocks) => {
-            for b in blocks {
-                match b {
-                    Block::Text(t) => chars += t.chars(),
-                    Block::Image => images += 1,
-                    Block::Document => documents += 1,
-                    Block::Other { value, .. } => chars += py_repr_len(value),
-                }
-            }
-            // Tool calls in list content are already there as `tool_use` blocks.
-        }
-    }
-    if m.role == Role::Ai && matches!(m.content, Content::Text(_)) && !m.tool_calls.is_empty() {
-        chars += tool_calls_repr_len(&m.tool_calls);
-    }
-    if m.role == Role::Tool {
-        chars += m.tool_call_id.as_deref().map_or(0, |s| s.chars().count());
-    }
-    chars += m.openai_role().chars().count();
-    let name = m
-        .name
-        .as_deref()
-        .filter(|n| !n.is_empty())
-        .map_or(0, |n| n.chars().count());
-    Measure::new(chars, name, images, documents)
+    Tally::of(m, false).0
 }
 
 /// Exact BPE token count of a text. Falls back to the heuristic if the tokenizer

@@ -83,9 +83,63 @@ def _heuristic_opts() -> Any:
 def test_fast_reader_agrees_with_full_conversion(msgs):
     opts = _heuristic_opts()
     per = [m.tokens for m in fastcompact.token_breakdown(msgs).messages]
-    assert _core._heuristic_via_messages(msgs, opts) == per
+    scanned = _core._read_each(msgs, opts, False)
+    assert scanned == _core._read_each(msgs, opts, True)
+    assert [tokens for tokens, *_ in scanned] == per
     dicts = fastcompact.normalize(msgs)
     assert len(dicts) == len(msgs)
+
+
+def _read_each(items: list[Any], convert: bool) -> Any:
+    """One reader's view of `items`, or the InputError it gave: (message index, text)."""
+    try:
+        return _core._read_each(items, _heuristic_opts(), convert)
+    except InputError as e:
+        return (e.index, str(e))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_garbage, max_size=6))
+def test_both_readers_take_garbage_alike(items: list[Any]):
+    # Conversion reads more fields than counting (message ids, send times, argument
+    # JSON), so it may refuse what the scanner took; the rest is the same: what the
+    # scanner refuses, conversion refuses with the same error, and where both read a
+    # message they see the same pairs. (Tokens may differ here: the scanner counts a
+    # LangChain tool call dict as given, conversion as LangChain's own call dict, and
+    # the two are the same only for well-formed calls, as the test above checks.)
+    scanned, converted = _read_each(items, False), _read_each(items, True)
+    if isinstance(scanned, tuple):
+        # Refused at message k: conversion refuses it too, or an earlier one.
+        assert isinstance(converted, tuple)
+        assert converted == scanned or converted[0] < scanned[0]
+    elif not isinstance(converted, tuple):
+        assert [pairs for _, *pairs in scanned] == [pairs for _, *pairs in converted]
+
+
+_BAD_ARGS = {"id": "c", "function": {"name": "ls", "arguments": "{bad"}}
+
+
+@pytest.mark.parametrize(
+    ("message", "error"),
+    [
+        ({"role": "user", "content": [{"type": 5.5}]}, "field 'content[0].type'"),
+        ({"role": "user", "content": ["a", {"type": ["text"]}]}, "field 'content[1].type'"),
+        (
+            {"role": "assistant", "content": "", "tool_calls": [{"id": ["c"], "name": "ls", "args": {}}]},
+            "field 'tool_calls[0].id'",
+        ),
+        ({"role": "tool", "content": "ok", "tool_call_id": {"id": 1}}, "field 'tool_call_id'"),
+        ({"role": "tool", "content": "ok", "tool_call_id": "1", "name": 2.5}, "field 'name'"),
+        # Two faults: both readers name the first, in one order of fields.
+        ({"role": "ai", "name": [], "tool_calls": (None, None)}, "field 'tool_calls'"),
+        ({"role": "ai", "content": "", "tool_calls": [_BAD_ARGS], "name": ["x"]}, "field 'name'"),
+        ({"role": "ai", "content": [], "tool_calls": [_BAD_ARGS], "name": ["x"]}, "field 'name'"),
+    ],
+)
+def test_a_malformed_field_is_refused_by_both_readers(message: dict[str, Any], error: str):
+    scanned, converted = _read_each([message], False), _read_each([message], True)
+    assert scanned == converted
+    assert isinstance(scanned, tuple) and error in scanned[1], scanned
 
 
 class _PlainAiMessage:
@@ -109,7 +163,8 @@ def test_openai_calls_are_found_in_any_message_shape():
     ]
     opts = _heuristic_opts()
     per = [m.tokens for m in fastcompact.token_breakdown(msgs).messages]
-    assert _core._heuristic_via_messages(msgs, opts) == per
+    assert [tokens for tokens, *_ in _core._read_each(msgs, opts, False)] == per
+    assert _core._read_each(msgs, opts, False) == _core._read_each(msgs, opts, True)
     assert per[0] == count_tokens_approximately(msgs[:1])
 
 

@@ -15,8 +15,9 @@ use crate::cutoff::PairShape;
 use crate::message::Message;
 use crate::tokens::{CachedCounts, ConversationCache, Encoding};
 
-use super::read::*;
-use super::scan::*;
+use super::read::read_message;
+use super::scan::scan_message;
+use super::source::{instance_dict, Origin, Res};
 
 /// What the cache keeps of one message: the object and its content (held, so their
 /// addresses cannot be reused while cached), its counts and its pair shape.

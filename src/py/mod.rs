@@ -12,6 +12,7 @@ mod reprlen;
 mod results;
 mod scan;
 mod sizes;
+mod source;
 mod tool_schemas;
 
 /// The Python module `fastcompact._core`: bindings only.
@@ -31,6 +32,16 @@ mod _core {
 
     use super::counting::*;
     use super::errors::InputError;
+
+    /// What `_read_each` gives per message.
+    type ReaderView = (
+        u64,
+        Vec<(String, String)>,
+        Vec<String>,
+        bool,
+        bool,
+        Option<String>,
+    );
 
     #[pymodule_export]
     use super::counting::Opts;
@@ -307,19 +318,41 @@ mod _core {
         pythonize::pythonize(py, &values).map_err(|e| PyValueError::new_err(e.to_string()))
     }
 
-    /// Per-message heuristic tokens through full conversion (the path the Rust-side
-    /// passes use), for tests that both readers agree.
+    /// Per message, what one reader makes of it, uncached: the scanner that counts
+    /// (`convert=False`) or conversion with the core's rules (`convert=True`). For
+    /// tests that the two agree: `(heuristic tokens, calls, results, is_result,
+    /// thinking, tool_name)` each.
     #[pyfunction]
-    fn _heuristic_via_messages(
+    fn _read_each(
         messages: &Bound<'_, PyAny>,
         opts: PyRef<'_, Opts>,
-    ) -> PyResult<Vec<u64>> {
+        convert: bool,
+    ) -> PyResult<Vec<ReaderView>> {
         let p = opts.params()?;
-        let msgs = read::read_all(messages)?;
-        Ok(msgs
-            .iter()
-            .map(|m| tokens::measure(m).heuristic_tokens(&p) as u64)
-            .collect())
+        let view = |measure: tokens::Measure, s: cutoff::PairShape| {
+            let tokens = measure.heuristic_tokens(&p) as u64;
+            (
+                tokens,
+                s.calls,
+                s.results,
+                s.is_result,
+                s.thinking,
+                s.tool_name,
+            )
+        };
+        let items = read::items(messages)?;
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let (measure, shape) = if convert {
+                let (m, _) = read::read_message(item).map_err(|e| e.at(i))?;
+                crate::tally::Tally::of(&m, true)
+            } else {
+                let s = super::scan::scan_message(item, true, false).map_err(|e| e.at(i))?;
+                (s.counts.measure, s.shape)
+            };
+            out.push(view(measure, shape.unwrap_or_default()));
+        }
+        Ok(out)
     }
 
     /// (conversations cached, capacity).

@@ -5,7 +5,6 @@
 //! `repr()`, which is right by definition (a `str` enum, an `OrderedDict`).
 
 use pyo3::ffi;
-use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
 
@@ -55,14 +54,6 @@ fn str_repr_len(s: &Bound<'_, PyString>) -> usize {
         // Lone surrogates are not UTF-8 (Python escapes them): str's own repr().
         Err(_) => s.repr().and_then(|r| r.len()).unwrap_or(0),
     }
-}
-
-/// Length of `repr()` of a tool call dict; `None` for an OpenAI call (one with a
-/// `function` key), which LangChain converts before it counts.
-pub fn tool_call_repr_len(d: &Bound<'_, PyDict>) -> Option<usize> {
-    let function = intern!(d.py(), "function");
-    let openai = d.contains(function).unwrap_or(false);
-    (!openai).then(|| dict_repr_len(d, 0))
 }
 
 /// `{k: v, ...}` over the dict as it is while walked: PyDict_Next checks its
