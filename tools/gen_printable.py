@@ -25,9 +25,12 @@ def main() -> None:
     print("//! Do not edit by hand.")
     print()
     print("/// Sorted, disjoint, inclusive ranges.")
+    # Several ranges a line: a table of hundreds, kept short enough to page through.
+    print("#[rustfmt::skip]")
     print("pub const NON_PRINTABLE: &[(u32, u32)] = &[")
-    for a, b in ranges:
-        print(f"    (0x{a:x}, 0x{b:x}),")
+    per_line = 4
+    for i in range(0, len(ranges), per_line):
+        print("    " + " ".join(f"(0x{a:x}, 0x{b:x})," for a, b in ranges[i : i + per_line]))
     print("];")
 
 
