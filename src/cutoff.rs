@@ -4,7 +4,7 @@
 use std::borrow::Borrow;
 use std::collections::HashMap;
 
-use crate::message::{InputError, Message, Role};
+use crate::message::{InputError, Role};
 
 /// What the pair invariant needs to know of a message, small enough to cache.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -17,12 +17,6 @@ pub struct PairShape {
     pub thinking: bool,
     /// The tool name a result message carries itself, if any.
     pub tool_name: Option<String>,
-}
-
-impl From<&Message> for PairShape {
-    fn from(m: &Message) -> Self {
-        crate::tally::Tally::of(m, true).1.unwrap_or_default()
-    }
 }
 
 /// A size of context: `("messages", n)`, `("tokens", n)` or `("fraction", f)` of the
@@ -226,6 +220,7 @@ pub fn state_cutoff(prior_cutoff: Option<u64>, effective_cutoff: u64) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::Message;
     use crate::message::ToolCall;
     use serde_json::json;
 

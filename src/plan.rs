@@ -253,7 +253,7 @@ fn plan_with(input: PlanInput<'_, '_>, memo: &Memos, cfg: &PlanConfig) -> Plan {
             worked_out = input
                 .msgs
                 .iter()
-                .map(|m| crate::tokens::measure(m))
+                .map(|m| crate::tally::measure(m))
                 .collect();
             &worked_out
         }

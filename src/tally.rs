@@ -1,5 +1,5 @@
 //! The counting and pairing rules, applied to a message part by part. The Python
-//! scanner feeds the parts straight from Python objects; `tokens::measure` and
+//! scanner feeds the parts straight from Python objects; `measure` and
 //! `PairShape::from` feed those of a converted message. Either way the rules are
 //! these, so a count or a pair shape does not depend on which reader saw the message.
 //!
@@ -9,7 +9,7 @@
 use crate::cutoff::PairShape;
 use crate::message::{openai_role, Block, BlockKind, Content, Message, Role};
 use crate::pyrepr;
-use crate::tokens::Measure;
+use crate::tokens::{CachedCounts, Measure};
 
 /// A message's measure and pair shape, as its parts are fed in.
 pub struct Tally {
@@ -212,11 +212,69 @@ impl Tally {
     }
 }
 
+/// Measure a message the way `count_tokens_approximately` does: content characters
+/// (text blocks by their text, other blocks by the length of their Python `repr`),
+/// the `repr` of the tool calls when the content is a string, the tool call id, the
+/// OpenAI role, and the name.
+pub fn measure(m: &Message) -> Measure {
+    Tally::of(m, false).0
+}
+
+impl From<&Message> for PairShape {
+    fn from(m: &Message) -> Self {
+        Tally::of(m, true).1.unwrap_or_default()
+    }
+}
+
+impl CachedCounts {
+    /// The counts of a converted message, with the usage it reports.
+    pub fn of(m: &Message) -> Self {
+        Self::counted(measure(m), Some(m.usage.map(|u| (u.input, u.output))))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::message::{Text, ToolCall};
+    use crate::tokens::HeuristicParams;
     use serde_json::json;
+
+    #[test]
+    fn heuristic_matches_langchain_formula() {
+        // count_tokens_approximately([HumanMessage("hello world")]) == ceil((11 + 4) / 4) + 3 == 7
+        let m = Message::text(Role::Human, "hello world");
+        assert_eq!(
+            measure(&m).heuristic_tokens(&HeuristicParams::default()),
+            7.0
+        );
+        let mut tool = Message::text(Role::Tool, "ok");
+        tool.tool_call_id = Some("call_1".into());
+        tool.name = Some("ls".into());
+        // 2 + 6 + 4 ("tool") + 2 ("ls") = 14 chars -> 4 tokens + 3
+        assert_eq!(
+            measure(&tool).heuristic_tokens(&HeuristicParams::default()),
+            7.0
+        );
+        let no_name = HeuristicParams {
+            count_name: false,
+            ..HeuristicParams::default()
+        };
+        assert_eq!(measure(&tool).heuristic_tokens(&no_name), 6.0);
+    }
+
+    #[test]
+    fn media_blocks_cost_fixed_amounts() {
+        let mut m = Message::text(Role::Human, "");
+        m.content = Content::Blocks(vec![
+            Block::Text(Text::from("abcd")),
+            Block::Image,
+            Block::Document,
+        ]);
+        let p = HeuristicParams::default();
+        // ceil((4 + 4) / 4) + 3 + 85 + 1500
+        assert_eq!(measure(&m).heuristic_tokens(&p), 2.0 + 3.0 + 85.0 + 1500.0);
+    }
 
     fn other(value: serde_json::Value) -> Block {
         let kind = value["type"].as_str().unwrap_or("").to_owned();

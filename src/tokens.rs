@@ -11,7 +11,6 @@ use tiktoken_rs::CoreBPE;
 
 use crate::cutoff::PairShape;
 use crate::message::{thinking_text, Block, BlockKind, Content, InputError, Message, Role};
-use crate::tally::Tally;
 
 /// How tokens are counted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -153,14 +152,6 @@ pub fn ceil_non_negative(x: f64) -> f64 {
     } else {
         t
     }
-}
-
-/// Measure a message the way `count_tokens_approximately` does: content characters
-/// (text blocks by their text, other blocks by the length of their Python `repr`),
-/// the `repr` of the tool calls when the content is a string, the tool call id, the
-/// OpenAI role, and the name. The rules are `Tally`'s.
-pub fn measure(m: &Message) -> Measure {
-    Tally::of(m, false).0
 }
 
 /// Exact BPE token count of a text. Falls back to the heuristic if the tokenizer
@@ -392,10 +383,6 @@ impl Default for CachedCounts {
 }
 
 impl CachedCounts {
-    pub fn of(m: &Message) -> Self {
-        Self::counted(measure(m), Some(m.usage.map(|u| (u.input, u.output))))
-    }
-
     /// A message's measure and its usage (`None` when it was not read), before any
     /// BPE count.
     pub fn counted(measure: Measure, usage: Option<Option<(u64, u64)>>) -> Self {
@@ -524,43 +511,6 @@ impl<C: Default> ConversationCache<C> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::Text;
-
-    #[test]
-    fn heuristic_matches_langchain_formula() {
-        // count_tokens_approximately([HumanMessage("hello world")]) == ceil((11 + 4) / 4) + 3 == 7
-        let m = Message::text(Role::Human, "hello world");
-        assert_eq!(
-            measure(&m).heuristic_tokens(&HeuristicParams::default()),
-            7.0
-        );
-        let mut tool = Message::text(Role::Tool, "ok");
-        tool.tool_call_id = Some("call_1".into());
-        tool.name = Some("ls".into());
-        // 2 + 6 + 4 ("tool") + 2 ("ls") = 14 chars -> 4 tokens + 3
-        assert_eq!(
-            measure(&tool).heuristic_tokens(&HeuristicParams::default()),
-            7.0
-        );
-        let no_name = HeuristicParams {
-            count_name: false,
-            ..HeuristicParams::default()
-        };
-        assert_eq!(measure(&tool).heuristic_tokens(&no_name), 6.0);
-    }
-
-    #[test]
-    fn media_blocks_cost_fixed_amounts() {
-        let mut m = Message::text(Role::Human, "");
-        m.content = Content::Blocks(vec![
-            Block::Text(Text::from("abcd")),
-            Block::Image,
-            Block::Document,
-        ]);
-        let p = HeuristicParams::default();
-        // ceil((4 + 4) / 4) + 3 + 85 + 1500
-        assert_eq!(measure(&m).heuristic_tokens(&p), 2.0 + 3.0 + 85.0 + 1500.0);
-    }
 
     #[test]
     fn bpe_counts_known_strings() {

@@ -6,7 +6,8 @@ use fastcompact::cutoff::Size;
 use fastcompact::message::{Message, Role, ToolCall};
 use fastcompact::passes::{Change, Pass};
 use fastcompact::plan::{plan, Plan, PlanInput};
-use fastcompact::tokens::{measure, HeuristicParams};
+use fastcompact::tally::measure;
+use fastcompact::tokens::HeuristicParams;
 use proptest::prelude::*;
 use serde_json::json;
 

@@ -167,7 +167,7 @@ fn shorten_message(
     for e in &edits {
         e.apply(&mut edited);
     }
-    let tokens = crate::tokens::measure(&edited).heuristic_tokens(view.params);
+    let tokens = crate::tally::measure(&edited).heuristic_tokens(view.params);
     Some((
         edits.into_iter().map(|e| Edit { tokens, ..e }).collect(),
         tokens,

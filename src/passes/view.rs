@@ -6,7 +6,8 @@ use serde_json::Value;
 use super::*;
 use crate::cutoff::Size;
 use crate::message::{Content, Message, Role, ToolCall};
-use crate::tokens::{measure, HeuristicParams, Measure};
+use crate::tally::measure;
+use crate::tokens::{HeuristicParams, Measure};
 
 /// The edits that shorten a message's arguments, and its tokens after them.
 pub type Shortened = (Vec<Edit>, f64);

@@ -135,7 +135,7 @@ pub(super) fn count(
             e
         })?;
         fixed += match enc {
-            Encoding::Heuristic => tokens::measure(&m).heuristic_tokens(&p),
+            Encoding::Heuristic => crate::tally::measure(&m).heuristic_tokens(&p),
             _ => tokens::bpe_message_tokens(enc, &m, &p) as f64,
         };
     }

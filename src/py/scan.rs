@@ -23,7 +23,7 @@ pub struct Scanned<'py> {
 }
 
 /// Scan one message of any accepted shape. Agrees with `read_message` followed by
-/// `tokens::measure` and `PairShape::from` (tested), at a fraction of the cost.
+/// `tally::measure` and `PairShape::from` (tested), at a fraction of the cost.
 pub fn scan_message<'py>(
     item: &Bound<'py, PyAny>,
     want_shape: bool,
