@@ -167,7 +167,7 @@ pub fn run(view: &View<'_, '_>, cfg: &CollapseConfig) -> Vec<Edit> {
         // result under the serials of those messages.
         let note = remembered(&view.memo.note[first], run_key(view, start..i), make_note);
         let tokens = view.tokens_with_keyed(first, &note);
-        batches.push(Edit::remembered(first, Pass::Collapse, &note, tokens));
+        batches.push(Edit::keyed(first, Pass::Collapse, &note, tokens));
         for &r in rest {
             let tokens = view.tokens_with_keyed(r, &MEMBER);
             batches.push(Edit::keyed(r, Pass::Collapse, &MEMBER, tokens));

@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::*;
 use crate::message::{Content, Message};
 
 /// Which pass made an edit.
@@ -107,11 +106,6 @@ impl Edit {
     /// The edit that makes message `index`'s content `new`, which brings it to `tokens`.
     pub fn keyed(index: usize, pass: Pass, new: &Keyed, tokens: f64) -> Self {
         Edit::content(index, pass, Arc::clone(&new.text), new.key, tokens)
-    }
-
-    /// The same, with a text kept or made (see `remembered`).
-    pub fn remembered(index: usize, pass: Pass, new: &Remembered<'_, Keyed>, tokens: f64) -> Self {
-        Edit::keyed(index, pass, new, tokens)
     }
 
     /// Apply to a message (the core's copy, to count what follows).

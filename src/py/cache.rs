@@ -60,15 +60,15 @@ impl Entry {
         }
     }
 
-    /// Whether the item at `ptr` is the message counted here, still holding the same
-    /// content object (a content reassigned in place is counted again).
+    /// Whether `item` is the message counted here, still holding the same content
+    /// object (a content reassigned in place is counted again).
     pub(super) fn still_matches(
         &self,
-        py: Python<'_>,
-        ptr: *mut pyo3::ffi::PyObject,
+        item: &Bound<'_, PyAny>,
         content_key: &Bound<'_, PyString>,
     ) -> bool {
-        if self.obj.as_ptr() != ptr {
+        let py = item.py();
+        if !self.obj.bind(py).is(item) {
             return false;
         }
         let held = self
@@ -309,14 +309,14 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
                 break;
             }
         }
-        let reusable = update.entry(i).is_some_and(|e| {
-            want.satisfied_by(e) && e.still_matches(list.py(), list_item_ptr(list, i), content_key)
-        });
+        let Ok(item) = list.get_item(i) else { break };
+        let reusable = update
+            .entry(i)
+            .is_some_and(|e| want.satisfied_by(e) && e.still_matches(&item, content_key));
         if reusable {
             i += 1;
             continue;
         }
-        let Ok(item) = list.get_item(i) else { break };
         if let Some(e) = update.entry_mut(i) {
             if want.satisfied_by(e) && e.adopt_equal(&item) {
                 i += 1;
@@ -353,12 +353,6 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
         kept: update.finish(i),
         fresh,
     })
-}
-
-/// The address of `list[i]` (null when out of range), only ever compared.
-fn list_item_ptr(list: &Bound<'_, PyList>, i: usize) -> *mut pyo3::ffi::PyObject {
-    list.get_item(i)
-        .map_or(std::ptr::null_mut(), |item| item.as_ptr())
 }
 
 /// The process-wide cache type the bindings keep.

@@ -264,7 +264,7 @@ pub(super) fn preview(text: &str) -> String {
 /// Read one message of any accepted shape, with the origin of its content.
 pub fn read_message<'py>(item: &Bound<'py, PyAny>) -> Res<(Message, Origin<'py>)> {
     let py = item.py();
-    let src = Source::of(item)?;
+    let mut src = Source::of(item)?;
     let content = read_content(src.content()?)?;
     let calls = src.tool_calls()?;
     let heads = call_heads(&calls)?;
@@ -276,7 +276,7 @@ pub fn read_message<'py>(item: &Bound<'py, PyAny>) -> Res<(Message, Origin<'py>)
         role_name: src.role_name.clone(),
         content,
         tool_calls: with_args(&calls, heads)?,
-        tool_call_id: src.call_id.clone().map(StrValue::into_string),
+        tool_call_id: src.call_id.take().map(StrValue::into_string),
         name,
         id: src.get_str(intern!(py, "id"))?,
         ..Message::default()

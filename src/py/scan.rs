@@ -30,7 +30,7 @@ pub fn scan_message<'py>(
     want_usage: bool,
 ) -> Res<Scanned<'py>> {
     let py = item.py();
-    let src = Source::of(item)?;
+    let mut src = Source::of(item)?;
     let mut t = Tally::new(src.role, src.role_name.as_deref(), want_shape);
     match src.content()? {
         None => {}
@@ -74,11 +74,8 @@ pub fn scan_message<'py>(
             }
         }
     }
-    if let Some(id) = &src.call_id {
-        t.answers(
-            id.chars(),
-            t.wants_shape().then(|| id.clone().into_string()),
-        );
+    if let Some(id) = src.call_id.take() {
+        t.answers(id.chars(), t.wants_shape().then(|| id.into_string()));
     }
     let name = src.get_text(intern!(py, "name"))?;
     let name_chars = name.as_ref().map_or(0, StrValue::chars);

@@ -121,7 +121,6 @@ pub(super) fn block_str<'py>(
 }
 
 /// A string field's value as read (see `Fields::get_text`).
-#[derive(Clone)]
 pub(super) enum StrValue<'py> {
     Str(Bound<'py, PyString>),
     Digits(String),
