@@ -9,6 +9,10 @@ use serde::{Deserialize, Serialize, Serializer};
 use crate::cutoff::{Clause, Size};
 use crate::economics::{Pricing, PRESETS};
 
+/// The largest window a model may be said to have: sizes are kept as `f64`, exact
+/// below 2^53, and no model comes near.
+pub const MAX_WINDOW: u64 = 1 << 53;
+
 /// A `(kind, value)` pair: `("messages", n)`, `("tokens", n)` or `("fraction", f)`.
 impl<'de> Deserialize<'de> for Size {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

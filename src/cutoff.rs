@@ -19,6 +19,26 @@ pub struct PairShape {
     pub tool_name: Option<String>,
 }
 
+impl PairShape {
+    /// What identifies the message apart from its content, which an edit rewrites:
+    /// its role, the calls it makes and the results it answers (never 0, which means
+    /// "unknown"). An edit carries its message's, so that applying it to another
+    /// list, or to this one shifted, is caught instead of rewriting the wrong message.
+    pub fn identity(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        // SipHash with fixed keys: the same in every process, so pickled edits check.
+        let mut h = std::hash::DefaultHasher::new();
+        (
+            self.role.map(Role::type_name),
+            self.is_result,
+            &self.calls,
+            &self.results,
+        )
+            .hash(&mut h);
+        (h.finish() >> 1).max(1)
+    }
+}
+
 /// A size of context: `("messages", n)`, `("tokens", n)` or `("fraction", f)` of the
 /// model's `max_input_tokens`.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -8,7 +8,7 @@ use crate::cutoff::{any_clause_fires, find_cutoff, Clause, PairShape, Size};
 use crate::economics::Batch;
 use crate::message::Message;
 use crate::passes::{self, Change, Edit, Memos, Pass, Skeleton, View};
-use crate::tokens::{anchored_total, Anchored, HeuristicParams, Measure};
+use crate::tokens::{anchored_total, Anchored, Calibration, HeuristicParams, Measure};
 
 /// What one pass did.
 #[derive(Clone, Debug, PartialEq)]
@@ -31,9 +31,9 @@ pub struct Plan {
     /// Where a summary would cut (pair-safe), when one is needed and possible.
     pub summary_cutoff: Option<usize>,
     /// The view's true size after the passes: anchored on provider usage, the rest
-    /// scaled by the real/estimated ratio.
+    /// estimated with the calibration the anchors give.
     pub true_tokens: f64,
-    pub ratio: f64,
+    pub calibration: Calibration,
     /// The message whose usage anchored `true_tokens`.
     pub anchor: Option<usize>,
     /// Messages before this index are settled: batched edits among them are committed.
@@ -67,8 +67,13 @@ pub struct PlanInput<'a, 'm> {
     pub usage: Vec<Option<(u64, u64)>>,
     /// Usage before this index counted another view (before the last summary or batch).
     pub min_anchor: usize,
-    /// The real/estimated ratio an earlier anchor found (1.0 when none did).
-    pub prior_ratio: f64,
+    /// How usage related to the estimate on an earlier view (the plain estimate when
+    /// nothing is known).
+    pub prior: Calibration,
+    /// The usage counted the messages unedited (a history whose views this planner
+    /// did not make, such as the first call on a conversation from elsewhere), not the
+    /// view with this plan's edits.
+    pub usage_of_unedited: bool,
     /// With a price model: messages before this index are settled (see `Plan::settled`).
     pub settled: Option<usize>,
     /// Model calls made before the view's first message (summarized away).
@@ -115,7 +120,7 @@ struct Passed {
 /// The passes whose edits rewrite older messages, so commit only as batches; the
 /// budget pass edits results as they arrive, and the time-gap pass edits what the
 /// cache has already dropped.
-fn batched(pass: Pass) -> bool {
+pub fn batched(pass: Pass) -> bool {
     matches!(
         pass,
         Pass::TruncateArgs | Pass::Clearing | Pass::Dedupe | Pass::Collapse
@@ -298,7 +303,8 @@ fn plan_with(input: PlanInput<'_, '_>, memo: &Memos, cfg: &PlanConfig) -> Plan {
         fixed: input.fixed,
         usage: &input.usage,
         min_anchor: input.min_anchor,
-        prior_ratio: input.prior_ratio,
+        prior: input.prior,
+        unedited: input.usage_of_unedited.then_some(tokens.as_slice()),
     };
     // `barely`: the trigger pressed a batch that left the view just under it.
     let (passed, settled, committed_at, barely) = match cfg.pricing {
@@ -323,9 +329,9 @@ fn plan_with(input: PlanInput<'_, '_>, memo: &Memos, cfg: &PlanConfig) -> Plan {
                 Some(p) => {
                     let stay = run_passes(&ctx, n, &cfg, Some(&kept));
                     let without = truth.of(&stay.tokens, n);
-                    let with = without.total - without.ratio * (stay.total - full.total);
-                    let prefix =
-                        without.ratio * (input.fixed + stay.tokens[..p].iter().sum::<f64>());
+                    let scale = without.calibration;
+                    let with = without.total - scale.ratio * (stay.total - full.total);
+                    let prefix = scale.apply(input.fixed + stay.tokens[..p].iter().sum::<f64>());
                     let is_ai = |s: &Skeleton| s.role == crate::message::Role::Ai;
                     let batch = Batch {
                         size_without: without.total,
@@ -366,7 +372,8 @@ fn plan_with(input: PlanInput<'_, '_>, memo: &Memos, cfg: &PlanConfig) -> Plan {
     let summary_cutoff = match (summary_needed, cfg.keep) {
         (true, Some(keep)) => {
             // Keep is measured in true sizes, as the window is.
-            let scaled: Vec<f64> = passed.tokens.iter().map(|t| t * anchored.ratio).collect();
+            let ratio = anchored.calibration.ratio;
+            let scaled: Vec<f64> = passed.tokens.iter().map(|t| t * ratio).collect();
             // Edits never change who calls what, so the raw messages' shapes hold.
             let cut = match &input.shapes {
                 Some(shapes) if shapes.len() == n => {
@@ -390,7 +397,7 @@ fn plan_with(input: PlanInput<'_, '_>, memo: &Memos, cfg: &PlanConfig) -> Plan {
         summary_needed,
         summary_cutoff,
         true_tokens: anchored.total,
-        ratio: anchored.ratio,
+        calibration: anchored.calibration,
         anchor: anchored.anchor,
         settled,
         batch_at: committed_at,
@@ -414,7 +421,10 @@ struct Truth<'a> {
     fixed: f64,
     usage: &'a [Option<(u64, u64)>],
     min_anchor: usize,
-    prior_ratio: f64,
+    prior: Calibration,
+    /// The messages' estimates before any edit, when the usage counted them so (see
+    /// `PlanInput::usage_of_unedited`).
+    unedited: Option<&'a [f64]>,
 }
 
 impl Truth<'_> {
@@ -422,6 +432,17 @@ impl Truth<'_> {
     /// usage reported before message `before`.
     fn of(&self, tokens: &[f64], before: usize) -> Anchored {
         let usage = &self.usage[..self.usage.len().min(before)];
-        anchored_total(self.fixed, tokens, usage, self.min_anchor, self.prior_ratio)
+        match self.unedited {
+            // Calibrated on what the usage counted; the edits then save what they save,
+            // at the ratio found.
+            Some(unedited) if unedited.len() == tokens.len() => {
+                let mut a =
+                    anchored_total(self.fixed, unedited, usage, self.min_anchor, self.prior);
+                let saved = unedited.iter().sum::<f64>() - tokens.iter().sum::<f64>();
+                a.total = (a.total - a.calibration.ratio * saved).max(0.0).ceil();
+                a
+            }
+            _ => anchored_total(self.fixed, tokens, usage, self.min_anchor, self.prior),
+        }
     }
 }

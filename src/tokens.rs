@@ -78,6 +78,10 @@ impl Default for HeuristicParams {
 /// characters per token for them.
 pub const ANTHROPIC_CHARS_PER_TOKEN: f64 = 3.3;
 
+/// The heuristic's characters a token that a caller may set: no tokenizer packs fewer
+/// than a quarter of a character, or more than 64, into a token.
+pub const CHARS_PER_TOKEN_RANGE: std::ops::RangeInclusive<f64> = 0.25..=64.0;
+
 impl HeuristicParams {
     /// The heuristic with the caller's `chars_per_token`, else the model's default
     /// (Anthropic's tokenizer packs fewer characters into a token).
@@ -86,12 +90,16 @@ impl HeuristicParams {
         let chars_per_token = match chars_per_token {
             None if anthropic => ANTHROPIC_CHARS_PER_TOKEN,
             None => default.chars_per_token,
-            Some(c) if c.is_finite() && c > 0.0 => c,
-            Some(_) => {
+            Some(c) if CHARS_PER_TOKEN_RANGE.contains(&c) => c,
+            Some(c) => {
                 return Err(InputError::new(
                     None,
                     "chars_per_token",
-                    "must be a positive number",
+                    format!(
+                        "must be a number from {} to {}, got {c:?}",
+                        CHARS_PER_TOKEN_RANGE.start(),
+                        CHARS_PER_TOKEN_RANGE.end()
+                    ),
                 ))
             }
         };
@@ -279,7 +287,12 @@ pub fn breakdown(shapes: &[&PairShape], per_message: &[f64]) -> Breakdown {
         for (id, name) in &shape.calls {
             call_names.insert(id, name);
         }
-        let role = shape.role.map_or("unknown", Role::type_name);
+        // A user message of tool_result blocks (Anthropic's shape) is a tool result.
+        let role = if shape.is_result {
+            Role::Tool.type_name()
+        } else {
+            shape.role.map_or("unknown", Role::type_name)
+        };
         out.roles.push(role);
         *out.per_role.entry(role.to_owned()).or_default() += tokens;
         let tool = shape.is_result.then(|| {
@@ -302,62 +315,168 @@ pub fn breakdown(shapes: &[&PairShape], per_message: &[f64]) -> Breakdown {
     out
 }
 
+/// How reported usage relates to the estimate: `usage = offset + ratio * estimate`.
+/// The offset is what the caller did not pass (a system prompt, tool schemas, the
+/// provider's own framing); the ratio is how the provider's tokenizer differs from
+/// the estimate, which real tokenizers bound (see `MIN_RATIO`, `MAX_RATIO`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Calibration {
+    pub offset: f64,
+    pub ratio: f64,
+}
+
+impl Default for Calibration {
+    fn default() -> Self {
+        Calibration {
+            offset: 0.0,
+            ratio: 1.0,
+        }
+    }
+}
+
+/// The least and most a provider's tokens per estimated token can be: English under
+/// o200k is a little under 1, code and JSON near 1.2, and Chinese or Japanese about a
+/// token a character, 3 to 4 times the 4-characters-a-token estimate.
+pub const MIN_RATIO: f64 = 0.5;
+pub const MAX_RATIO: f64 = 4.0;
+
+/// How much the prior ratio weighs against what the anchors measured, in estimated
+/// tokens: a span of a few short messages says little (their framing and rounding
+/// dominate it), a long one says nearly all.
+const PRIOR_WEIGHT: f64 = 64.0;
+
+impl Calibration {
+    /// A calibration whose numbers can be trusted: a ratio within the tokenizers'
+    /// bounds, a non-negative offset (anything else, from a corrupted state say, gives
+    /// the plain estimate's).
+    pub fn checked(offset: f64, ratio: f64) -> Self {
+        let ratio = if ratio.is_finite() && ratio > 0.0 {
+            ratio.clamp(MIN_RATIO, MAX_RATIO)
+        } else {
+            1.0
+        };
+        let offset = if offset.is_finite() && offset > 0.0 {
+            offset
+        } else {
+            0.0
+        };
+        Calibration { offset, ratio }
+    }
+
+    /// The true size of an estimate.
+    pub fn apply(&self, estimate: f64) -> f64 {
+        self.offset + self.ratio * estimate
+    }
+
+    /// The calibration that makes `estimate` come out as `real`, keeping this ratio
+    /// when it can: what the estimate misses is an offset, unless the estimate is the
+    /// larger, when the ratio is what is off.
+    fn fitted_at(&self, estimate: f64, real: f64) -> Self {
+        let offset = real - self.ratio * estimate;
+        if offset >= 0.0 {
+            return Calibration {
+                offset,
+                ratio: self.ratio,
+            };
+        }
+        let ratio = (real / estimate).clamp(MIN_RATIO, MAX_RATIO);
+        Calibration {
+            offset: (real - ratio * estimate).max(0.0),
+            ratio,
+        }
+    }
+}
+
 /// A count anchored on provider usage.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Anchored {
     pub total: f64,
     /// Index of the anchoring AI message, if one was used.
     pub anchor: Option<usize>,
-    /// Real / estimated tokens: of the anchored prefix, else the prior ratio.
-    pub ratio: f64,
+    /// How usage relates to the estimate, as the anchors say (the prior without one).
+    pub calibration: Calibration,
 }
 
-/// Total tokens of `fixed` (system prompt and tools) plus the messages, using the
-/// newest message at or after `min_anchor` that reports usage: its input plus output
-/// tokens are the true size of everything up to it, and the estimate of the messages
-/// after it is scaled by the real/estimated ratio of that prefix. Whether an anchor
-/// counts is the caller's to say (`min_anchor`: usage before it counted another view),
-/// never how far it is from the estimate: text in Chinese, images and large system
-/// prompts are exactly where the estimate is off. Without an anchor the estimate is
-/// scaled by `prior_ratio`, the ratio an earlier anchor found.
+/// Total tokens of `fixed` (system prompt and tools) plus the messages, anchored on
+/// the provider usage that messages at or after `min_anchor` report (usage before it
+/// counted another view; the caller says so, never the distance from the estimate:
+/// Chinese text, images and large system prompts are exactly where the estimate is
+/// off).
+///
+/// An anchor's input plus output tokens are the true size of everything up to it. The
+/// ratio is what the messages between two anchors really cost (the later input less
+/// the earlier input and output) over their estimate: those are tool results and user
+/// messages, the same kind as the messages after the newest anchor, which is what it
+/// scales (an answer's own size is its output, and the heuristic counts its tool calls
+/// otherwise than a provider does), weighed with the prior ratio where the span is
+/// short, and bounded to what tokenizers differ by. What
+/// is left at the newest anchor is an `offset`, the part of the request the caller
+/// did not pass. Without any anchor the estimate takes `prior` (what an earlier view's
+/// anchors found).
+///
+/// The count never falls when messages are only appended: it is the largest of the
+/// counts each earlier prefix of the same messages would have had, which a newer
+/// anchor that reports less than an over-scaled estimate cannot undo.
 pub fn anchored_total(
     fixed: f64,
     per_message: &[f64],
     usage: &[Option<(u64, u64)>],
     min_anchor: usize,
-    prior_ratio: f64,
+    prior: Calibration,
 ) -> Anchored {
-    let estimate = fixed + per_message.iter().sum::<f64>();
-    let prior = if prior_ratio.is_finite() && prior_ratio > 0.0 {
-        prior_ratio
-    } else {
-        1.0
-    };
-    let plain = Anchored {
-        total: (estimate * prior).ceil(),
-        anchor: None,
-        ratio: prior,
-    };
-    let found = usage
-        .iter()
-        .enumerate()
-        .take(per_message.len())
-        .skip(min_anchor)
-        .rev()
-        .find_map(|(i, u)| u.map(|(input, output)| (i, input.saturating_add(output))));
-    let Some((a, real)) = found else {
-        return plain;
-    };
-    let prefix = fixed + per_message[..=a].iter().sum::<f64>();
-    if real == 0 || prefix <= 0.0 {
-        return plain;
+    let prior = Calibration::checked(prior.offset, prior.ratio);
+    let mut estimate = fixed;
+    let mut calibration = prior;
+    let mut anchor = None;
+    // The previous anchor's input plus output, and the estimate of what came since.
+    let mut previous: Option<f64> = None;
+    let mut since = 0.0;
+    // What the messages between anchors cost, and their estimate.
+    let (mut span_real, mut span_estimate) = (0.0, 0.0);
+    // The count of the prefix read so far, and the most any shorter prefix had.
+    let mut count = prior.apply(fixed);
+    let mut most = count;
+    for (i, &tokens) in per_message.iter().enumerate() {
+        estimate += tokens;
+        let reported = usage
+            .get(i)
+            .copied()
+            .flatten()
+            .filter(|&(input, output)| i >= min_anchor && input.saturating_add(output) > 0);
+        match reported {
+            Some((input, output)) if estimate > 0.0 => {
+                let (input, output) = (input as f64, output as f64);
+                if let Some(end) = previous {
+                    span_real += input - end;
+                    span_estimate += since;
+                }
+                let ratio = if previous.is_some() {
+                    let weighed = span_real + PRIOR_WEIGHT * prior.ratio;
+                    (weighed / (span_estimate + PRIOR_WEIGHT)).clamp(MIN_RATIO, MAX_RATIO)
+                } else {
+                    calibration.ratio
+                };
+                calibration = Calibration {
+                    offset: calibration.offset,
+                    ratio,
+                }
+                .fitted_at(estimate, input + output);
+                anchor = Some(i);
+                previous = Some(input + output);
+                since = 0.0;
+                count = input + output;
+            }
+            _ => {
+                since += tokens;
+                count += calibration.ratio * tokens;
+            }
+        }
+        most = most.max(count);
     }
-    let ratio = real as f64 / prefix;
-    let tail: f64 = per_message[a + 1..].iter().sum();
     Anchored {
-        total: real as f64 + (tail * ratio).ceil(),
-        anchor: Some(a),
-        ratio,
+        total: most.ceil(),
+        anchor,
+        calibration,
     }
 }
 
@@ -524,25 +643,127 @@ mod tests {
         assert_eq!(bpe_text_tokens(Encoding::O200kBase, ""), 0);
     }
 
+    fn anchored(
+        per: &[f64],
+        usage: &[Option<(u64, u64)>],
+        min: usize,
+        prior: Calibration,
+    ) -> Anchored {
+        anchored_total(0.0, per, usage, min, prior)
+    }
+
     #[test]
-    fn anchoring_uses_newest_usage_and_calibrates_tail() {
+    fn one_anchor_takes_what_the_estimate_missed_as_an_offset() {
         let per = [10.0, 10.0, 10.0, 10.0];
         let usage = [None, Some((25, 5)), None, None];
-        // prefix estimate 20 vs real 30 -> ratio 1.5; tail 20 * 1.5 = 30.
-        let a = anchored_total(0.0, &per, &usage, 0, 1.0);
+        // Real 30 for an estimate of 20: 10 tokens the caller did not pass; the tail
+        // counts as estimated.
+        let a = anchored(&per, &usage, 0, Calibration::default());
         assert_eq!(a.anchor, Some(1));
-        assert_eq!(a.total, 60.0);
-        assert!((a.ratio - 1.5).abs() < 1e-9);
+        assert_eq!(a.total, 50.0);
+        assert_eq!(
+            a.calibration,
+            Calibration {
+                offset: 10.0,
+                ratio: 1.0
+            }
+        );
         // An anchor before min_anchor is ignored.
-        assert_eq!(anchored_total(0.0, &per, &usage, 2, 1.0).anchor, None);
-        // Far from the estimate (Chinese text: about a token a character) still
-        // counts: 200 real for 20 estimated, the tail scaled by 10.
-        let far = [None, Some((200, 0)), None, None];
-        let b = anchored_total(0.0, &per, &far, 0, 1.0);
-        assert_eq!((b.anchor, b.total), (Some(1), 400.0));
-        // Without a valid anchor the prior ratio scales the estimate.
-        let c = anchored_total(0.0, &per, &far, 2, 4.0);
-        assert_eq!((c.anchor, c.total, c.ratio), (None, 160.0, 4.0));
+        assert_eq!(
+            anchored(&per, &usage, 2, Calibration::default()).anchor,
+            None
+        );
+        // A system prompt the caller did not pass (6,700 tokens against a 100-token
+        // estimate) is an offset: a large tool result after it counts as estimated,
+        // not 68 times over.
+        let big = [50.0, 50.0, 5_600.0];
+        let reported = [None, Some((6_720, 116)), None];
+        let b = anchored(&big, &reported, 0, Calibration::default());
+        assert_eq!(b.total, 6_836.0 + 5_600.0);
+    }
+
+    #[test]
+    fn two_anchors_fit_the_ratio_within_the_tokenizers_bounds() {
+        // Chinese text: about three real tokens an estimated one, and 500 hidden. The
+        // tool result between the answers cost 31,100 - 1,100; the second answer's 300
+        // is its output.
+        let per = [100.0, 100.0, 10_000.0, 100.0, 100.0];
+        let usage = [None, Some((1_100, 0)), None, Some((31_100, 300)), None];
+        let a = anchored(&per, &usage, 0, Calibration::default());
+        let c = a.calibration;
+        // A span this long outweighs the prior (1.0) nearly entirely.
+        assert!((c.ratio - 3.0).abs() < 0.02, "{c:?}");
+        assert!((c.offset + c.ratio * 10_300.0 - 31_400.0).abs() < 1e-6);
+        assert_eq!(a.total, (31_400.0 + 100.0 * c.ratio).ceil());
+        // A short span is weighed with the prior: 100 tokens that cost 300 say the
+        // ratio is nearer 2.2 than 3.
+        let short = [100.0; 5];
+        let few = [None, Some((1_100, 0)), None, Some((1_400, 300)), None];
+        let r = anchored(&short, &few, 0, Calibration::default())
+            .calibration
+            .ratio;
+        assert!((r - 364.0 / 164.0).abs() < 1e-9);
+        // A ratio beyond what tokenizers differ by is bounded.
+        let wild = [None, Some((1_100, 0)), None, Some((91_100, 0)), None];
+        assert_eq!(
+            anchored(&per, &wild, 0, Calibration::default())
+                .calibration
+                .ratio,
+            MAX_RATIO
+        );
+        // Without a valid anchor the prior calibration holds.
+        let prior = Calibration {
+            offset: 500.0,
+            ratio: 3.0,
+        };
+        let c = anchored(&short, &few, 4, prior);
+        assert_eq!((c.anchor, c.total, c.calibration), (None, 2_000.0, prior));
+    }
+
+    #[test]
+    fn an_estimate_above_the_usage_lowers_the_ratio() {
+        let per = [100.0, 100.0];
+        let a = anchored(&per, &[None, Some((160, 0))], 0, Calibration::default());
+        assert_eq!(
+            a.calibration,
+            Calibration {
+                offset: 0.0,
+                ratio: 0.8
+            }
+        );
+        // Never below what tokenizers allow, nor a negative offset.
+        let b = anchored(&per, &[None, Some((20, 0))], 0, Calibration::default());
+        assert_eq!(
+            b.calibration,
+            Calibration {
+                offset: 0.0,
+                ratio: MIN_RATIO
+            }
+        );
+    }
+
+    #[test]
+    fn appending_never_lowers_the_count() {
+        // The first anchor says the estimate is half the truth (offset 0, ratio 2 from
+        // the prior); the second reports less than that scaled estimate.
+        let per = [100.0, 100.0, 1_000.0, 50.0];
+        let usage = [None, Some((400, 0)), None, Some((1_500, 0))];
+        let prior = Calibration {
+            offset: 0.0,
+            ratio: 2.0,
+        };
+        let counts: Vec<f64> = (1..=4)
+            .map(|n| anchored_total(0.0, &per[..n], &usage[..n], 0, prior).total)
+            .collect();
+        assert_eq!(counts, vec![200.0, 400.0, 2_400.0, 2_400.0]);
+    }
+
+    #[test]
+    fn a_corrupted_prior_is_the_plain_estimate() {
+        for (offset, ratio) in [(f64::NAN, f64::INFINITY), (-5.0, -1.0), (0.0, 0.0)] {
+            let c = anchored(&[10.0], &[None], 0, Calibration { offset, ratio });
+            assert_eq!(c.total, 10.0);
+        }
     }
 
     proptest::proptest! {

@@ -44,7 +44,7 @@ def _reads(n: int, chars: int = 8_000) -> list[BaseMessage]:
 
 
 def _progress(**kw: Any) -> dict[str, Any]:
-    return {"min_anchor": 0, "ratio": 1.0, "settled": None, "calls_before": 0, **kw}
+    return {"min_anchor": 0, "ratio": 1.0, "offset": 0.0, "settled": None, "calls_before": 0, **kw}
 
 
 def _plan(msgs: list[Any], progress: dict[str, Any], **kw: Any) -> fastcompact._core.PlanOutcome:
@@ -64,23 +64,31 @@ def test_an_anchor_from_before_the_last_batch_or_summary_is_ignored():
     ]
     estimate = _plan(msgs, _progress(min_anchor=3)).tokens_after
     anchored = _plan(msgs, _progress())
-    # Anchored: the reported 1,000 plus the tail scaled by 1,000 / (estimate of the prefix).
+    # Anchored: the reported 1,000, of which what the estimate of the prefix misses is a
+    # fixed offset (what the caller did not pass), plus the tail as estimated.
     prefix = fastcompact.count_tokens(msgs[:2])
     assert anchored.anchor == 1
-    assert anchored.true_tokens == 1_000 + math.ceil(fastcompact.count_tokens(msgs[2:]) * 1_000 / prefix)
+    assert anchored.true_tokens == 1_000 + fastcompact.count_tokens(msgs[2:])
+    assert (anchored.offset, anchored.ratio) == (1_000 - prefix, 1.0)
     # Usage from before the last batch (or summary) counted another view: the estimate.
     ignored = _plan(msgs, _progress(min_anchor=2))
     assert (ignored.anchor, ignored.true_tokens) == (None, estimate)
 
 
 def test_calibration_survives_a_summary():
-    # Right after a summary no usage counts the new view yet: the ratio kept in state
-    # scales the estimate.
+    # Right after a summary no usage counts the new view yet: the offset and ratio kept
+    # in state calibrate the estimate.
     msgs = [HumanMessage("summary " * 100), AIMessage("ok " * 100)]
     estimate = _plan(msgs, _progress(min_anchor=2)).tokens_after
     after = _plan(msgs, _progress(min_anchor=2, ratio=3.5))
     assert after.true_tokens == math.ceil(estimate * 3.5)
     assert after.ratio == 3.5
+    both = _plan(msgs, _progress(min_anchor=2, ratio=3.0, offset=2_500.0))
+    assert (both.true_tokens, both.offset) == (2_500 + 3 * estimate, 2_500.0)
+    # A state that says otherwise (a ratio no tokenizer has, a negative offset) is
+    # bounded, never taken as it is.
+    wild = _plan(msgs, _progress(min_anchor=2, ratio=185.2, offset=-40.0))
+    assert (wild.ratio, wild.offset) == (4.0, 0.0)
 
 
 def test_a_trigger_fires_on_reported_usage_alone():

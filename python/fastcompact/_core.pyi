@@ -1,7 +1,7 @@
 """Type stubs for the Rust extension module ``fastcompact._core``."""
 
 from collections.abc import Callable
-from typing import Any, TypedDict, final
+from typing import Any, NotRequired, TypedDict, final
 
 __all__ = [
     "PRICING_PRESETS",
@@ -21,6 +21,7 @@ __all__ = [
     "defaults",
     "fallback_summary",
     "find_cutoff",
+    "identities",
     "input_error",
     "normalize",
     "pass_defaults",
@@ -96,10 +97,19 @@ class Edit:
     """One rewrite: message ``index``'s ``field`` (``"content"``, or ``"tool_args"`` of
     tool call ``call``) becomes ``value``; ``pass_name`` says which pass made it.
     ``fingerprint`` identifies the rewrite (0 when unknown), so that the same edit of
-    the same message is recognised across turns without comparing values."""
+    the same message is recognised across turns without comparing values; ``target``
+    identifies the message it was made for (its role and tool calls or results; 0 when
+    unknown), which ``apply_edits`` checks."""
 
     def __new__(
-        cls, index: int, pass_name: str, field: str, value: Any, call: int | None = None, fingerprint: int = 0
+        cls,
+        index: int,
+        pass_name: str,
+        field: str,
+        value: Any,
+        call: int | None = None,
+        fingerprint: int = 0,
+        target: int = 0,
     ) -> Edit: ...
     @property
     def index(self) -> int: ...
@@ -113,9 +123,11 @@ class Edit:
     def call(self) -> int | None: ...
     @property
     def fingerprint(self) -> int: ...
+    @property
+    def target(self) -> int: ...
     def __eq__(self, value: object, /) -> bool: ...
     def __hash__(self) -> int: ...
-    def __reduce__(self) -> tuple[type[Edit], tuple[int, str, str, Any, int | None, int]]: ...
+    def __reduce__(self) -> tuple[type[Edit], tuple[int, str, str, Any, int | None, int, int]]: ...
 
 @final
 class PassStats:
@@ -133,6 +145,9 @@ class PassStats:
     @property
     def saved(self) -> int:
         """Tokens the pass took off."""
+    @property
+    def batched(self) -> bool:
+        """Whether the pass rewrites older messages, so commits only whole batches."""
     def __eq__(self, value: object, /) -> bool: ...
     def __hash__(self) -> int: ...
     def __reduce__(self) -> tuple[type[PassStats], tuple[str, int, int, int]]: ...
@@ -153,11 +168,14 @@ class PlanOutcome:
     def summary_needed(self) -> bool: ...
     @property
     def summary_cutoff(self) -> int | None: ...
-    # The view's size anchored on provider usage, and the real/estimated ratio.
+    # The view's size anchored on provider usage, and how usage relates to the estimate
+    # (usage = offset + ratio * estimate).
     @property
     def true_tokens(self) -> int: ...
     @property
     def ratio(self) -> float: ...
+    @property
+    def offset(self) -> float: ...
     @property
     def anchor(self) -> int | None: ...
     # Messages before `settled` are settled; a batch committed at `batch_at`.
@@ -176,8 +194,10 @@ class _Progress(TypedDict):
 
     min_anchor: int
     ratio: float
+    offset: NotRequired[float]
     settled: int | None
     calls_before: int
+    usage_of_unedited: NotRequired[bool]
 
 @final
 class PlanSettings:
@@ -216,6 +236,7 @@ def fallback_summary(
     messages: Any, previous_summary: str | None, todos: list[tuple[str, str]], max_chars: int
 ) -> str: ...
 def normalize(messages: Any) -> list[dict[str, Any]]: ...
+def identities(messages: Any) -> list[int]: ...
 def _read_each(
     messages: Any, opts: CountOptions, convert: bool
 ) -> list[tuple[int, list[tuple[str, str]], list[str], bool, bool, str | None]]: ...

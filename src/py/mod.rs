@@ -24,6 +24,7 @@ mod _core {
 
     use super::read;
     use super::sizes;
+    use crate::config::MAX_WINDOW;
     use crate::cutoff;
     use crate::message::InputError as CoreInputError;
     use crate::message::Message;
@@ -239,15 +240,15 @@ mod _core {
         let is_int =
             v.is_instance_of::<pyo3::types::PyInt>() && !v.is_instance_of::<pyo3::types::PyBool>();
         let window = is_int.then(|| v.extract::<u64>().ok()).flatten();
-        match window.filter(|n| *n >= 1) {
-            Some(n) => Ok(Some(n)),
-            None => Err(CoreInputError::new(
-                None,
-                "max_input_tokens",
-                format!("expected a positive int, got {}", v.repr()?),
-            )
-            .into()),
-        }
+        let reason = match window {
+            Some(n) if (1..=MAX_WINDOW).contains(&n) => return Ok(Some(n)),
+            _ if is_int && v.gt(0)? => format!(
+                "{} is more than any model's window (at most {MAX_WINDOW})",
+                v.repr()?
+            ),
+            _ => format!("expected a positive int, got {}", v.repr()?),
+        };
+        Err(CoreInputError::new(None, "max_input_tokens", reason).into())
     }
 
     /// Raw-state cutoff of an effective-view cutoff, after an optional prior one.
@@ -259,7 +260,11 @@ mod _core {
 
     /// Exact tokens of a text under a BPE encoding (no message framing).
     #[pyfunction]
-    fn count_text(py: Python<'_>, text: &str, encoding: &str) -> PyResult<u64> {
+    fn count_text(
+        py: Python<'_>,
+        text: &Bound<'_, pyo3::types::PyString>,
+        encoding: &str,
+    ) -> PyResult<u64> {
         let enc = Encoding::parse(encoding)
             .filter(|e| *e != Encoding::Heuristic)
             .ok_or_else(|| {
@@ -269,7 +274,9 @@ mod _core {
                     format!("expected 'o200k_base' or 'cl100k_base', got {encoding:?}"),
                 ))
             })?;
-        let text = text.to_owned();
+        // Lone surrogates cannot be UTF-8: counted as the replacement character, as
+        // message texts are.
+        let text = text.to_string_lossy().into_owned();
         Ok(py.detach(move || tokens::bpe_text_tokens(enc, &text)))
     }
 
@@ -305,6 +312,17 @@ mod _core {
         Ok(py.detach(|| {
             crate::render::fallback_summary(&refs, previous_summary.as_deref(), &todos, max_chars)
         }))
+    }
+
+    /// What identifies each message apart from its content (see
+    /// `PairShape::identity`): what an edit's `target` is checked against.
+    #[pyfunction]
+    fn identities(messages: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
+        let msgs = read::read_all(messages)?;
+        Ok(msgs
+            .iter()
+            .map(|m| cutoff::PairShape::from(m).identity())
+            .collect())
     }
 
     /// What the core reads from each message, as plain dicts.

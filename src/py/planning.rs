@@ -150,7 +150,8 @@ pub(super) fn plan<'py>(
             Vec::new()
         },
         min_anchor: progress.min_anchor,
-        prior_ratio: progress.ratio,
+        prior: crate::tokens::Calibration::checked(progress.offset, progress.ratio),
+        usage_of_unedited: progress.usage_of_unedited,
         settled: progress.settled,
         calls_before: progress.calls_before,
     };
@@ -165,7 +166,20 @@ pub(super) fn plan<'py>(
         .map_err(|_| {
             pyo3::exceptions::PyRuntimeError::new_err("fastcompact: internal error while planning")
         })?;
-    let mut out = PlanOutcome::new(py, &result, make_edited.is_none())?;
+    let entries = &counted.read.kept.entries;
+    let target = |i: usize| {
+        entries
+            .get(i)
+            .and_then(|e| e.message.as_deref())
+            .map_or(0, |m| crate::cutoff::PairShape::from(m).identity())
+    };
+    let mut out = PlanOutcome::new(
+        py,
+        &result,
+        make_edited
+            .is_none()
+            .then_some(&target as &dyn Fn(usize) -> u64),
+    )?;
     if let Some(make) = make_edited {
         let view = build_view(py, &mut counted.read.kept.entries, &result.edits, make)?;
         out.view = Some(view.into_any().unbind());
@@ -186,8 +200,13 @@ pub(super) fn plan<'py>(
 pub(super) struct Progress {
     min_anchor: usize,
     ratio: f64,
+    #[pyo3(default)]
+    offset: f64,
     settled: Option<usize>,
     calls_before: usize,
+    /// The usage counted the messages unedited (the first call on a history).
+    #[pyo3(default)]
+    usage_of_unedited: bool,
 }
 
 impl Default for Progress {
@@ -195,8 +214,10 @@ impl Default for Progress {
         Progress {
             min_anchor: 0,
             ratio: 1.0,
+            offset: 0.0,
             settled: None,
             calls_before: 0,
+            usage_of_unedited: false,
         }
     }
 }
@@ -253,7 +274,11 @@ pub(super) fn build_view<'py>(
         }
         let objects = pyo3::types::PyList::empty(py);
         for e in group {
-            objects.append(edit_object(py, e)?)?;
+            let target = entry
+                .message
+                .as_deref()
+                .map_or(0, |m| crate::cutoff::PairShape::from(m).identity());
+            objects.append(edit_object(py, e, target)?)?;
         }
         let edited = make.call1((entry.object(py), objects))?;
         entry.edited = Some((fingerprint, edited.clone().unbind()));

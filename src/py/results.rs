@@ -13,7 +13,9 @@ use crate::passes::Change;
 /// One rewrite: message ``index``'s ``field`` (``"content"``, or ``"tool_args"`` of
 /// tool call ``call``) becomes ``value``; ``pass_name`` says which pass made it.
 /// ``fingerprint`` identifies the rewrite (0 when unknown), so that the same edit of
-/// the same message is recognised across turns without comparing values.
+/// the same message is recognised across turns without comparing values; ``target``
+/// identifies the message it was made for (its role and tool calls or results; 0 when
+/// unknown), which ``apply_edits`` checks.
 #[pyclass(frozen, get_all, module = "fastcompact")]
 pub(super) struct Edit {
     index: usize,
@@ -22,12 +24,13 @@ pub(super) struct Edit {
     value: Py<PyAny>,
     call: Option<usize>,
     fingerprint: u64,
+    target: u64,
 }
 
 #[pymethods]
 impl Edit {
     #[new]
-    #[pyo3(signature = (index, pass_name, field, value, call=None, fingerprint=0))]
+    #[pyo3(signature = (index, pass_name, field, value, call=None, fingerprint=0, target=0))]
     fn new(
         index: usize,
         pass_name: String,
@@ -35,6 +38,7 @@ impl Edit {
         value: Py<PyAny>,
         call: Option<usize>,
         fingerprint: u64,
+        target: u64,
     ) -> Self {
         Edit {
             index,
@@ -43,18 +47,20 @@ impl Edit {
             value,
             call,
             fingerprint,
+            target,
         }
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         Ok(format!(
-            "Edit(index={}, pass_name={}, field={}, value={}, call={}, fingerprint={})",
+            "Edit(index={}, pass_name={}, field={}, value={}, call={}, fingerprint={}, target={})",
             self.index,
             self.pass_name.as_str().into_pyobject(py)?.repr()?,
             self.field.as_str().into_pyobject(py)?.repr()?,
             self.value.bind(py).repr()?,
             self.call.map_or("None".to_owned(), |c| c.to_string()),
             self.fingerprint,
+            self.target,
         ))
     }
 
@@ -69,6 +75,7 @@ impl Edit {
             && self.field == o.field
             && self.call == o.call
             && self.fingerprint == o.fingerprint
+            && self.target == o.target
             && self.value.bind(other.py()).eq(o.value.bind(other.py()))?)
     }
 
@@ -82,6 +89,7 @@ impl Edit {
             &self.field,
             self.call,
             self.fingerprint,
+            self.target,
         )
             .hash(&mut h);
         h.finish()
@@ -99,6 +107,7 @@ impl Edit {
             e.value.clone_ref(py),
             e.call,
             e.fingerprint,
+            e.target,
         );
         Ok((slf.get_type().into_any(), args.into_pyobject(py)?))
     }
@@ -111,10 +120,11 @@ pub(super) fn edit_fingerprint(e: &crate::passes::Edit) -> u64 {
     ((e.key ^ pass.wrapping_mul(0x9e37_79b9_7f4a_7c15)) >> 1).max(1)
 }
 
-/// A core edit as Python sees it.
+/// A core edit as Python sees it, made for the message `target` identifies.
 pub(super) fn edit_object<'py>(
     py: Python<'py>,
     e: &crate::passes::Edit,
+    target: u64,
 ) -> PyResult<Bound<'py, Edit>> {
     let (field, value, call) = match &e.change {
         Change::Content(text) => ("content", (**text).into_pyobject(py)?.into_any(), None),
@@ -131,6 +141,7 @@ pub(super) fn edit_object<'py>(
         value: value.unbind(),
         call,
         fingerprint: edit_fingerprint(e),
+        target,
     };
     Bound::new(py, edit)
 }
@@ -161,6 +172,15 @@ impl PassStats {
     #[getter]
     fn saved(&self) -> i64 {
         self.tokens_before as i64 - self.tokens_after as i64
+    }
+
+    /// Whether the pass rewrites older messages, so commits only whole batches.
+    #[getter]
+    fn batched(&self) -> bool {
+        crate::passes::Pass::ALL
+            .into_iter()
+            .find(|p| p.name() == self.name)
+            .is_some_and(crate::plan::batched)
     }
 
     fn __repr__(&self) -> String {
@@ -223,9 +243,11 @@ pub(super) struct PlanOutcome {
     pub(super) passes: Vec<Py<PassStats>>,
     pub(super) summary_needed: bool,
     pub(super) summary_cutoff: Option<usize>,
-    /// The view's size anchored on provider usage, and the real/estimated ratio.
+    /// The view's size anchored on provider usage, and how usage relates to the
+    /// estimate (`usage = offset + ratio * estimate`).
     pub(super) true_tokens: u64,
     pub(super) ratio: f64,
+    pub(super) offset: f64,
     pub(super) anchor: Option<usize>,
     /// Messages before `settled` are settled; a batch committed at `batch_at`.
     pub(super) settled: usize,
@@ -236,16 +258,18 @@ pub(super) struct PlanOutcome {
 }
 
 impl PlanOutcome {
+    /// The plan as Python sees it; `with_edits`, its edits too, each made for the
+    /// message `target` identifies (by index).
     pub(super) fn new(
         py: Python<'_>,
         plan: &crate::plan::Plan,
-        with_edits: bool,
+        with_edits: Option<&dyn Fn(usize) -> u64>,
     ) -> PyResult<Self> {
-        let edits = if with_edits {
+        let edits = if let Some(target) = with_edits {
             let objects = plan
                 .edits
                 .iter()
-                .map(|e| edit_object(py, e).map(Bound::unbind));
+                .map(|e| edit_object(py, e, target(e.index)).map(Bound::unbind));
             objects.collect::<PyResult<_>>()?
         } else {
             Vec::new()
@@ -267,7 +291,8 @@ impl PlanOutcome {
             summary_needed: plan.summary_needed,
             summary_cutoff: plan.summary_cutoff,
             true_tokens: plan.true_tokens.ceil() as u64,
-            ratio: plan.ratio,
+            ratio: plan.calibration.ratio,
+            offset: plan.calibration.offset,
             anchor: plan.anchor,
             settled: plan.settled,
             batch_at: plan.batch_at,
