@@ -131,9 +131,10 @@ def test_the_middleware_plans_with_its_config_as_it_now_is():
     from tests.scripted import ScriptedChatModel
 
     msgs = coding_session(600, seed=3)
-    # No summary (its trigger out of reach): the view is the messages, some cleared.
+    # No summary (its trigger and the window out of reach): the view is the messages,
+    # some cleared.
     mw = fastcompact.CompactionMiddleware(config=CompactionConfig(trigger=("tokens", 10**9)))
-    model = ScriptedChatModel(profile={"max_input_tokens": 200_000})
+    model = ScriptedChatModel(profile={"max_input_tokens": 600_000})
 
     def changed_results() -> int:
         seen: list[Any] = []

@@ -451,19 +451,28 @@ def test_archive_through_each_backend_kind(kind: str):
     assert sorted(indices) == list(range(event["cutoff_index"]))
 
 
-def test_a_summary_that_does_not_help_is_not_committed(tmp_path: Path):
-    # Keeping 90% of the window can never land 10% below an 85% trigger.
+def test_a_summary_that_does_not_help_waits_until_the_window_needs_it(
+    tmp_path: Path, plan_log: list[dict[str, Any]]
+):
+    # Keeping 90% of the window can never land 10% below an 85% trigger: over the
+    # trigger but under the window, nothing is summarized.
     config = CompactionConfig(keep=("fraction", 0.9))
     model = _model()
     backend = LocalShellBackend(root_dir=tmp_path, virtual_mode=True)
     agent = _deep_agent(model, tmp_path, mw=CompactionMiddleware(backend=backend, config=config))
-    state = _run(agent, "n", range(1, 40))
+    state = _run(agent, "n", range(1, 25))
+    assert state["_fastcompact"]["last_plan"]["tokens_after"] > 0.85 * WINDOW
     assert state.get("_summarization_event") is None
     assert not (tmp_path / "conversation_history").exists(), "nothing archived for an uncommitted summary"
-    # Not even the extractive summary could help: the summarizer is never called for it.
     assert model.summary_calls == []
-    assert state["_fastcompact"]["backoff_until"] > len(state["messages"]) - 12
-    assert len(state["messages"]) == messages_of_steps(range(1, 40))
+    assert len(state["messages"]) == messages_of_steps(range(1, 25))
+    # The next step takes the view over the window: a summary that brings it back
+    # under commits, above the trigger as it may be.
+    state = _run(agent, "n", range(25, 26))
+    event = state["_summarization_event"]
+    assert event["fastcompact"]["tokens_before"] > WINDOW >= event["fastcompact"]["tokens_after"]
+    assert max(p["tokens_sent"] for p in plan_log) <= WINDOW
+    assert len(list((tmp_path / "conversation_history" / "n").glob("*.md"))) == 1
 
 
 def test_seed_usage_constructs_unchanged_apart_from_the_import():

@@ -40,7 +40,9 @@ from fastcompact.helpers import (
     count_tokens,
     effective_messages,
     find_cutoff,
+    leading_system,
     normalize,
+    partition,
     set_cache_capacity,
     should_compact,
     state_cutoff,
@@ -70,13 +72,20 @@ if TYPE_CHECKING:
         CompactionState,
         CompactionToolMiddleware,
         RecallMiddleware,
+        WindowTooSmallError,
     )
 
 __version__ = "0.1.0"
 
 # The middleware pulls in LangChain's agent machinery: loaded on first use, so the
 # notebook helpers and the command line start fast.
-_MIDDLEWARE = ("CompactionMiddleware", "CompactionState", "CompactionToolMiddleware", "RecallMiddleware")
+_MIDDLEWARE = (
+    "CompactionMiddleware",
+    "CompactionState",
+    "CompactionToolMiddleware",
+    "RecallMiddleware",
+    "WindowTooSmallError",
+)
 
 
 def __getattr__(name: str) -> Any:
@@ -111,6 +120,7 @@ __all__ = [
     "TokenBreakdown",
     "TokenBudgetConfig",
     "TruncateArgsConfig",
+    "WindowTooSmallError",
     "__version__",
     "apply_edits",
     "budget_tool_results",
@@ -125,8 +135,10 @@ __all__ = [
     "effective_messages",
     "find_cutoff",
     "inspect",
+    "leading_system",
     "model_view",
     "normalize",
+    "partition",
     "plan",
     "recall",
     "set_cache_capacity",

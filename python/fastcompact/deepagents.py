@@ -22,8 +22,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from typing_extensions import Unpack
+
 from fastcompact.config import CompactionConfig
-from fastcompact.middleware import CompactionMiddleware, CompactionToolMiddleware
+from fastcompact.middleware import CompactionMiddleware, CompactionToolMiddleware, SummarizationOptions
 
 __all__ = [
     "SummarizationMiddleware",
@@ -46,13 +48,15 @@ class SummarizationMiddleware(CompactionMiddleware):
         *,
         backend: Any = None,
         summarizer: Any = None,
-        **summarization: Any,
+        **summarization: Unpack[SummarizationOptions],
     ) -> None:
         if summarizer is not None:
             raise ValueError(
                 "summarizer: a custom Summarizer is not supported; give the model that writes summaries"
             )
-        given = {k: v for k, v in summarization.items() if v is not None or k == "truncate_args_settings"}
+        given: SummarizationOptions = {  # type: ignore[assignment]
+            k: v for k, v in summarization.items() if v is not None or k == "truncate_args_settings"
+        }
         super().__init__(model, backend=backend, **given)
 
 

@@ -11,6 +11,7 @@ when a summary was made.
 from __future__ import annotations
 
 import re
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -41,6 +42,10 @@ class ReplayModel(BaseChatModel):
     after_request: dict[str, AIMessage] = Field(default_factory=dict)
     after_call: dict[str, AIMessage] = Field(default_factory=dict)
     summaries: int = 0
+    tools: list[Any] = Field(default_factory=list)
+    # The input size of each agent call, as the model counts what it was sent (the
+    # system prompt and the tool schemas included).
+    inputs: list[int] = Field(default_factory=list)
 
     @classmethod
     def of(cls, recorded: list[BaseMessage], **kw: Any) -> ReplayModel:
@@ -61,23 +66,35 @@ class ReplayModel(BaseChatModel):
         return "replay"
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> ReplayModel:
+        self.tools = list(tools)
         return self
 
     def _generate(
         self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
     ) -> ChatResult:
+        from fastcompact import count_tokens
+
         last = messages[-1]
         text = str(last.content)
         if "<transcript>" in str(messages[0].content):
             self.summaries += 1
-            reply = AIMessage(_summary_of(str(messages[0].content)))
-        elif isinstance(last, ToolMessage) and last.tool_call_id in self.after_call:
+            return ChatResult(
+                generations=[ChatGeneration(message=AIMessage(_summary_of(str(messages[0].content))))]
+            )
+        if isinstance(last, ToolMessage) and last.tool_call_id in self.after_call:
             reply = self.after_call[last.tool_call_id]
         elif isinstance(last, HumanMessage) and text in self.after_request:
             reply = self.after_request[text]
         else:
             reply = AIMessage("I have nothing recorded for that.")
-        return ChatResult(generations=[ChatGeneration(message=reply.model_copy())])
+        # Usage as a provider reports it: what it was sent, and what it answered.
+        sent = count_tokens(messages, tools=self.tools)
+        self.inputs.append(sent)
+        answer = count_tokens([reply])
+        usage = {"input_tokens": sent, "output_tokens": answer, "total_tokens": sent + answer}
+        return ChatResult(
+            generations=[ChatGeneration(message=reply.model_copy(update={"usage_metadata": usage}))]
+        )
 
 
 def _summary_of(prompt: str) -> str:
@@ -112,14 +129,55 @@ class DemoResult:
     raw_tokens: int = 0
     last_view_tokens: int = 0
     peak_fill: float = 0.0
+    calls_over_window: int = 0
     archive_files: list[str] = field(default_factory=list)
     root: str = ""
+    kept: bool = True
     seconds: float = 0.0
 
 
-def _gauge(fill: float, width: int = 24) -> str:
+# Marks a folder as the demo's own, so that a later run may reuse it.
+MARKER = ".fastcompact-demo"
+
+
+class DemoError(Exception):
+    """The demo cannot run as asked (its folder, its window)."""
+
+
+# The gauge's full and empty cells, and their ASCII stand-ins.
+BARS = "█░"
+ASCII_BARS = "#-"
+
+
+def _gauge(fill: float, width: int = 24, bars: str = BARS) -> str:
     full = min(width, round(fill * width))
-    return "█" * full + "░" * (width - full)
+    return bars[0] * full + bars[1] * (width - full)
+
+
+def _workdir(root: str | None) -> Path:
+    """The folder the project is copied to: a new temporary one, or ``root`` when it is
+    empty or a previous demo's (whose files are removed first, so that nothing of the
+    earlier run is counted)."""
+    if root is None:
+        workdir = Path(tempfile.mkdtemp(prefix="fastcompact-demo-"))
+    else:
+        workdir = Path(root)
+        if workdir.exists() and not workdir.is_dir():
+            raise DemoError(f"--root {root}: not a directory")
+        if workdir.is_dir() and any(workdir.iterdir()):
+            if not (workdir / MARKER).is_file():
+                raise DemoError(
+                    f"--root {root}: the folder is not empty and not an earlier demo's; give an empty "
+                    "or new folder"
+                )
+            for child in workdir.iterdir():
+                shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+        try:
+            workdir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise DemoError(f"--root {root}: {e.strerror or e}") from e
+    (workdir / MARKER).write_text("A fastcompact demo's project; a later demo run may replace it.\n")
+    return workdir
 
 
 def run(
@@ -127,9 +185,12 @@ def run(
     fast: bool = False,
     window: int | None = None,
     root: str | None = None,
+    keep: bool = False,
+    ascii_bars: bool = False,
     echo: Callable[[str], None] = print,
 ) -> DemoResult:
-    """Run the demo and return its figures; ``echo`` receives one line per turn."""
+    """Run the demo and return its figures; ``echo`` receives one line per turn. A
+    temporary project is removed at the end unless ``keep``; a ``root`` given is kept."""
     from deepagents import create_deep_agent
     from deepagents.backends import LocalShellBackend
     from langchain.agents.middleware import TodoListMiddleware
@@ -137,7 +198,7 @@ def run(
     from langgraph.checkpoint.memory import InMemorySaver
 
     import fastcompact
-    from fastcompact import CompactionMiddleware
+    from fastcompact import CompactionMiddleware, WindowTooSmallError
 
     started = time.perf_counter()
     recorded = load_session("coding")
@@ -145,73 +206,97 @@ def run(
     if fast:
         requests = requests[:FAST_TURNS]
     window = window or (FAST_WINDOW if fast else WINDOW)
-    workdir = Path(root) if root else Path(tempfile.mkdtemp(prefix="fastcompact-demo-"))
-    for path, text in session_files("coding").items():
-        target = workdir / path.lstrip("/")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-
-    model = ReplayModel.of(recorded, profile={"max_input_tokens": window})
-    backend = LocalShellBackend(root_dir=workdir, virtual_mode=True)
-    mw = CompactionMiddleware(backend=backend)
-    middleware: list[Any] = [mw, TodoListMiddleware()]
-    agent = create_deep_agent(
-        model=model, backend=backend, middleware=middleware, checkpointer=InMemorySaver()
-    )
-    cfg: RunnableConfig = {"configurable": {"thread_id": "demo"}}
-    result = DemoResult(turns=len(requests), model_calls=0, root=str(workdir))
-    echo(f"A DeepAgents coding agent, replayed offline: {len(requests)} requests, a {window:,}-token window.")
-    echo(f"Project copied to {workdir}\n")
-    previous: dict[str, int] = {}
-    last_cut = 0
-    for turn, request in enumerate(requests, 1):
-        calls_before = model.summaries
-        agent.invoke({"messages": [HumanMessage(request)]}, cfg)
-        state = agent.get_state(cfg).values
-        plan = (state.get("_fastcompact") or {}).get("last_plan") or {}
-        fill = plan.get("tokens_after", 0) / window
-        result.peak_fill = max(result.peak_fill, fill)
-        fired = []
-        for p in plan.get("passes", []):
-            if p["edits"] > previous.get(p["name"], 0):
-                fired.append(p["name"])
-                result.passes_fired[p["name"]] = result.passes_fired.get(p["name"], 0) + 1
-            previous[p["name"]] = p["edits"]
-        event = state.get("_summarization_event")
-        notes = [f"{name} fired" for name in fired]
-        if event and event["cutoff_index"] != last_cut:
-            last_cut = event["cutoff_index"]
-            stats = event.get("fastcompact", {})
-            result.summaries.append({"turn": turn, "cutoff": last_cut, "file": event["file_path"], **stats})
-            count = stats.get("summarized_messages", "?")
-            notes.append(f"SUMMARY #{len(result.summaries)} ({count} msgs) -> {event['file_path']}")
-            previous = {}
-        summarizer = " (summarizer called)" if model.summaries > calls_before else ""
-        echo(
-            f"turn {turn:>2} {_gauge(fill)} {100 * fill:5.1f}%  {plan.get('tokens_after', 0):>6,} tokens  "
-            + ("; ".join(notes) + summarizer if notes else "")
+    workdir = _workdir(root)
+    result = DemoResult(turns=len(requests), model_calls=0, root=str(workdir), kept=keep or root is not None)
+    try:
+        for path, text in session_files("coding").items():
+            target = workdir / path.lstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
+        model = ReplayModel.of(recorded, profile={"max_input_tokens": window})
+        backend = LocalShellBackend(root_dir=workdir, virtual_mode=True)
+        mw = CompactionMiddleware(backend=backend)
+        middleware: list[Any] = [mw, TodoListMiddleware()]
+        agent = create_deep_agent(
+            model=model, backend=backend, middleware=middleware, checkpointer=InMemorySaver()
         )
-    state = agent.get_state(cfg).values
-    raw = state["messages"]
-    result.raw_messages = len(raw)
-    result.raw_tokens = fastcompact.count_tokens(raw)
-    result.last_view_tokens = ((state.get("_fastcompact") or {}).get("last_plan") or {}).get(
-        "tokens_after", 0
-    )
-    history = workdir / "conversation_history" / "demo"
-    result.archive_files = sorted(str(p) for p in history.glob("*.md")) if history.exists() else []
-    result.seconds = time.perf_counter() - started
-    echo("")
-    echo(
-        f"Before: {result.raw_messages:,} messages, {result.raw_tokens:,} tokens in the agent's state "
-        f"({result.raw_tokens / window:.1f}x the window)."
-    )
-    echo(
-        f"After:  the model's last input was {result.last_view_tokens:,} tokens; peak fill "
-        f"{100 * result.peak_fill:.0f}% of the window; {len(result.summaries)} summaries."
-    )
-    fired_text = ", ".join(f"{k} x{v}" for k, v in sorted(result.passes_fired.items())) or "none"
-    echo(f"Cheap passes fired: {fired_text}.")
-    echo(f"Archive: {len(result.archive_files)} files under {history} (nothing was lost).")
-    echo(f"Done in {result.seconds:.1f} s.")
+        cfg: RunnableConfig = {"configurable": {"thread_id": "demo"}}
+        history = workdir / "conversation_history" / "demo"
+        what = f"{len(requests)} requests, a {window:,}-token window"
+        echo(f"A DeepAgents coding agent, replayed offline: {what}.")
+        echo(f"Project copied to {workdir}\n")
+        previous: dict[str, int] = {}
+        archived = 0
+        for turn, request in enumerate(requests, 1):
+            calls_before, inputs_before = model.summaries, len(model.inputs)
+            try:
+                agent.invoke({"messages": [HumanMessage(request)]}, cfg)
+            except WindowTooSmallError as e:
+                raise DemoError(f"turn {turn}: {e}") from None
+            state = agent.get_state(cfg).values
+            counters = state.get("_fastcompact") or {}
+            plan = counters.get("last_plan") or {}
+            inputs = model.inputs[inputs_before:]
+            result.calls_over_window += sum(1 for n in inputs if n > window)
+            sent = inputs[-1] if inputs else 0
+            fill = sent / window
+            result.peak_fill = max([result.peak_fill, *(n / window for n in inputs)])
+            fired = []
+            for p in plan.get("passes", []):
+                if p["edits"] > previous.get(p["name"], 0):
+                    fired.append(p["name"])
+                    result.passes_fired[p["name"]] = result.passes_fired.get(p["name"], 0) + 1
+                previous[p["name"]] = p["edits"]
+            notes = [f"{name} fired" for name in fired]
+            # Every summary writes an archive file: the new ones are this turn's summaries.
+            files = (
+                sorted(history.glob("*.md"), key=lambda f: int(f.stem.split("-")[0]))
+                if history.exists()
+                else []
+            )
+            event = state.get("_summarization_event")
+            for f in files[archived:]:
+                result.summaries.append({"turn": turn, "file": f"/conversation_history/demo/{f.name}"})
+            if len(files) > archived and event:
+                count = (event.get("fastcompact") or {}).get("summarized_messages", "?")
+                new = len(files) - archived
+                label = (
+                    f"SUMMARY #{len(result.summaries)}"
+                    if new == 1
+                    else f"{new} SUMMARIES, last #{len(result.summaries)}"
+                )
+                notes.append(f"{label} ({count} msgs) -> {event['file_path']}")
+                previous = {}
+            archived = len(files)
+            summarizer = " (summarizer called)" if model.summaries > calls_before else ""
+            echo(
+                f"turn {turn:>2} {_gauge(fill, bars=ASCII_BARS if ascii_bars else BARS)} "
+                f"{100 * fill:5.1f}%  {sent:>6,} tokens  " + ("; ".join(notes) + summarizer if notes else "")
+            )
+        state = agent.get_state(cfg).values
+        raw = state["messages"]
+        result.model_calls = len(model.inputs)
+        result.raw_messages = len(raw)
+        result.raw_tokens = fastcompact.count_tokens(raw)
+        result.last_view_tokens = model.inputs[-1] if model.inputs else 0
+        result.archive_files = sorted(str(p) for p in history.glob("*.md")) if history.exists() else []
+        result.seconds = time.perf_counter() - started
+        echo("")
+        echo(
+            f"Before: {result.raw_messages:,} messages, {result.raw_tokens:,} tokens in the agent's state "
+            f"({result.raw_tokens / window:.1f}x the window)."
+        )
+        over = f"{result.calls_over_window} of {result.model_calls} calls over it"
+        echo(
+            f"After:  the model's last input was {result.last_view_tokens:,} tokens; peak fill "
+            f"{100 * result.peak_fill:.0f}% of the window ({over}); {len(result.summaries)} summaries."
+        )
+        fired_text = ", ".join(f"{k} x{v}" for k, v in sorted(result.passes_fired.items())) or "none"
+        echo(f"Cheap passes fired: {fired_text}.")
+        where = history if result.kept else f"{history} (removed with the project; --keep keeps it)"
+        echo(f"Archive: {len(result.archive_files)} files under {where} (nothing was lost).")
+        echo(f"Done in {result.seconds:.1f} s.")
+    finally:
+        if not result.kept:
+            shutil.rmtree(workdir, ignore_errors=True)
     return result

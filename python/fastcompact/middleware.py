@@ -20,8 +20,8 @@ import logging
 import math
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any, NotRequired
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, NotRequired, TypedDict
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -32,11 +32,13 @@ from langchain.agents.middleware.types import (
     PrivateStateAttr,
 )
 from langchain.tools import ToolRuntime
-from langchain_core.messages import SystemMessage, ToolMessage
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 from langgraph.types import Command
+from typing_extensions import Unpack
 
 from fastcompact import _core, media, steps, storage, summarize
-from fastcompact.config import CompactionConfig, pricing_of
+from fastcompact.config import CompactionConfig, ContextSize, Trigger, pricing_of
 from fastcompact.helpers import count_tokens, find_cutoff
 from fastcompact.passes import Plan, _edit_message, _plan_of, _run, _settings, _view_of
 from fastcompact.recall import RECALL_DESCRIPTION, recall
@@ -56,6 +58,31 @@ COMMIT_MARGIN = 0.10
 BACKOFF_MESSAGES = 10
 # The fallback summary's share of the window, in characters (about 4 per token).
 FALLBACK_SHARE = 0.05
+# Characters a token when the fallback must fit what the window leaves: fewer than the
+# estimate's 4, so that it fits under a denser tokenizer too.
+FALLBACK_CHARS_PER_TOKEN = 3
+
+
+class WindowTooSmallError(ContextOverflowError):
+    """The request cannot fit the model's window, even with everything older than the
+    turn in progress summarized and its newest tool results clipped: the system
+    prompt, the tool schemas and that turn alone are over it. Raised instead of sending
+    a request known to be too large; its message names the sizes and what to change.
+
+    Example:
+        >>> e = WindowTooSmallError(window=6_000, system=3_900, tools=2_400, turn=700)
+        >>> e.window, e.system + e.tools + e.turn
+        (6000, 7000)
+    """
+
+    def __init__(self, *, window: int, system: int, tools: int, turn: int) -> None:
+        self.window, self.system, self.tools, self.turn = window, system, tools, turn
+        super().__init__(
+            f"this request needs {system + tools + turn:,} tokens, over the model's {window:,}-token "
+            f"window: the system prompt is {system:,} tokens, the tool schemas {tools:,} and the turn "
+            f"in progress {turn:,}, with everything older summarized. Use a model with a larger "
+            "window (its profile's max_input_tokens), a shorter system prompt or fewer tools."
+        )
 
 
 class CompactionState(AgentState):
@@ -166,18 +193,23 @@ def _thread(counters: dict[str, Any]) -> str:
     return session
 
 
-# The keywords of DeepAgents' and LangChain's SummarizationMiddleware it also takes.
-SUMMARIZATION_KEYWORDS = (
-    "trigger",
-    "keep",
-    "token_counter",
-    "summary_prompt",
-    "trim_tokens_to_summarize",
-    "truncate_args_settings",
-    "history_path_prefix",
-    "max_tokens_before_summary",
-    "messages_to_keep",
-)
+class SummarizationOptions(TypedDict, total=False):
+    """The keywords of DeepAgents' and LangChain's ``SummarizationMiddleware`` that
+    ``CompactionMiddleware`` also takes (typed, so that a misspelt one is an error
+    under a type checker, as it is at run time)."""
+
+    trigger: Trigger | Sequence[Trigger] | None
+    keep: ContextSize | None
+    token_counter: Callable[..., int] | None
+    summary_prompt: str | None
+    trim_tokens_to_summarize: int | None
+    truncate_args_settings: Mapping[str, Any] | None
+    history_path_prefix: str | None
+    max_tokens_before_summary: int | None
+    messages_to_keep: int | None
+
+
+SUMMARIZATION_KEYWORDS = tuple(SummarizationOptions.__annotations__)
 
 
 def config_from_summarization(options: Mapping[str, Any]) -> CompactionConfig:
@@ -263,16 +295,20 @@ def _int(value: Any, default: int = 0) -> int:
 def _progress(counters: Mapping[str, Any], event: Mapping[str, Any] | None, prior: int) -> _Progress:
     """Where the conversation stands, for the core: usage is valid only from the last
     summary and the last batch that rewrote older messages on (earlier usage counted
-    another view); the calibration ratio carries over from earlier anchors; batched
-    edits before ``settled`` are committed."""
+    another view); the calibration (offset and ratio) carries over from earlier
+    anchors; batched edits before ``settled`` are committed."""
     since = max(_int(counters.get("batch_at")), _int(event.get("created_at_index")) if event else 0)
-    ratio = counters.get("ratio")
+    ratio, offset = counters.get("ratio"), counters.get("offset")
     settled = _int(counters.get("settled"), -1)
+    # The core bounds both (a corrupted state gives the plain estimate).
     return {
         "min_anchor": _to_view(since, event, prior),
-        "ratio": float(ratio) if isinstance(ratio, int | float) and ratio > 0 else 1.0,
+        "ratio": float(ratio) if isinstance(ratio, int | float) else 1.0,
+        "offset": float(offset) if isinstance(offset, int | float) else 0.0,
         "settled": _to_view(settled, event, prior) if settled >= 0 else None,
         "calls_before": _int(counters.get("calls_before")),
+        # Before the first planned call, usage counted the messages as they were, unedited.
+        "usage_of_unedited": "last_plan" not in counters,
     }
 
 
@@ -281,6 +317,7 @@ def _advance(
 ) -> None:
     """Record what this turn's plan settled, in raw-state indices."""
     counters["ratio"] = plan.ratio
+    counters["offset"] = plan.offset
     counters["settled"] = _to_raw(plan.settled, event, prior)
     if plan.batch_at is not None:
         counters["batch_at"] = n_raw
@@ -300,6 +337,12 @@ def _unplanned() -> Plan:
     )
 
 
+def _sent_size(plan: Plan) -> int:
+    """The size of the planned view as the provider will count it: anchored on usage,
+    else the estimate."""
+    return plan.true_tokens or plan.tokens_after
+
+
 def _plan_info(plan: Plan) -> dict[str, Any]:
     return {
         "tokens_before": plan.tokens_before,
@@ -310,6 +353,7 @@ def _plan_info(plan: Plan) -> dict[str, Any]:
                 "tokens_before": p.tokens_before,
                 "tokens_after": p.tokens_after,
                 "edits": p.edits,
+                "batched": p.batched,
             }
             for p in plan.passes
         ],
@@ -376,7 +420,7 @@ class CompactionMiddleware(AgentMiddleware):
         summary_model: Any = None,
         backend: Any = None,
         config: CompactionConfig | None = None,
-        **summarization: Any,
+        **summarization: Unpack[SummarizationOptions],
     ) -> None:
         super().__init__()
         if config is not None and not isinstance(config, CompactionConfig):
@@ -402,6 +446,11 @@ class CompactionMiddleware(AgentMiddleware):
         prompt = summarization.get("summary_prompt")
         if prompt is not None and not isinstance(prompt, str):
             raise ValueError(f"summary_prompt: expected a str, got {type(prompt).__name__}")
+        if prompt is not None and "{messages}" not in prompt:
+            raise ValueError(
+                "summary_prompt: it has no {messages} placeholder, so the summarizer would never see "
+                "the conversation; put {messages} where the transcript goes"
+            )
         self.summary_prompt = prompt
         trim = summarization.get("trim_tokens_to_summarize")
         if trim is not None and (isinstance(trim, bool) or not isinstance(trim, int) or trim < 1):
@@ -623,10 +672,62 @@ class CompactionMiddleware(AgentMiddleware):
             forced=forced,
         )
 
-    def _fallback(self, turn: _Turn, draft: _Draft) -> str:
+    def _true_size(self, request: ModelRequest, turn: _Turn, view: list[Any]) -> int:
+        """The size the provider will see of ``view`` with the request's system prompt
+        and tools: the estimate calibrated as the conversation's usage says."""
+        estimate = count_tokens(view, system=request.system_message, tools=request.tools, model=request.model)
+        return math.ceil(turn.plan.offset + estimate * turn.plan.ratio)
+
+    def _over_window(self, turn: _Turn) -> bool:
+        return turn.window is not None and _sent_size(turn.plan) > turn.window
+
+    def _candidates(self, request: ModelRequest, turn: _Turn, *, forced: bool) -> list[_Draft]:
+        """The compactions to try, keeping less each time: the keep policy's cut; then,
+        when the view is over the window, the cut before the turn in progress (its
+        newest user message), then the deepest pair-safe cut, which commits whenever it
+        makes the view smaller (what is still over is the newest results, clipped
+        before sending)."""
+        cuts: list[int | None] = [None]
+        if forced or self._over_window(turn):
+            view = turn.view
+            start = next(
+                (
+                    i
+                    for i in range(len(view) - 1, 0, -1)
+                    if isinstance(view[i], HumanMessage) and not summarize.is_summary(view[i])
+                ),
+                None,
+            )
+            deeper: list[ContextSize] = [("messages", len(view) - start)] if start is not None else []
+            for keep in [*deeper, ("messages", 1)]:
+                cuts.append(find_cutoff(view, keep, turn.window, model=request.model) or None)
+        drafts: list[_Draft] = []
+        for cut in cuts:
+            draft = self._draft(request, turn, forced=forced, cut=cut)
+            if draft is not None and all(d.state_cutoff < draft.state_cutoff for d in drafts):
+                drafts.append(draft)
+        if len(cuts) > 1 and drafts:
+            drafts[-1] = dataclasses.replace(drafts[-1], forced=True)
+        return drafts
+
+    def _fallback(self, request: ModelRequest, turn: _Turn, draft: _Draft) -> str:
+        """The extractive summary, in a share of the window, and never more than the
+        window leaves once the system prompt, the tools and the kept messages are in."""
         budget = int((turn.window or 200_000) * 4 * FALLBACK_SHARE)
+        if turn.window is not None:
+            frame = summarize.summary_message(
+                "", file_path=self._longest_archive_path(draft), todos=draft.todos
+            )
+            room = turn.window - self._true_size(request, turn, [frame, *draft.kept])
+            budget = min(budget, max(room, 0) * FALLBACK_CHARS_PER_TOKEN)
         span = [m for m in draft.span if not summarize.is_summary(m)]
         return summarize.fallback(span, draft.previous_summary, draft.todos, budget)
+
+    def _longest_archive_path(self, draft: _Draft) -> str | None:
+        """The longest name the archive of ``draft`` may get (a summary names it)."""
+        if self.backend is None or not draft.leaving:
+            return None
+        return storage.archive_path(self.config.history_path_prefix, draft.thread, draft.number, 7)
 
     def _finish(
         self,
@@ -638,8 +739,12 @@ class CompactionMiddleware(AgentMiddleware):
         restored: list[tuple[str, str]],
         path: str | None,
         usage: dict[str, int] | None = None,
+        *,
+        strict: bool = True,
     ) -> _Outcome:
-        """Build the summary message, check that it helps, and make the state update."""
+        """Build the summary message, check that it helps, and make the state update.
+        It commits when it brings the view under the trigger (with a margin) or under
+        the window; a forced draft, not ``strict``, whenever it makes the view smaller."""
         cfg = self.config
         counters = dict(turn.counters)
         if draft.use_llm:
@@ -656,16 +761,17 @@ class CompactionMiddleware(AgentMiddleware):
             suppress_follow_up_questions=cfg.suppress_follow_up_questions,
         )
         view = [message, *draft.kept]
-        estimate = count_tokens(view, system=request.system_message, tools=request.tools, model=request.model)
-        # In true sizes: the estimate scaled as the conversation's usage says.
-        tokens = math.ceil(estimate * turn.plan.ratio)
-        if draft.forced:
-            fits = tokens < turn.plan.tokens_after
-        else:
-            # Every trigger clause stays unfired with the margin to spare.
-            scale = 1 / (1 - COMMIT_MARGIN)
-            settings = self._plan_settings(turn.window, None)
-            fits = not settings.trigger_fires(math.ceil(len(view) * scale), tokens * scale, turn.window)
+        tokens = self._true_size(request, turn, view)
+        # Every trigger clause stays unfired with the margin to spare.
+        scale = 1 / (1 - COMMIT_MARGIN)
+        settings = self._plan_settings(turn.window, None)
+        under_trigger = not settings.trigger_fires(math.ceil(len(view) * scale), tokens * scale, turn.window)
+        # A view over the window that a summary brings under it commits even above the
+        # trigger: a small window may leave no room below the trigger once the system
+        # prompt and tools are in.
+        before = _sent_size(turn.plan)
+        rescued = turn.window is not None and tokens <= turn.window < before
+        fits = tokens < before and (under_trigger or rescued or (draft.forced and not strict))
         info = {
             "summarized_messages": len(draft.leaving),
             "kept_messages": len(draft.kept),
@@ -681,13 +787,19 @@ class CompactionMiddleware(AgentMiddleware):
         if not fits:
             counters["backoff_until"] = len(turn.raw) + BACKOFF_MESSAGES
             logger.warning(
-                "fastcompact: a summary would leave %d tokens, not enough below the trigger; not committed",
+                "fastcompact: a summary would leave %d tokens, neither enough below the trigger nor under "
+                "the window; not committed",
                 tokens,
             )
             return _Outcome(view=turn.view, update={STATE_KEY: counters}, committed=False, info=info)
         if path is not None:
             counters["archives"] = draft.number
-        counters.pop("backoff_until", None)
+        if under_trigger:
+            counters.pop("backoff_until", None)
+        else:
+            # Still over the trigger: summarize again only when the window needs it, not
+            # on every call.
+            counters["backoff_until"] = len(turn.raw) + BACKOFF_MESSAGES
         # The calls summarized away still count toward the session's length.
         calls = sum(1 for m in draft.leaving if getattr(m, "type", None) == "ai")
         counters["calls_before"] = _int(turn.counters.get("calls_before")) + calls
@@ -713,30 +825,41 @@ class CompactionMiddleware(AgentMiddleware):
         error: BaseException | None,
         usage: dict[str, int] | None,
         restored: list[tuple[str, str]],
-    ) -> tuple[_Outcome, str, BaseException | None, list[tuple[str, str]]]:
+    ) -> tuple[_Outcome, str, BaseException | None, list[tuple[str, str]], bool]:
         """The outcome with the model's summary, or with the extractive one when the
         model gave none or one too long to help; and the summary, error and restored
-        files used. Restored files are dropped before a summary is: they are a
-        convenience, and in a small window they alone can fill it."""
+        files used, and whether it met the strict rule. Restored files are dropped
+        before a summary is: they are a convenience, and in a small window they alone
+        can fill it. A forced draft takes the first choice that fits the window, else
+        the first that makes the view smaller."""
         file_sets: list[list[tuple[str, str]]] = [restored, []] if restored else [[]]
-        fallback = self._fallback(turn, draft)
+        fallback = self._fallback(request, turn, draft)
         given = [(summary, f) for f in file_sets] if summary is not None else []
         choices = given + [(fallback, f) for f in file_sets]
         outcome: _Outcome | None = None
-        for text, files in choices:
-            failed = error
-            if text is fallback and summary is not None:
-                reason = "the summary would have left the conversation over the trigger"
-                failed = summarize.SummaryError(reason)
-            outcome = self._finish(
-                request, turn, draft, text, failed, files, None, usage if text is summary else None
-            )
-            if outcome.committed:
-                if failed is not error:
-                    logger.warning("fastcompact: %s; used the fallback summary", failed)
-                return outcome, text, failed, files
+        for strict in (True, False) if draft.forced else (True,):
+            for text, files in choices:
+                failed = error
+                if text is fallback and summary is not None:
+                    reason = "the summary would have left the conversation over the trigger or the window"
+                    failed = summarize.SummaryError(reason)
+                outcome = self._finish(
+                    request,
+                    turn,
+                    draft,
+                    text,
+                    failed,
+                    files,
+                    None,
+                    usage if text is summary else None,
+                    strict=strict,
+                )
+                if outcome.committed:
+                    if failed is not error:
+                        logger.warning("fastcompact: %s; used the fallback summary", failed)
+                    return outcome, text, failed, files, strict
         assert outcome is not None
-        return outcome, fallback, error, []
+        return outcome, fallback, error, [], True
 
     # --- I/O, sync and async -------------------------------------------------------
 
@@ -754,9 +877,11 @@ class CompactionMiddleware(AgentMiddleware):
             Io.of(lambda: self._restored(backend, draft)),
             Io.of(lambda: self._archived(backend, turn, draft)),
         )
-        outcome, text, error, restored = self._settle(request, turn, draft, text, error, usage, restored)
+        outcome, text, error, restored, strict = self._settle(
+            request, turn, draft, text, error, usage, restored
+        )
         if path is not None and outcome.committed:
-            outcome = self._finish(request, turn, draft, text, error, restored, path, usage)
+            outcome = self._finish(request, turn, draft, text, error, restored, path, usage, strict=strict)
         return outcome
 
     def _summary(
@@ -807,14 +932,28 @@ class CompactionMiddleware(AgentMiddleware):
         restored would leave the view over the trigger (then no summary can help, and
         neither the summarizer nor the backend is called); ``None`` otherwise."""
         plain = dataclasses.replace(draft, use_llm=False)
-        outcome = self._finish(request, turn, plain, self._fallback(turn, draft), None, [], None, None)
+        # The summary will name its archive: measured with the longest name it may get.
+        path = self._longest_archive_path(draft)
+        outcome = self._finish(
+            request,
+            turn,
+            plain,
+            self._fallback(request, turn, draft),
+            None,
+            [],
+            path,
+            None,
+            strict=not draft.forced,
+        )
         return None if outcome.committed else outcome
 
-    def _clipped(self, request: ModelRequest, view: list[Any], backend: Any) -> list[Any] | None:
+    def _clipped(
+        self, request: ModelRequest, view: list[Any], backend: Any, head_chars: int = storage.CLIP_HEAD_CHARS
+    ) -> list[Any] | None:
         """The view with the newest tool results (the run of them it ends with) cut to
-        a head: a ``read_file`` result points at its file, any other is saved in full
-        to ``/large_tool_results/<id>`` (or left to ``recall`` when there is no backend).
-        ``None`` when there is nothing to clip."""
+        ``head_chars``: a ``read_file`` result points at its file, any other is saved in
+        full to ``/large_tool_results/<id>`` (or left to ``recall`` when there is no
+        backend). ``None`` when there is nothing to clip."""
         start = len(view)
         while start > 0 and isinstance(view[start - 1], ToolMessage):
             start -= 1
@@ -829,7 +968,7 @@ class CompactionMiddleware(AgentMiddleware):
         for i in range(start, len(view)):
             m = view[i]
             text = m.content if isinstance(m.content, str) else summarize.text_of(m)
-            if len(text) <= storage.CLIP_HEAD_CHARS:
+            if len(text) <= head_chars:
                 continue
             call = calls.get(m.tool_call_id) or {}
             given = call.get("args")
@@ -838,7 +977,9 @@ class CompactionMiddleware(AgentMiddleware):
             saved = None
             if read is None and backend is not None:
                 saved = storage.offload_result(backend, m.tool_call_id, text)
-            new = storage.clip_text(text, m.tool_call_id, read if isinstance(read, str) else None, saved)
+            new = storage.clip_text(
+                text, m.tool_call_id, read if isinstance(read, str) else None, saved, head_chars
+            )
             out[i] = m.model_copy(update={"content": new})
             clipped += 1
         if not clipped:
@@ -851,11 +992,59 @@ class CompactionMiddleware(AgentMiddleware):
     # --- the hooks -----------------------------------------------------------------
 
     def _wants_summary(self, turn: _Turn) -> bool:
+        if self._over_window(turn):
+            return True
         backoff = turn.counters.get("backoff_until") or 0
         return turn.plan.summary_needed and turn.plan.summary_cutoff is not None and len(turn.raw) >= backoff
 
-    def _respond(self, response: Any, turn: _Turn, outcome: _Outcome | None) -> ExtendedModelResponse:
+    def _compacted(self, request: ModelRequest, turn: _Turn, *, forced: bool) -> Steps[_Outcome | None]:
+        """The first of the candidate compactions that commits, else the last tried
+        (``None`` when there is nothing to cut)."""
+        outcome = None
+        for draft in self._candidates(request, turn, forced=forced):
+            outcome = yield from self._compact(request, turn, draft)
+            if outcome.committed:
+                break
+        return outcome
+
+    def _fitted(
+        self, request: ModelRequest, turn: _Turn, view: list[Any], size: int
+    ) -> Steps[tuple[list[Any], int]]:
+        """``view`` as it may be sent, and its size: over the window, its newest tool
+        results clipped; still over, a :class:`WindowTooSmallError` (a request known to
+        be too large is never sent)."""
+        window = turn.window
+        if window is None or size <= window:
+            return view, size
+        backend = storage.resolve_backend(self.backend, request.runtime)
+        for head in storage.CLIP_HEADS:
+            clipped = yield Io.in_thread(self._clipped, request, view, backend, head)
+            if clipped is not None:
+                view, size = clipped, self._true_size(request, turn, clipped)
+                if size <= window:
+                    return view, size
+        ratio = turn.plan.ratio
+        system = request.system_message
+        # What the caller did not pass (the offset) is system text too: later middleware's
+        # additions to the prompt, the provider's own framing.
+        system_tokens = math.ceil(turn.plan.offset)
+        if system is not None:
+            system_tokens += math.ceil(ratio * count_tokens([], system=system, model=request.model))
+        tools = request.tools
+        tools_tokens = math.ceil(ratio * count_tokens([], tools=tools, model=request.model)) if tools else 0
+        raise WindowTooSmallError(
+            window=window,
+            system=system_tokens,
+            tools=tools_tokens,
+            turn=max(size - system_tokens - tools_tokens, 0),
+        )
+
+    def _respond(
+        self, response: Any, turn: _Turn, outcome: _Outcome | None, sent: int
+    ) -> ExtendedModelResponse:
         info = _plan_info(turn.plan)
+        # What the model was sent, after any summary and clipping.
+        info["tokens_sent"] = sent
         update: dict[str, Any] = {}
         counters = dict(turn.counters)
         if outcome is not None:
@@ -863,12 +1052,16 @@ class CompactionMiddleware(AgentMiddleware):
             counters = dict(outcome.update.get(STATE_KEY, counters))
             info["summary"] = outcome.info if outcome.committed else None
         previous = turn.counters.get("last_plan") or {}
-        fired = [
-            p["name"]
+        fired_passes = [
+            p
             for p, q in zip(info["passes"], previous.get("passes") or [], strict=False)
             if p["edits"] > q["edits"]
         ]
+        fired = [p["name"] for p in fired_passes]
         counters["last_plan"] = info
+        if any(p["batched"] for p in fired_passes):
+            # A batch rewrote older messages: earlier usage counted another view.
+            counters["batch_at"] = len(turn.raw)
         update[STATE_KEY] = counters
         logger.debug("fastcompact plan: %s", info)
         if fired or (outcome is not None and outcome.committed):
@@ -882,18 +1075,19 @@ class CompactionMiddleware(AgentMiddleware):
         turn = self._turn(request)
         outcome = None
         if self._wants_summary(turn):
-            draft = self._draft(request, turn, forced=False)
-            if draft is not None:
-                outcome = yield from self._compact(request, turn, draft)
-        view = outcome.view if outcome is not None else turn.view
+            outcome = yield from self._compacted(request, turn, forced=False)
+        if outcome is not None and outcome.committed:
+            view, size = outcome.view, int(outcome.info["tokens_after"])
+        else:
+            view, size = turn.view, _sent_size(turn.plan)
+        view, size = yield from self._fitted(request, turn, view, size)
         try:
             response = yield _handled(handler, request.override(messages=view))
         except Exception as e:
             # The provider says it did not fit: compact once, then let any error through.
             if not summarize.is_prompt_too_long(e) or (outcome is not None and outcome.committed):
                 raise
-            draft = self._draft(request, turn, forced=True)
-            outcome = (yield from self._compact(request, turn, draft)) if draft is not None else None
+            outcome = yield from self._compacted(request, turn, forced=True)
             committed = outcome is not None and outcome.committed
             # What is left after a summary may still be the newest turn's results alone.
             view = outcome.view if outcome is not None and outcome.committed else view
@@ -901,8 +1095,10 @@ class CompactionMiddleware(AgentMiddleware):
             clipped = yield Io.in_thread(self._clipped, request, view, backend)
             if clipped is None and not committed:
                 raise
-            response = yield _handled(handler, request.override(messages=clipped or view))
-        return self._respond(response, turn, outcome)
+            view = clipped or view
+            response = yield _handled(handler, request.override(messages=view))
+            size = self._true_size(request, turn, view)
+        return self._respond(response, turn, outcome, size)
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
@@ -933,6 +1129,8 @@ def recall_tool() -> Any:
             return recall(state, id)
         except KeyError as e:
             return f"{e.args[0]}. Use the id a placeholder names."
+        except ValueError as e:  # a message the reader cannot read: say so, never crash
+            return f"recall could not read this conversation: {e}"
 
     return StructuredTool.from_function(func=run, name="recall", description=RECALL_DESCRIPTION)
 

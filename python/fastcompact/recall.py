@@ -44,33 +44,53 @@ def _text(content: Any) -> str:
     return json.dumps(content, ensure_ascii=False, default=str)
 
 
-def _field(m: Any, name: str) -> Any:
-    return m.get(name) if isinstance(m, Mapping) else getattr(m, name, None)
+def _block_result(content: Any, ref: str) -> Any:
+    """The content of an Anthropic ``tool_result`` block answering ``ref``, if any."""
+    if isinstance(content, list):
+        for block in content:
+            if (
+                isinstance(block, Mapping)
+                and block.get("type") == "tool_result"
+                and block.get("tool_use_id") == ref
+            ):
+                return block.get("content", "")
+    return None
 
 
 def recall(messages: Sequence[Any] | Mapping[str, Any], ref: str) -> str:
     """The original of ``ref`` in ``messages`` (or a state holding ``"messages"``): the
     result of the tool call with that id; with ``/args`` after the id, that call's
-    arguments (as JSON); else the content of the message with that id. Raises
-    ``KeyError`` when nothing has it."""
-    if isinstance(messages, Mapping):
+    arguments (as JSON); else the content of the message with that id. Messages may be
+    in any shape the other helpers read (LangChain objects, ``messages_to_dict`` /
+    ``dumpd`` output, OpenAI or Anthropic dicts). Raises ``KeyError`` when nothing has
+    it, and :class:`~fastcompact.InputError` for input that is not messages."""
+    from fastcompact.helpers import _input_error, normalize
+
+    if isinstance(messages, Mapping) and "messages" in messages:
         messages = messages.get("messages") or []
-    ref = str(ref).strip().strip("\"'")
+    if not isinstance(ref, str):
+        raise _input_error("id", f"expected a str, got {type(ref).__name__}")
+    read = normalize(messages)  # the one message reader: it says what is not a message
+    ref = ref.strip().strip("\"'")
     wants_args = ref.endswith(ARGS_SUFFIX)
     if wants_args:
         ref = ref[: -len(ARGS_SUFFIX)]
     arguments = None
     content = None
-    for m in messages:
-        if not wants_args and _field(m, "tool_call_id") == ref:
-            return _text(_field(m, "content"))
-        for call in _field(m, "tool_calls") or []:
-            if isinstance(call, Mapping) and call.get("id") == ref and arguments is None:
+    for m in read:
+        if not wants_args:
+            if m["tool_call_id"] == ref:
+                return _text(m["content"])
+            found = _block_result(m["content"], ref)
+            if found is not None:
+                return _text(found)
+        for call in m["tool_calls"]:
+            if call.get("id") == ref and arguments is None:
                 arguments = json.dumps(
                     {"name": call.get("name"), "args": call.get("args")}, ensure_ascii=False, default=str
                 )
-        if content is None and _field(m, "id") == ref:
-            content = _text(_field(m, "content"))
+        if content is None and m["id"] == ref:
+            content = _text(m["content"])
     if arguments is not None:
         return arguments
     if content is not None:

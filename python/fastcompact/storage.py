@@ -241,8 +241,9 @@ def restore_files(
 # --- the newest turn alone overflows: clip its results ----------------------------
 
 LARGE_RESULTS_PREFIX = "/large_tool_results"
-# What a clipped result keeps of its text.
+# What a clipped result keeps of its text, first; less when the window needs it.
 CLIP_HEAD_CHARS = 4_000
+CLIP_HEADS = (CLIP_HEAD_CHARS, 2_000, 1_000, 500)
 
 
 def _content(backend: Any, path: str) -> bytes | None:
@@ -278,9 +279,11 @@ def offload_result(backend: Any, call_id: str, text: str) -> str | None:
     return None
 
 
-def clip_text(text: str, call_id: str, read_path: str | None, saved_at: str | None) -> str:
+def clip_text(
+    text: str, call_id: str, read_path: str | None, saved_at: str | None, head_chars: int = CLIP_HEAD_CHARS
+) -> str:
     """A result's head, and where the whole of it is."""
-    head = text[:CLIP_HEAD_CHARS]
+    head = text[:head_chars]
     cut = len(text) - len(head)
     if read_path is not None:
         where = f"the whole file is {read_path}: read_file with offset and limit reads the rest"
