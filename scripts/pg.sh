@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL server for the multi-worker test, on a Unix socket only.
+#   bash scripts/pg.sh install            # Debian's postgresql package, as root
 #   eval "$(bash scripts/pg.sh start)"    # prints: export FASTCOMPACT_PG_URL=...
 #   bash scripts/pg.sh stop
-# Installs Debian's postgresql package when the server is missing and we are root.
 set -euo pipefail
 
 DIR="${FASTCOMPACT_PG_DIR:-/tmp/fastcompact-pg}"
@@ -22,16 +22,20 @@ as_pg() {
 }
 
 case "${1:-}" in
+install)
+    if bindir >/dev/null; then exit 0; fi
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        apt-get update -qq >&2
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >&2
+    else
+        echo "PostgreSQL is not installed and cannot be installed here (not root)" >&2
+        exit 1
+    fi
+    ;;
 start)
     if ! BIN=$(bindir); then
-        if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-            apt-get update -qq >&2
-            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >&2
-            BIN=$(bindir)
-        else
-            echo "PostgreSQL is not installed and cannot be installed here" >&2
-            exit 1
-        fi
+        echo "PostgreSQL is not installed: bash scripts/pg.sh install (as root)" >&2
+        exit 1
     fi
     as_pg "$BIN/pg_ctl" -D "$DIR/data" -m immediate stop >/dev/null 2>&1 || true
     rm -rf "$DIR"
@@ -48,7 +52,7 @@ stop)
     fi
     ;;
 *)
-    echo "usage: $0 start|stop" >&2
+    echo "usage: $0 install|start|stop" >&2
     exit 2
     ;;
 esac

@@ -183,7 +183,9 @@ def test_compact_many_files_in_parallel_keeps_each_layout(tmp_path: Path):
     assert chat_out[0]["data"]["additional_kwargs"]["lc_source"] == "summarization"
     coding_out = json.loads((outdir / "coding.json").read_text())["messages"]
     assert coding_out[0]["role"] == "user" and "compacted" in coding_out[0]["content"]
-    for name, n in (("chat", len(chat)), ("coding", len(coding)), ("research", len(research))):
+    # A .json output's archive is named after its stem, another's after its whole name
+    # (so that x.json and x.jsonl never share one).
+    for name, n in (("chat.jsonl", len(chat)), ("coding", len(coding)), ("research", len(research))):
         archived = _archived(outdir / f"{name}.archive.md")
         assert archived == list(range(len(archived))) and 0 < len(archived) < n
 

@@ -2,8 +2,10 @@
 `PostgresSaver`, each with its own middleware instance: the compaction state stays
 consistent and no span is summarized twice.
 
-Uses the server named by FASTCOMPACT_PG_URL (`scripts/test.sh` starts one), or starts
-a throwaway one itself with `scripts/pg.sh` (which installs PostgreSQL when missing).
+Uses the server named by FASTCOMPACT_PG_URL (`scripts/test.sh` installs and starts
+one), or starts a throwaway one itself with `scripts/pg.sh` when PostgreSQL is
+installed. Without one it skips, unless the full check is asked for
+(FASTCOMPACT_FULL_CHECK=1, as `scripts/test.sh` does when run as root).
 """
 
 from __future__ import annotations
@@ -37,7 +39,10 @@ def url() -> Iterator[str]:
         ["bash", "scripts/pg.sh", "start"], cwd=REPO, env=env, capture_output=True, text=True
     )
     if started.returncode != 0:
-        pytest.fail(f"no PostgreSQL server and none could be started: {started.stderr.strip()}")
+        reason = f"no PostgreSQL server and none could be started: {started.stderr.strip()}"
+        if os.environ.get("FASTCOMPACT_FULL_CHECK") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
     yield started.stdout.strip().split("=", 1)[1].strip("'")
     subprocess.run(["bash", "scripts/pg.sh", "stop"], cwd=REPO, env=env, capture_output=True)
 

@@ -1,6 +1,8 @@
 """Render the notebook pictures (``inspect(...)`` and ``plan(...)``) in headless
 Chromium and check them as drawn: every bar starts at the same x, each bar's length
-is its share of the track, and the summary strip's two parts fill it.
+is its share of the track, the summary strip is there exactly when a summary is due
+and its two parts fill it, the window and trigger lines sit inside their tracks, and
+on a dark notebook theme no track is drawn as a bright bar.
 
     python tools/check_pictures.py [--out DIR]
 
@@ -25,7 +27,7 @@ from fastcompact.samples import load_session
 
 # After layout, the page writes where each track and bar was drawn into a <pre>,
 # which --dump-dom prints.
-_MEASURE = """
+_MEASURE = r"""
 <script>
 window.addEventListener('load', () => {
   const box = (e) => { const r = e.getBoundingClientRect(); return {left: r.left, width: r.width}; };
@@ -34,13 +36,30 @@ window.addEventListener('load', () => {
     strip: t.classList.contains('fc-strip'),
     bars: [...t.querySelectorAll('.fc-bar')].map((b) => ({...box(b), share: parseFloat(b.dataset.share)})),
   }));
+  const rgb = (c) => (c.match(/[\d.]+/g) || []).map(Number);
+  const picture = document.querySelector('.fc-picture');
   const out = document.createElement('pre');
   out.id = 'fc-measure';
-  out.textContent = JSON.stringify(tracks);
+  out.textContent = JSON.stringify({
+    due: picture ? picture.dataset.summaryNeeded === 'true' : null,
+    page: rgb(getComputedStyle(document.body).backgroundColor),
+    tracks: tracks.map((t, i) => ({
+      ...t,
+      color: rgb(getComputedStyle(document.querySelectorAll('.fc-track')[i]).backgroundColor),
+      marks: [...document.querySelectorAll('.fc-track')[i].querySelectorAll('.fc-mark')].map(box),
+    })),
+  });
   document.body.appendChild(out);
 });
 </script>
 """
+
+
+# The pages the pictures are drawn on: a plain one and a dark notebook theme's.
+THEMES = {
+    "light": "background:#ffffff;color:#000000",
+    "dark": "background:#111111;color:#dddddd",
+}
 
 
 def pages() -> dict[str, str]:
@@ -72,7 +91,7 @@ def _chromium(exe: str, *args: str) -> str:
     return done.stdout
 
 
-def measure(exe: str, page: Path) -> list[dict[str, Any]]:
+def measure(exe: str, page: Path) -> dict[str, Any]:
     """Where each track and its bars were drawn."""
     dom = _chromium(exe, "--virtual-time-budget=5000", "--dump-dom", page.as_uri())
     found = re.search(r'<pre id="fc-measure">(.*?)</pre>', dom, flags=re.S)
@@ -81,9 +100,17 @@ def measure(exe: str, page: Path) -> list[dict[str, Any]]:
     return json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
 
 
-def problems(name: str, tracks: list[dict[str, Any]]) -> list[str]:
+def _luminance(color: list[float], under: list[float]) -> float:
+    """The brightness (0 to 1) of ``color`` (RGB, maybe with alpha) drawn over ``under``."""
+    alpha = color[3] if len(color) > 3 else 1.0
+    mixed = [alpha * c + (1 - alpha) * u for c, u in zip(color[:3], under[:3], strict=True)]
+    return (0.2126 * mixed[0] + 0.7152 * mixed[1] + 0.0722 * mixed[2]) / 255
+
+
+def problems(name: str, drawn: dict[str, Any]) -> list[str]:
     """What is wrong with one page as drawn."""
     out = []
+    tracks = drawn["tracks"]
     if not tracks:
         return [f"{name}: no bars drawn"]
     lefts = {round(t["track"]["left"], 1) for t in tracks}
@@ -102,8 +129,19 @@ def problems(name: str, tracks: list[dict[str, Any]]) -> list[str]:
                 out.append(f"{name}: bar {k} starts left of its track")
         if t["strip"] and abs(sum(b["width"] for b in t["bars"]) - width) > 1.0:
             out.append(f"{name}: the summary strip's parts do not fill it")
-    if not any(t["strip"] for t in tracks):
-        out.append(f"{name}: no summarized-vs-kept strip")
+        for mark in t["marks"]:
+            if not t["track"]["left"] - 1 <= mark["left"] <= t["track"]["left"] + width + 1:
+                out.append(f"{name}: a window or trigger line is drawn outside its track")
+        page = drawn["page"]
+        if _luminance(page, [255, 255, 255]) < 0.3 and _luminance(t["color"], page) > 0.5:
+            out.append(f"{name}: track {k} is a bright bar on a dark page")
+    strips = any(t["strip"] for t in tracks)
+    if drawn["due"] and not strips:
+        out.append(f"{name}: a summary is due, but no summarized-vs-kept strip is drawn")
+    if not drawn["due"] and strips:
+        out.append(f"{name}: no summary is due, yet the picture draws a cut")
+    if not any(t["marks"] for t in tracks):
+        out.append(f"{name}: no window or trigger line")
     return out
 
 
@@ -115,14 +153,19 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or Path(tempfile.mkdtemp(prefix="fastcompact-pictures-"))
     out.mkdir(parents=True, exist_ok=True)
     found = []
-    for name, html in pages().items():
-        page = out / f"{name}.html"
-        page.write_text(f"<!doctype html><html><body style='width:900px'>{html}{_MEASURE}</body></html>")
-        found += problems(name, measure(exe, page))
-        _chromium(exe, f"--screenshot={out / f'{name}.png'}", page.as_uri())
+    checked = 0
+    for picture, html in pages().items():
+        for theme, style in THEMES.items():
+            name = f"{picture}-{theme}"
+            page = out / f"{name}.html"
+            body = f"<body style='width:900px;{style}'>{html}{_MEASURE}</body>"
+            page.write_text(f"<!doctype html><html>{body}</html>")
+            found += problems(name, measure(exe, page))
+            _chromium(exe, f"--screenshot={out / f'{name}.png'}", page.as_uri())
+            checked += 1
     for p in found:
         print(p, file=sys.stderr)
-    print(f"{len(pages())} pages checked in Chromium, {len(found)} problems; pages and screenshots in {out}")
+    print(f"{checked} pages checked in Chromium, {len(found)} problems; pages and screenshots in {out}")
     return 1 if found else 0
 
 

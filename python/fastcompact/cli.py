@@ -55,16 +55,24 @@ class Layout:
     ascii_only: bool = True
     #: The object's items, in order ("messages" among them, replaced when written).
     items: tuple[tuple[str, Any], ...] = ()
+    #: Line endings (``"\r\n"`` as Windows editors write them) and a leading byte-order mark.
+    newline: str = "\n"
+    bom: bool = False
 
     def dumps(self, messages: list[Any]) -> str:
         """The messages in this layout."""
         options: dict[str, Any] = {"ensure_ascii": self.ascii_only, "default": str}
         if self.kind == "jsonl":
-            return "".join(json.dumps(m, **options) + "\n" for m in messages)
-        data: Any = messages
-        if self.kind == "object":
-            data = {k: messages if k == "messages" else v for k, v in self.items}
-        return json.dumps(data, indent=self.indent, **options) + "\n"
+            text = "".join(json.dumps(m, **options) + "\n" for m in messages)
+        else:
+            data: Any = messages
+            if self.kind == "object":
+                data = {k: messages if k == "messages" else v for k, v in self.items}
+            text = json.dumps(data, indent=self.indent, **options) + "\n"
+        # JSON escapes the line breaks inside strings: every one left is the layout's.
+        if self.newline != "\n":
+            text = text.replace("\n", self.newline)
+        return ("\ufeff" if self.bom else "") + text
 
 
 def _indent_of(text: str) -> int | str | None:
@@ -80,17 +88,24 @@ def _where(e: json.JSONDecodeError, line: int | None = None) -> str:
     return f"{e.msg}: line {line or e.lineno}, column {e.colno}"
 
 
+def _loads(text: str, path: str) -> Any:
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise CliError(f"{path}: the JSON is nested too deeply to be a conversation") from None
+
+
 def _parse(text: str, path: str) -> tuple[Any, str]:
     """The JSON document, or the list of JSON Lines' values, and which it was. An error
     names the real line and column, with the parser's whole reason."""
     try:
-        return json.loads(text), "list"
+        return _loads(text, path), "list"
     except json.JSONDecodeError as whole:
         # Split on "\n" only: JSON strings may hold other line separators.
         lines = text.split("\n")
         first = next((line for line in lines if line.strip()), "")
         try:
-            json.loads(first)
+            _loads(first, path)
         except json.JSONDecodeError:
             # Not JSON Lines either: the document's own error is the one to report.
             raise CliError(f"{path}: not valid JSON: {_where(whole)}") from None
@@ -99,19 +114,26 @@ def _parse(text: str, path: str) -> tuple[Any, str]:
             if not line.strip():
                 continue
             try:
-                values.append(json.loads(line))
+                values.append(_loads(line, path))
             except json.JSONDecodeError as e:
                 raise CliError(f"{path}: not valid JSON Lines: {_where(e, number)}") from None
         return values, "jsonl"
 
 
 def read_text(path: str) -> str:
-    """The text of ``path`` (``-``: stdin), or a one-line error."""
+    """The text of ``path`` (``-``: stdin), or a one-line error. Line endings are kept
+    as they are; so is a byte-order mark, which :func:`read_file` notes."""
     try:
-        return sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+        if path != "-":
+            with open(path, encoding="utf-8", newline="") as f:
+                return f.read()
+        if sys.stdin is None or sys.stdin.closed:
+            raise CliError("cannot read stdin: it is closed")
+        return sys.stdin.read()
     except OSError as e:
-        raise CliError(f"cannot read {path}: {e.strerror or e}") from e
-    except UnicodeDecodeError as e:
+        where = "stdin" if path == "-" else path
+        raise CliError(f"cannot read {where}: {e.strerror or e}") from e
+    except (UnicodeDecodeError, ValueError) as e:
         raise CliError(f"{path} is not UTF-8 text") from e
 
 
@@ -120,6 +142,8 @@ def read_file(path: str, text: str | None = None) -> tuple[list[Any], Layout]:
     (``-``: stdin; ``text`` when already read), and the layout they came in."""
     if text is None:
         text = read_text(path)
+    bom = text.startswith("\ufeff")
+    text = text.removeprefix("\ufeff")
     data, kind = _parse(text, path)
     items: tuple[tuple[str, Any], ...] = ()
     if isinstance(data, dict) and isinstance(data.get("messages"), list):
@@ -131,7 +155,8 @@ def read_file(path: str, text: str | None = None) -> tuple[list[Any], Layout]:
         raise CliError(f"{path}: the conversation is empty")
     _check_shape(data, path)
     indent = None if kind == "jsonl" else _indent_of(text)
-    return data, Layout(kind, indent, text.isascii(), items)
+    newline = "\r\n" if "\r\n" in text else "\n"
+    return data, Layout(kind, indent, text.isascii(), items, newline, bom)
 
 
 def load_conversation(path: str) -> list[Any]:
@@ -161,6 +186,8 @@ def _print_rich(report: fastcompact.Report) -> None:
         f"[bold]{report.source}[/bold]: {plural(report.messages, 'message')}, "
         f"{report.total_tokens:,} tokens ({report.encoding})"
     )
+    for note in report.notes():
+        console.print(note, markup=False)
 
     def table(title: str, rows: Sequence[tuple[str, int]], extra: Sequence[str] | None = None) -> Table:
         t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
@@ -218,18 +245,43 @@ def _inspect(args: argparse.Namespace) -> int:
 # --- compact -------------------------------------------------------------------------------
 
 
+def _base_of(target: Path) -> str:
+    """What an output's companions are named after: its stem for a ``.json`` file,
+    its whole name otherwise, so that ``x.json`` and ``x.jsonl`` never share one."""
+    if target.suffix == ".json":
+        return target.stem or "conversation"
+    return target.name or "conversation"
+
+
 def _archive_of(target: Path) -> Path:
-    """``session.v2.json`` -> ``session.v2.archive.md``: the whole stem is kept."""
-    return target.with_name(f"{target.stem or 'conversation'}.archive.md")
+    """``session.v2.json`` -> ``session.v2.archive.md`` (the whole stem is kept);
+    ``session.jsonl`` -> ``session.jsonl.archive.md``."""
+    return target.with_name(f"{_base_of(target)}.archive.md")
 
 
 def _console() -> Any:
-    """Rich output on stdout: lines wrap to fit a terminal, never in a pipe or a file."""
+    """Rich output on stdout: lines wrap to fit a terminal, never in a pipe or a file;
+    a reader that stops (``| head``) ends the command quietly, with status 0."""
     from rich.console import Console
 
-    console = Console(highlight=False)
+    class Quiet(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError
+
+    console = Quiet(highlight=False)
     console.soft_wrap = not console.is_terminal
     return console
+
+
+def _encodes(text: str) -> bool:
+    """Whether stdout can show ``text`` (a Windows console or a cp1252 redirect cannot
+    show the bar characters)."""
+    try:
+        text.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
 
 
 class _Parser(argparse.ArgumentParser):
@@ -253,7 +305,7 @@ def _positive(text: str) -> int:
 
 def _results_of(target: Path) -> Path:
     """``session.v2.json`` -> ``session.v2.results``: the folder of results cut whole."""
-    return target.with_name(f"{target.stem or 'conversation'}.results")
+    return target.with_name(f"{_base_of(target)}.results")
 
 
 @dataclass(frozen=True)
@@ -284,6 +336,8 @@ def plan_outputs(files: list[str], output: str, overwrite: bool, archive: str | 
     several = len(files) > 1 or output.endswith(("/", os.sep)) or (output != "-" and out.is_dir())
     if several and archive is not None:
         raise CliError("--archive names one file, for one input and an output file")
+    if len(files) > 1 and not out.is_dir() and out.suffix in (".json", ".jsonl"):
+        raise CliError(f"-o {output} names a file, but {len(files)} inputs need a directory (-o DIR/)")
     if output == "-":
         kept = Path(archive) if archive is not None else None
         plans = [Output(files[0], None, kept, _results_of(kept) if kept is not None else None)]
@@ -338,12 +392,12 @@ def _compact_messages(
 
     from fastcompact.pipeline import compact
 
-    model = None
-    if options.get("model"):
-        from langchain.chat_models import init_chat_model
-
-        model = init_chat_model(options["model"])
-    config = fastcompact.CompactionConfig(trigger=options.get("trigger"), keep=options.get("keep"))
+    model = _chat_model(options["model"]) if options.get("model") else None
+    trigger = options.get("trigger")
+    # A repeated --trigger is any of them, as the API's list is.
+    if isinstance(trigger, list):
+        trigger = trigger[0] if len(trigger) == 1 else trigger
+    config = fastcompact.CompactionConfig(trigger=trigger, keep=options.get("keep"))
     result = compact(
         messages,
         max_input_tokens=options.get("max_input_tokens"),
@@ -359,7 +413,7 @@ def _compact_messages(
     text = layout.dumps(out_messages)
     if plan.target is not None:
         plan.target.parent.mkdir(parents=True, exist_ok=True)
-        plan.target.write_text(text, encoding="utf-8")
+        plan.target.write_text(text, encoding="utf-8", newline="")
     if plan.results is not None and result.saved_results:
         plan.results.mkdir(parents=True, exist_ok=True)
         for path, full in result.saved_results.items():
@@ -368,6 +422,9 @@ def _compact_messages(
     if archive is not None and result.archive is not None:
         archive.parent.mkdir(parents=True, exist_ok=True)
         archive.write_text(result.archive, encoding="utf-8")
+        for path, data in result.media.items():
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_bytes(data)
     unkept = []
     if result.summarized and archive is None:
         unkept.append(f"the {plural(result.summarized, 'summarized message')}")
@@ -385,9 +442,40 @@ def _compact_messages(
         "summarized": result.summarized,
         "summarizer": result.summarizer,
         "reason": result.reason,
+        "warning": result.warning,
+        "media": sorted(result.media),
         "unkept": " and ".join(unkept) or None,
         **({"conversation": text} if plan.target is None else {}),
     }
+
+
+def _distinct(files: list[str]) -> list[str]:
+    """The inputs, each once (a file given twice, under any spelling of its path, is
+    compacted once, and says so)."""
+    seen: dict[str, str] = {}
+    out = []
+    for f in files:
+        if f == "-":  # stdin twice is refused where outputs are planned
+            out.append(f)
+            continue
+        key = os.path.realpath(f)
+        if key in seen:
+            sys.stderr.write(f"fastcompact: {f} is the same file as {seen[key]}; compacting it once\n")
+            continue
+        seen[key] = f
+        out.append(f)
+    return out
+
+
+def _chat_model(name: str) -> Any:
+    """The chat model ``provider:name`` names, or a one-line error."""
+    from langchain.chat_models import init_chat_model
+
+    try:
+        return init_chat_model(name)
+    except Exception as e:
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CliError(f"--model {name}: {reason}") from None
 
 
 def _line(r: dict[str, Any], note: str) -> str:
@@ -411,12 +499,15 @@ def _compact(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import Progress
 
-    files: list[str] = args.files
+    files = _distinct(args.files)
     to_stdout = args.output == "-"
     if to_stdout and len(files) > 1:
         raise CliError("-o - writes one conversation to stdout; give one input")
     if to_stdout and args.json:
         raise CliError("-o - puts the conversation on stdout; --json cannot share it")
+    if args.model:
+        # Refused before any work: an unknown provider, a missing integration package.
+        _chat_model(args.model)
     plans = plan_outputs(files, args.output, args.overwrite, args.archive)
     options = {
         "max_input_tokens": args.max_input_tokens,
@@ -472,6 +563,8 @@ def _compact(args: argparse.Namespace) -> int:
         for r in results:
             figures.write(_line(r, notes.get(r["file"], "")) + "\n")
     for r in results:
+        if r["warning"]:
+            sys.stderr.write(f"fastcompact: {r['file']}: {r['warning']}\n")
         if r["unkept"]:
             sys.stderr.write(
                 f"fastcompact: {r['unkept']} are not saved with the output; --archive PATH saves them\n"
@@ -495,7 +588,17 @@ def _demo(args: argparse.Namespace) -> int:
         raise CliError("the demo needs DeepAgents: pip install 'fastcompact[demo]'") from e
 
     console = _console()
-    result = demo.run(fast=args.fast, window=args.window, root=args.root, echo=console.print)
+    try:
+        result = demo.run(
+            fast=args.fast,
+            window=args.window,
+            root=args.root,
+            keep=args.keep,
+            ascii_bars=not _encodes(demo.BARS),
+            echo=console.print,
+        )
+    except demo.DemoError as e:
+        raise CliError(str(e)) from None
     return 0 if result.summaries and result.archive_files else 1
 
 
@@ -508,7 +611,13 @@ def _sizes(p: argparse.ArgumentParser) -> None:
         help="how tokens are counted: LangChain's estimate (default) or exact BPE",
     )
     p.add_argument("--max-input-tokens", type=_positive, default=None, help="the model's context window")
-    p.add_argument("--trigger", type=_size, default=None, help="e.g. tokens:170000 or fraction:0.85")
+    p.add_argument(
+        "--trigger",
+        type=_size,
+        action="append",
+        default=None,
+        help="e.g. tokens:170000 or fraction:0.85; repeated, any of them fires",
+    )
     p.add_argument("--keep", type=_size, default=None, help="e.g. messages:6 or fraction:0.1")
 
 
@@ -554,10 +663,19 @@ def main(argv: list[str] | None = None) -> int:
     d = sub.add_parser("demo", help=what, description=what)
     d.add_argument("--fast", action="store_true", help="a shorter session")
     d.add_argument("--window", type=_positive, default=None, help="the model's window in tokens")
-    d.add_argument("--root", default=None, help="work directory (default: a new temporary one)")
+    d.add_argument(
+        "--root",
+        default=None,
+        help="work directory, empty or an earlier demo's (default: a new temporary one)",
+    )
+    d.add_argument("--keep", action="store_true", help="keep the temporary project when the run ends")
     d.set_defaults(run=_demo)
 
     args = parser.parse_args(argv)
+    for stream in (sys.stdout, sys.stderr):
+        # Text a stream cannot encode (cp1252, a Windows console) prints as "?", never fails.
+        if stream is not None and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
     try:
         return int(args.run(args))
     except (CliError, fastcompact.InputError, ValueError) as e:

@@ -119,6 +119,17 @@ def _check_str(owner: str, name: str, value: Any, *, optional: bool = False) -> 
         raise ValueError(f"{owner}.{name}: expected a string, got {value!r}")
 
 
+def _check_folder(owner: str, name: str, value: str) -> None:
+    """A backend folder: absolute (backends resolve paths from their root) and without
+    ``..`` (every write through it would fail, or leave the root)."""
+    if not value.startswith("/"):
+        raise ValueError(
+            f"{owner}.{name}: expected an absolute path such as '/conversation_history', got {value!r}"
+        )
+    if ".." in value.split("/"):
+        raise ValueError(f"{owner}.{name}: '..' is not allowed in it, got {value!r}")
+
+
 # Bumped by every change to any config object: settings derived from a config are
 # kept (see `passes._settings`) until a change anywhere makes them stale.
 _generation = 0
@@ -192,12 +203,13 @@ def _tool_set(owner: str, name: str, value: Any) -> set[str]:
 class TokenBudgetConfig(_Watched):
     """Pass 1: a tool result over ``per_tool_chars`` keeps a head and a tail
     (``file_preview_chars`` in all) with a marker; the results of one AI turn are held
-    to ``per_message_chars`` together. The three token thresholds have no effect (kept
-    for compact-middleware; giving one warns)."""
+    to ``per_message_chars`` together. Left out, ``file_preview_chars`` is the core's
+    default, or a tenth of a smaller ``per_tool_chars``. The three token thresholds
+    have no effect (kept for compact-middleware; giving one warns)."""
 
     per_tool_chars: int = _core("budget", "per_tool_chars")
     per_message_chars: int = _core("budget", "per_message_chars")
-    file_preview_chars: int = _core("budget", "file_preview_chars")
+    file_preview_chars: int = DEFAULT
     warning_token_threshold: int = 20_000
     error_token_threshold: int = 20_000
     blocking_token_threshold: int = 3_000
@@ -205,6 +217,11 @@ class TokenBudgetConfig(_Watched):
 
     def __post_init__(self) -> None:
         o = "TokenBudgetConfig"
+        _check_int(o, "per_tool_chars", self.per_tool_chars, 1)
+        if self.file_preview_chars is DEFAULT:
+            self.file_preview_chars = min(
+                _core("budget", "file_preview_chars"), max(1, self.per_tool_chars // 10)
+            )
         for name in ("per_tool_chars", "per_message_chars", "file_preview_chars"):
             _check_int(o, name, getattr(self, name), 1)
         for name in ("warning_token_threshold", "error_token_threshold", "blocking_token_threshold"):
@@ -438,6 +455,7 @@ class CompactionConfig(_Watched):
         _warn_unused(self, ("prefer_partial", "autocompact_buffer_tokens", "max_output_tokens_for_summary"))
         _check_str(o, "custom_instructions", self.custom_instructions, optional=True)
         _check_str(o, "history_path_prefix", self.history_path_prefix)
+        _check_folder(o, "history_path_prefix", self.history_path_prefix)
 
     def resolved(self, max_input_tokens: int | None = None, pricing: str | None = None) -> dict[str, Any]:
         """The settings the core runs with, model-aware defaults filled in.

@@ -31,7 +31,9 @@ __all__ = [
     "count_tokens",
     "effective_messages",
     "find_cutoff",
+    "leading_system",
     "normalize",
+    "partition",
     "set_cache_capacity",
     "should_compact",
     "state_cutoff",
@@ -111,14 +113,26 @@ def _counting(options: Mapping[str, Any], where: str) -> _core.CountOptions:
     """The core's counting options from a helper's keywords (any left out take their
     defaults)."""
     _check_keywords(options, CountingOptions, where)
+    encoding = options.get("encoding", "heuristic")
+    if not isinstance(encoding, str):
+        raise _input_error(
+            "encoding", f"expected 'heuristic', 'o200k_base' or 'cl100k_base', got {encoding!r}"
+        )
+    chars_per_token = options.get("chars_per_token")
+    if chars_per_token is not None and (
+        isinstance(chars_per_token, bool) or not isinstance(chars_per_token, int | float)
+    ):
+        raise _input_error("chars_per_token", f"expected a number, got {chars_per_token!r}")
+    model = options.get("model")
+    if isinstance(model, int | float | bytes | Mapping | list | tuple | set):
+        raise _input_error("model", f"expected a chat model or a model name, got {model!r}")
     system = options.get("system")
     if isinstance(system, str):
         system = {"role": "system", "content": system}
     tools = options.get("tools")
-    chars_per_token = options.get("chars_per_token")
     # The heuristic's numbers are the core's: only the caller's choices go over.
     return _core.CountOptions(
-        encoding=options.get("encoding", "heuristic"),
+        encoding=encoding,
         chars_per_token=None if chars_per_token is None else float(chars_per_token),
         anthropic=_is_anthropic(options.get("model")),
         use_usage=bool(options.get("use_usage", False)),
@@ -230,6 +244,8 @@ class TokenBreakdown:
 
     def largest(self, n: int = 5) -> list[MessageTokens]:
         """The ``n`` largest messages, largest first."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise _input_error("n", f"expected an int >= 0, got {n!r}")
         return sorted(self.messages, key=lambda m: (-m.tokens, m.index))[:n]
 
     def __str__(self) -> str:
@@ -279,6 +295,11 @@ def find_cutoff(
 ) -> int:
     """Where to cut for a summary: ``messages[:cutoff]`` are summarized, the rest kept.
 
+    A leading system message is part of ``messages[:cutoff]``: to keep it, take the
+    three parts from :func:`partition` instead (the system messages, the span to
+    summarize and the kept messages), or summarize
+    ``messages[leading_system(messages):cutoff]``.
+
     ``keep`` is ``("messages", n)``, ``("tokens", n)`` or ``("fraction", f)`` of
     ``max_input_tokens``; by default DeepAgents' choice: 10% of the window when
     ``max_input_tokens`` is known, else the last 6 messages. The cutoff never separates
@@ -304,6 +325,43 @@ def find_cutoff(
     opts = _counting(options, "find_cutoff")
     # The core checks the size and names the field in its error.
     return _core.find_cutoff(_as_list(messages), keep, _window(max_input_tokens), opts)
+
+
+def leading_system(messages: Sequence[Any]) -> int:
+    """How many system messages the conversation starts with (in any message shape).
+
+    Example:
+        >>> leading_system([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}])
+        1
+    """
+    n = 0
+    while n < len(messages) and normalize([messages[n]])[0]["role"] == "system":
+        n += 1
+    return n
+
+
+def partition(
+    messages: Sequence[Any],
+    keep: ContextSize | None = None,
+    max_input_tokens: int | None = None,
+    **options: Unpack[CountingOptions],
+) -> tuple[list[Any], list[Any], list[Any]]:
+    """The conversation in the three parts a summary treats apart: its leading system
+    messages (kept in place), the span to summarize, and the messages kept verbatim.
+    The cut is :func:`find_cutoff`'s, never before the system messages; the span is
+    empty when there is nothing to summarize. ``[*system, summary, *kept]`` is the
+    compacted conversation.
+
+    Example:
+        >>> msgs = [("system", "Be brief."), ("human", "a"), ("ai", "b"), ("human", "c"), ("ai", "d")]
+        >>> system, span, kept = partition(msgs, keep=("messages", 2))
+        >>> [m[1] for m in system], [m[1] for m in span], [m[1] for m in kept]
+        (['Be brief.'], ['a', 'b'], ['c', 'd'])
+    """
+    msgs = list(messages)
+    lead = leading_system(msgs)
+    cut = max(find_cutoff(msgs, keep, max_input_tokens, **options), lead)
+    return msgs[:lead], msgs[lead:cut], msgs[cut:]
 
 
 def should_compact(
@@ -418,10 +476,16 @@ def cache_info() -> tuple[int, int]:
     return _core.cache_info()
 
 
+# More conversations than any machine holds: a larger bound is surely a mistake.
+_MAX_CONVERSATIONS = 2**32
+
+
 def set_cache_capacity(conversations: int) -> None:
     """Bound the token cache to this many conversations (0 turns it off)."""
     if isinstance(conversations, bool) or not isinstance(conversations, int) or conversations < 0:
         raise _input_error("conversations", f"expected a non-negative int, got {conversations!r}")
+    if conversations > _MAX_CONVERSATIONS:
+        raise _input_error("conversations", f"expected at most {_MAX_CONVERSATIONS:,}, got {conversations:,}")
     _core.set_cache_capacity(conversations)
 
 

@@ -80,9 +80,10 @@ class Plan:
     per_role: dict[str, int]
     per_tool: dict[str, int]
     # The view's true size after the passes: anchored on the newest provider usage that
-    # counted this view, the rest scaled by the real/estimated ratio.
+    # counted this view, the rest estimated as ``offset + ratio * estimate``.
     true_tokens: int = 0
     ratio: float = 1.0
+    offset: float = 0.0
     # Messages before ``settled`` are settled (their batched edits committed); a batch
     # committed this turn from message ``batch_at`` on.
     settled: int = 0
@@ -92,6 +93,9 @@ class Plan:
     largest: tuple[MessageTokens, ...] = ()
     summarized_tokens: int = 0
     kept_tokens: int = 0
+    # The window and where the trigger's token line falls, for the picture.
+    max_input_tokens: int | None = None
+    trigger_tokens: int | None = None
 
     def __repr__(self) -> str:
         lines = [
@@ -114,12 +118,22 @@ class Plan:
         parts = pictures.where_tokens_go(
             self.tokens_before, self.per_role, self.per_tool, self.largest, self.passes, self.tokens_after
         )
+        rows = [("before the passes", self.tokens_before), ("after the passes", self.tokens_after)]
+        parts.append(pictures.gauge("against the window", rows, self.max_input_tokens, self.trigger_tokens))
         cut = self.summary_cutoff
-        note = f"cut at message {cut:,}" if cut else "no summary needed"
-        parts.append(
-            pictures.strip("what a summary would replace", self.summarized_tokens, self.kept_tokens, note)
-        )
-        return pictures.page(repr(self).splitlines()[0], parts)
+        needed = self.summary_needed and bool(cut)
+        if needed:
+            parts.append(
+                pictures.strip(
+                    "what a summary would replace",
+                    self.summarized_tokens,
+                    self.kept_tokens,
+                    f"cut at message {cut:,}",
+                )
+            )
+        else:
+            parts.append(pictures.note("after the cheap passes a summary is not needed"))
+        return pictures.page(repr(self).splitlines()[0], parts, needed)
 
 
 class PlanOptions(TypedDict, total=False):
@@ -165,11 +179,15 @@ def plan(
     # The plan's own counts: the core returns them beside the plan, nothing is recounted.
     sizes = message_tokens(raw.breakdown) if raw.breakdown is not None else []
     cut = found.summary_cutoff or 0
+    window = options.get("max_input_tokens")
+    resolved = (config or _DEFAULT_CONFIG).resolved(window)
     return replace(
         found,
         largest=tuple(sorted(sizes, key=lambda m: (-m.tokens, m.index))[:5]),
         summarized_tokens=sum(m.tokens for m in sizes[:cut]),
         kept_tokens=sum(m.tokens for m in sizes[cut:]),
+        max_input_tokens=window,
+        trigger_tokens=pictures.trigger_tokens(resolved["trigger"], window),
     )
 
 
@@ -249,8 +267,12 @@ def _run(
         settings = _settings(cfg, max_input_tokens)
     counting = {k: v for k, v in options.items() if k in CountingOptions.__optional_keys__}
     timestamps, archive_paths = options.get("timestamps"), options.get("archive_paths")
+    msgs = _as_list(messages)
+    for name, given in (("timestamps", timestamps), ("archive_paths", archive_paths)):
+        if given is not None and isinstance(msgs, list | tuple) and len(given) != len(msgs):
+            raise _input_error(name, f"expected one per message ({len(msgs)}), got {len(given)}")
     return _core.plan(
-        _as_list(messages),
+        msgs,
         settings,
         _counting({**counting, "use_usage": progress is not None}, "plan"),
         max_input_tokens=max_input_tokens,
@@ -275,6 +297,7 @@ def _plan_of(raw: _core.PlanOutcome) -> Plan:
         per_tool={} if breakdown is None else breakdown.per_tool,
         true_tokens=raw.true_tokens,
         ratio=raw.ratio,
+        offset=raw.offset,
         settled=raw.settled,
         batch_at=raw.batch_at,
     )
@@ -359,7 +382,10 @@ def apply_edits(messages: Iterable[Any], edits: Iterable[Edit]) -> list[Any]:
     """A new list with the edits applied: edited messages are new objects
     (``model_copy`` for LangChain messages, copies for dicts), the others are the same
     objects. The input is not modified. The same edit of the same message returns the
-    same edited object on later calls.
+    same edited object on later calls. An edit a plan made names the message it was
+    made for (``Edit.target``): applied to a list where another message has its index
+    (the list changed since, or another conversation), it raises ``InputError``
+    naming the index, and nothing is applied.
 
     Example:
         >>> from langchain_core.messages import HumanMessage, ToolMessage
@@ -376,6 +402,17 @@ def apply_edits(messages: Iterable[Any], edits: Iterable[Edit]) -> list[Any]:
         if not 0 <= e.index < len(msgs):
             raise _input_error("index", f"edit for message {e.index} of {len(msgs)}", e.index)
         by_index.setdefault(e.index, []).append(e)
+    checked = sorted(i for i, group in by_index.items() if any(e.target for e in group))
+    if checked:
+        found = dict(zip(checked, _core.identities([msgs[i] for i in checked]), strict=True))
+        for i in checked:
+            if any(e.target and e.target != found[i] for e in by_index[i]):
+                raise _input_error(
+                    "edits",
+                    f"the edit of message {i} was planned for another message (the list changed since "
+                    "the plan, or is another conversation); plan this list again",
+                    i,
+                )
     for i, group in by_index.items():
         original = msgs[i]
         key = (id(original), _edit_key(group))
@@ -409,17 +446,24 @@ def _run_one(messages: Iterable[Any], cfg: CompactionConfig, **kwargs: Any) -> l
     return apply_edits(msgs, plan(msgs, cfg, **kwargs).edits)
 
 
+def _given(**values: Any) -> dict[str, Any]:
+    """The settings a helper's caller gave (``None``: left to the config's default, the
+    one source of every default)."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
 def budget_tool_results(
     messages: Iterable[Any],
     *,
-    per_tool_chars: int = 50_000,
-    per_message_chars: int = 200_000,
-    file_preview_chars: int = 5_000,
+    per_tool_chars: int | None = None,
+    per_message_chars: int | None = None,
+    file_preview_chars: int | None = None,
     archive_paths: Sequence[str | None] | None = None,
 ) -> list[Any]:
     """Cut tool results over ``per_tool_chars`` (and turns over ``per_message_chars``)
     to a head and a tail of ``file_preview_chars`` with a marker saying where the whole
     text is: its ``archive_paths`` entry when given, else ``recall`` by the call's id.
+    Settings left out take :class:`~fastcompact.TokenBudgetConfig`'s defaults.
 
     Example:
         >>> from langchain_core.messages import ToolMessage
@@ -429,9 +473,11 @@ def budget_tool_results(
         'xxxxxx\\n\\n[… 91 characters cut from this result; recall("c") returns it in full …]\\n\\nxxx'
     """
     budget = TokenBudgetConfig(
-        per_tool_chars=per_tool_chars,
-        per_message_chars=per_message_chars,
-        file_preview_chars=file_preview_chars,
+        **_given(
+            per_tool_chars=per_tool_chars,
+            per_message_chars=per_message_chars,
+            file_preview_chars=file_preview_chars,
+        )
     )
     return _run_one(messages, replace(_OFF, token_budget=budget), archive_paths=archive_paths)
 
@@ -439,19 +485,19 @@ def budget_tool_results(
 def truncate_args(
     messages: Iterable[Any],
     *,
-    max_length: int = 2_000,
+    max_length: int | None = None,
     keep: ContextSize = ("messages", 20),
-    truncate_all_tools: bool = True,
+    truncate_all_tools: bool | None = None,
     min_batch_tokens: int = 0,
 ) -> list[Any]:
     """Shorten string arguments longer than ``max_length`` in tool calls older than
-    ``keep`` (only in batches saving ``min_batch_tokens``)."""
+    ``keep`` (only in batches saving ``min_batch_tokens``). Settings left out take
+    :class:`~fastcompact.TruncateArgsConfig`'s defaults."""
     cfg = TruncateArgsConfig(
         trigger=_ALWAYS,
         keep=keep,
-        max_length=max_length,
-        truncate_all_tools=truncate_all_tools,
         min_batch_tokens=min_batch_tokens,
+        **_given(max_length=max_length, truncate_all_tools=truncate_all_tools),
     )
     return _run_one(messages, replace(_OFF, truncate_args=cfg))
 
@@ -459,47 +505,51 @@ def truncate_args(
 def clear_observations(
     messages: Iterable[Any],
     *,
-    keep_recent: int = 5,
+    keep_recent: int | None = None,
     tools: Iterable[str] | None = None,
     exclude_tools: Iterable[str] = (),
     clear_at_least: int = 0,
 ) -> list[Any]:
     """Replace results of ``tools`` older than the newest ``keep_recent`` with a
-    one-line placeholder that names the call, so the agent can run it again."""
-    base = ClearingConfig()
+    one-line placeholder that names the call, so the agent can run it again. Settings
+    left out take :class:`~fastcompact.ClearingConfig`'s defaults (the newest 3 stay)."""
     cfg = ClearingConfig(
         trigger=_ALWAYS,
-        keep_recent=keep_recent,
-        tools=set(tools) if tools is not None else base.tools,
         exclude_tools=set(exclude_tools),
         clear_at_least=clear_at_least,
+        **_given(keep_recent=keep_recent, tools=None if tools is None else set(tools)),
     )
     return _run_one(messages, replace(_OFF, clearing=cfg))
 
 
 def dedupe_reads(
-    messages: Iterable[Any], *, tools: Iterable[str] = ("read_file",), min_batch_tokens: int = 0
+    messages: Iterable[Any], *, tools: Iterable[str] | None = None, min_batch_tokens: int = 0
 ) -> list[Any]:
-    """Replace each repeated read's earlier result with a pointer to the newer one."""
-    cfg = DedupeConfig(tools=set(tools), min_batch_tokens=min_batch_tokens)
+    """Replace each repeated read's earlier result with a pointer to the newer one
+    (``tools`` left out: :class:`~fastcompact.DedupeConfig`'s, ``read_file``)."""
+    cfg = DedupeConfig(
+        min_batch_tokens=min_batch_tokens, **_given(tools=None if tools is None else set(tools))
+    )
     return _run_one(messages, replace(_OFF, dedupe=cfg))
 
 
 def collapse_reads(
     messages: Iterable[Any],
     *,
-    min_group_size: int = 2,
-    keep_recent_messages: int = 20,
+    min_group_size: int | None = None,
+    keep_recent_messages: int | None = None,
     collapse_tools: Iterable[str] | None = None,
 ) -> list[Any]:
-    """Fold runs of consecutive read/search results into a one-line note."""
-    base = CollapseConfig()
+    """Fold runs of consecutive read/search results into a one-line note. Settings
+    left out take :class:`~fastcompact.CollapseConfig`'s defaults."""
     cfg = CollapseConfig(
         trigger=_ALWAYS,
-        min_group_size=min_group_size,
-        keep_recent_messages=keep_recent_messages,
-        collapse_tools=set(collapse_tools) if collapse_tools is not None else base.collapse_tools,
         min_batch_tokens=0,
+        **_given(
+            min_group_size=min_group_size,
+            keep_recent_messages=keep_recent_messages,
+            collapse_tools=None if collapse_tools is None else set(collapse_tools),
+        ),
     )
     return _run_one(messages, replace(_OFF, collapse=cfg))
 
@@ -507,13 +557,14 @@ def collapse_reads(
 def clear_after_gap(
     messages: Iterable[Any],
     *,
-    gap_threshold_minutes: float = 60.0,
-    keep_recent: int = 5,
+    gap_threshold_minutes: float | None = None,
+    keep_recent: int | None = None,
     now: float | None = None,
     timestamps: Sequence[float | None] | None = None,
 ) -> list[Any]:
     """Clear results from before the newest idle gap longer than
     ``gap_threshold_minutes`` (between two messages, or between the last one and
-    ``now``), except the newest ``keep_recent``."""
-    cfg = MicrocompactConfig(gap_threshold_minutes=gap_threshold_minutes, keep_recent=keep_recent)
+    ``now``), except the newest ``keep_recent``. Settings left out take
+    :class:`~fastcompact.MicrocompactConfig`'s defaults."""
+    cfg = MicrocompactConfig(**_given(gap_threshold_minutes=gap_threshold_minutes, keep_recent=keep_recent))
     return _run_one(messages, replace(_OFF, microcompact=cfg), now=now, timestamps=timestamps)

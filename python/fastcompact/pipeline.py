@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastcompact import steps, storage, summarize
+from fastcompact import media, steps, storage, summarize
 from fastcompact.config import CompactionConfig
-from fastcompact.helpers import Encoding, count_tokens, find_cutoff, normalize
+from fastcompact.helpers import Encoding, count_tokens, find_cutoff, leading_system, normalize
 from fastcompact.passes import Edit, Plan, apply_edits
 from fastcompact.passes import plan as plan_passes
 
@@ -28,8 +28,11 @@ from fastcompact.passes import plan as plan_passes
 class Compacted:
     """A compacted conversation: ``messages`` in the input's own shape, the
     ``archive`` text of the summarized span (``None`` without a summary), the full
-    text of each result the budget pass cut (by the path its marker names), why no
-    summary was made (``reason``, ``None`` when one was), and the figures."""
+    text of each result the budget pass cut (by the path its marker names), the inline
+    media of the summarized span (by the path the archive names), why no summary was
+    made (``reason``, ``None`` when one was), what went wrong on the way
+    (``warning``: the model failed and the extractive summary stands in), and the
+    figures."""
 
     messages: list[Any]
     archive: str | None
@@ -40,6 +43,40 @@ class Compacted:
     tokens_after: int
     saved_results: dict[str, str] = field(default_factory=dict)
     reason: str | None = None
+    media: dict[str, bytes] = field(default_factory=dict)
+    warning: str | None = None
+
+
+class _Kept:
+    """A storage backend that keeps what is written to it, for the caller to save
+    (the command line writes the media beside the archive)."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, bytes] = {}
+
+    def download_files(self, paths: Sequence[str]) -> list[Any]:
+        return [_Found(self.files.get(p)) for p in paths]
+
+    def upload_files(self, items: Sequence[tuple[str, bytes]]) -> list[Any]:
+        self.files.update(items)
+        return [_Found(None) for _ in items]
+
+
+@dataclass
+class _Found:
+    content: bytes | None = None
+    error: str | None = None
+
+
+def media_folder(archive_path: str) -> str:
+    """Where the media of an archive go: ``run.archive.md`` -> ``run.archive.media``.
+
+    Example:
+        >>> media_folder("out/run.archive.md")
+        'out/run.archive.media'
+    """
+    stem = archive_path[: -len(".md")] if archive_path.endswith(".md") else archive_path
+    return f"{stem}.media"
 
 
 def _summary_in_shape(message: Any, like: Any) -> Any:
@@ -66,6 +103,19 @@ def _cut_results(raw: list[Any], edits: list[Edit], results_dir: str) -> list[tu
     return [(i, f"{results_dir}/{i}.txt", _text(m["content"])) for i, m in zip(cut, originals, strict=True)]
 
 
+def _unsummarized(
+    view: list[Any],
+    plan: Plan,
+    before: int,
+    cut_results: list[tuple[int, str, str]],
+    reason: str,
+    warning: str | None = None,
+) -> Compacted:
+    """The conversation after the cheap passes alone, and why no summary was made."""
+    saved = {path: text for _, path, text in cut_results}
+    return Compacted(view, None, plan, 0, None, before, plan.tokens_after, saved, reason, warning=warning)
+
+
 def _text(content: Any) -> str:
     return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, default=str)
 
@@ -82,12 +132,15 @@ def compact(
     encoding: Encoding = "heuristic",
     source: str = "transcript",
 ) -> Compacted:
-    """Compact ``messages``. The summary comes from ``model`` when given (a chat model),
-    else from the core's extractive summarizer; ``force`` summarizes even below the
-    trigger. ``archive_path`` is where the caller will save the archive (named in the
-    summary); ``results_dir`` is where it will save the results the budget pass cuts
-    (named in their markers; ``saved_results`` holds their text). Sizes are counted
-    with ``encoding``."""
+    """Compact ``messages``. The summary comes from ``model`` when given (a chat model;
+    should it fail, the extractive summary stands in and ``warning`` says why), else
+    from the core's extractive summarizer; ``force`` summarizes even below the trigger.
+    Leading system messages stay in place, ahead of the summary. ``archive_path`` is
+    where the caller will save the archive (named in the summary), with the span's
+    inline media under :func:`media_folder` (``media`` holds their bytes);
+    ``results_dir`` is where it will save the results the budget pass cuts (named in
+    their markers; ``saved_results`` holds their text). Sizes are counted with
+    ``encoding``."""
     msgs = list(messages)
     cfg = config or CompactionConfig()
     # Every message gets a path; the budget pass names it only in the results it cuts.
@@ -100,32 +153,57 @@ def compact(
     cut = plan.summary_cutoff
     if cut is None and force:
         cut = find_cutoff(view, keep, max_input_tokens, encoding=encoding) or None
+    # The system messages the conversation starts with are never summarized.
+    lead = leading_system(msgs)
+    if cut is not None and cut <= lead:
+        cut = None
     if not (plan.summary_needed or force):
         reason = f"no summary needed: {plan.tokens_after:,} tokens after the cheap passes, under the trigger"
-    elif not cut or cut >= len(view):
+        return _unsummarized(view, plan, before, cut_results, reason)
+    if not cut or cut >= len(view):
         reason = f"nothing to summarize: keeping {keep[0]}:{keep[1]:g} leaves no older message to cut"
-    else:
-        reason = None
-    if reason is not None or cut is None:
-        saved = {path: text for _, path, text in cut_results}
-        return Compacted(view, None, plan, 0, None, before, plan.tokens_after, saved, reason)
-    span, kept = view[:cut], view[cut:]
-    text, used = None, "extractive"
+        return _unsummarized(view, plan, before, cut_results, reason)
+    span, kept = view[lead:cut], view[cut:]
+    # Inline media goes to files beside the archive, which the archive and the
+    # summarizer's transcript name.
+    kept_media = _Kept()
+
+    def media_saved(messages: list[Any]) -> list[Any]:
+        if archive_path is None:
+            return messages
+        return media.offload(kept_media, media_folder(archive_path), messages)
+
+    with_media = media_saved(msgs[lead:cut])
+    text, used, warning = None, "extractive", None
     if model is not None:
-        text, _ = steps.run(
-            summarize.summarize(
-                model, span, custom_instructions=cfg.custom_instructions, retries=cfg.ptl_max_retries
+        summarized = media_saved(span)
+        try:
+            text, _ = steps.run(
+                summarize.summarize(
+                    model,
+                    summarized,
+                    custom_instructions=cfg.custom_instructions,
+                    retries=cfg.ptl_max_retries,
+                )
             )
-        )
-        used = "model"
+            used = "model"
+        except Exception as e:
+            warning = f"the model failed ({type(e).__name__}: {e}); used the extractive summary"
     if text is None:
         budget = int((max_input_tokens or 200_000) * 4 * 0.05)
         text = summarize.fallback(span, None, [], budget)
     message = summarize.summary_message(
         text, file_path=archive_path, suppress_follow_up_questions=cfg.suppress_follow_up_questions
     )
-    out = [_summary_in_shape(message, msgs[0]), *kept]
-    archive = storage.archive_text(msgs[:cut], 0, source, 1)
+    out = [*msgs[:lead], _summary_in_shape(message, msgs[lead]), *kept]
+    archive = storage.archive_text(with_media, lead, source, 1)
     # A summarized result is in the archive whole; only the kept ones need saving.
     saved = {path: text for i, path, text in cut_results if i >= cut}
-    return Compacted(out, archive, plan, cut, used, before, count_tokens(out, encoding=encoding), saved)
+    after = count_tokens(out, encoding=encoding)
+    if after >= plan.tokens_after:
+        # A summary that shrinks nothing is not written (with --force too).
+        reason = f"a summary would not make it smaller ({plan.tokens_after:,} -> {after:,} tokens)"
+        return _unsummarized(view, plan, before, cut_results, reason, warning)
+    return Compacted(
+        out, archive, plan, cut - lead, used, before, after, saved, None, kept_media.files, warning
+    )

@@ -4,6 +4,7 @@ cheap pass would save, and where the trigger and the summary cutoff fall."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,14 +16,45 @@ from fastcompact.helpers import (
     Encoding,
     MessageTokens,
     _as_list,
+    _input_error,
     _window,
     count_tokens,
     find_cutoff,
+    normalize,
     plural,
     should_compact,
     token_breakdown,
 )
 from fastcompact.passes import Plan, plan
+
+# From this share of Chinese, Japanese or Korean characters on, inspect says that the
+# heuristic undercounts.
+CJK_NOTE_SHARE = 0.3
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+# Messages read to estimate the share: enough for a share, few enough to be quick.
+_CJK_SAMPLE = 400
+
+
+def cjk_share(messages: Sequence[Any]) -> float:
+    """The share of a conversation's text characters that are Chinese, Japanese or
+    Korean, from a sample of its messages spread over it.
+
+    Example:
+        >>> cjk_share(["请阅读这个文件", "ok"])
+        0.7777777777777778
+    """
+    if not messages:
+        return 0.0
+    step = max(1, len(messages) // _CJK_SAMPLE)
+    texts = []
+    for m in normalize(list(messages[::step])):
+        content = m["content"]
+        if isinstance(content, str):
+            texts.append(content)
+        else:
+            texts += [str(b.get("text", "")) for b in content if isinstance(b, dict)]
+    text = "".join(texts)
+    return len(_CJK.findall(text)) / len(text) if text else 0.0
 
 
 @dataclass(frozen=True)
@@ -45,6 +77,18 @@ class Report:
     kept_tokens: int
     plan: Plan
     source: str = field(default="conversation")
+    #: The share of the text's characters that are Chinese, Japanese or Korean.
+    cjk_share: float = 0.0
+
+    def notes(self) -> list[str]:
+        """What the figures cannot show: text the heuristic undercounts."""
+        if self.encoding != "heuristic" or self.cjk_share < CJK_NOTE_SHARE:
+            return []
+        return [
+            f"note: {100 * self.cjk_share:.0f}% of the text is Chinese, Japanese or Korean, about a token a "
+            "character: the heuristic (4 characters a token) counts about a third of its tokens; "
+            "--encoding o200k_base (encoding='o200k_base' in Python) counts them exactly"
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data."""
@@ -69,6 +113,8 @@ class Report:
                 for p in self.plan.passes
             ],
             "tokens_after_passes": self.plan.tokens_after,
+            "cjk_share": self.cjk_share,
+            "notes": self.notes(),
             "summary_needed_after_passes": self.plan.summary_needed,
         }
 
@@ -84,6 +130,7 @@ class Report:
         lines = [
             f"{self.source}: {plural(self.messages, 'message')}, "
             f"{self.total_tokens:,} tokens ({self.encoding})",
+            *self.notes(),
             "",
         ]
         lines.append("tokens by role")
@@ -133,17 +180,44 @@ class Report:
             self.plan.passes,
             self.plan.tokens_after,
         )
-        trigger = f"trigger {self._trigger_text()}: {'fires' if self.trigger_fires else 'not reached'}"
-        summarized = self.total_tokens - self.system_and_tools - self.kept_tokens if self.cutoff else 0
-        note = f"cutoff at message {self.cutoff:,}"
-        parts.append(
-            pictures.strip(f"{trigger}; what a summary would replace", summarized, self.kept_tokens, note)
-        )
-        return pictures.page(str(self).splitlines()[0], parts)
+        rows = [("before the passes", self.total_tokens), ("after the passes", self.plan.tokens_after)]
+        line = pictures.trigger_tokens(self.trigger, self.max_input_tokens)
+        parts.append(pictures.gauge("against the window", rows, self.max_input_tokens, line))
+        # The picture says what the text says: the verdict's lines, and the cut only when
+        # a summary is still needed after the passes.
+        parts += [pictures.note(text) for text in self.verdict()]
+        needed = self.plan.summary_needed and self.cutoff > 0
+        if needed:
+            summarized = self.total_tokens - self.system_and_tools - self.kept_tokens
+            parts.append(
+                pictures.strip(
+                    "what a summary would replace",
+                    summarized,
+                    self.kept_tokens,
+                    f"cutoff at message {self.cutoff:,}",
+                )
+            )
+        return pictures.page(str(self).splitlines()[0], parts, needed)
+
+
+def _read_conversation(path: str) -> list[Any]:
+    """The messages of a conversation file: ``OSError`` when it cannot be read,
+    ``InputError`` when what it holds is not a conversation."""
+    from fastcompact.cli import CliError, read_file
+
+    with open(path, encoding="utf-8", errors="strict", newline="") as f:
+        try:
+            text = f.read()
+        except UnicodeDecodeError as e:
+            raise _input_error("file", f"{path} is not UTF-8 text ({e.reason})") from None
+    try:
+        return read_file(path, text)[0]
+    except CliError as e:
+        raise _input_error("file", str(e)) from None
 
 
 def inspect(
-    messages: Iterable[Any],
+    messages: Iterable[Any] | os.PathLike[str],
     *,
     max_input_tokens: int | None = None,
     trigger: Trigger | Sequence[Trigger] | None = None,
@@ -154,7 +228,10 @@ def inspect(
 ) -> Report:
     """Where a conversation's tokens go, what each cheap pass would save, and where the
     trigger and the cutoff fall. ``trigger`` / ``keep`` override ``config``'s; left out,
-    they follow the DeepAgents defaults for ``max_input_tokens``.
+    they follow the DeepAgents defaults for ``max_input_tokens``. ``messages`` may be a
+    ``pathlib.Path`` to a conversation file (JSON or JSON Lines, as the command line
+    reads): a file that cannot be read raises ``OSError``, content that is not a
+    conversation :class:`~fastcompact.InputError`.
 
     Example:
         >>> import fastcompact
@@ -164,9 +241,7 @@ def inspect(
         (True, True, True)
     """
     if isinstance(messages, os.PathLike):
-        from fastcompact.cli import read_file
-
-        messages, _ = read_file(os.fspath(messages))
+        messages = _read_conversation(os.fspath(messages))
     found = _as_list(messages)
     if not isinstance(found, list | tuple):
         count_tokens(found)  # the helpers' own check says what is wrong
@@ -203,4 +278,5 @@ def inspect(
         kept_tokens=sum(m.tokens for m in breakdown.messages[cutoff:]),
         plan=plan(msgs, cfg, max_input_tokens=max_input_tokens, encoding=encoding),
         source=source,
+        cjk_share=cjk_share(msgs) if encoding == "heuristic" else 0.0,
     )
