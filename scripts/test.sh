@@ -53,5 +53,8 @@ echo "== pytest"
 python -m pytest tests -p no:cacheprovider
 python -m pytest --doctest-modules --pyargs fastcompact -p no:cacheprovider
 
+echo "== README examples (the outputs it shows are what the code prints)"
+python tools/readme_examples.py --check
+
 echo "== fuzz (a short run; see README for the long one)"
 python fuzz/fuzz_inputs.py --iterations 300

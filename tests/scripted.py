@@ -228,6 +228,9 @@ class ProviderChatModel(BaseChatModel):
     lock: Any = Field(default_factory=threading.Lock)
     # Raised once the input exceeds this many tokens, as a provider refuses an overflow.
     refuse_above: int | None = None
+    # Tokens the provider counts that the agent's request does not show (a gateway's
+    # own system prompt, say): part of the fixed prefix.
+    hidden_tokens: int = 0
 
     @property
     def _llm_type(self) -> str:
@@ -244,7 +247,7 @@ class ProviderChatModel(BaseChatModel):
 
     def _sizes(self, messages: list[BaseMessage]) -> list[tuple[str, int]]:
         fixed = "\n".join(self.tool_texts)
-        return [(fixed, self.meter(fixed) if fixed else 0)] + [
+        return [(fixed, self.hidden_tokens + (self.meter(fixed) if fixed else 0))] + [
             (text, self.meter(text)) for text in map(message_text, messages)
         ]
 

@@ -96,10 +96,12 @@ def test_inspect_reads_every_shape(tmp_path: Path, shape: str):
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)
     assert report["messages"] == 120
-    # Tool results are attributed to their tool in every shape but Anthropic's (whose
-    # results sit in user messages).
-    if shape != "anthropic":
-        assert "read_file" in report["per_tool"]
+    # Tool results are tool results in every shape, Anthropic's too (whose results sit
+    # in user messages), and attributed to their tool.
+    assert "read_file" in report["per_tool"]
+    humans = sum(1 for m in msgs if m.type == "human")
+    assert report["per_role"]["human"] < 200 * humans
+    assert report["per_role"]["tool"] == sum(report["per_tool"].values())
 
 
 def test_inspect_jsonl_from_stdin():

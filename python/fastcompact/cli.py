@@ -209,15 +209,26 @@ def _print_rich(report: fastcompact.Report) -> None:
     ]
     console.print(table("largest messages", largest))
     passes = [(p.name, p.saved) for p in report.plan.passes]
-    console.print(
-        table("what each cheap pass would save", passes, [f"{p.edits} edits" for p in report.plan.passes])
-    )
+    edits = [plural(p.edits, "edit") for p in report.plan.passes]
+    console.print(table("what each cheap pass would save", passes, edits))
     console.print(f"after the cheap passes: {report.plan.tokens_after:,} tokens")
     for line in report.verdict():
         console.print(line.replace("FIRES", "[bold red]FIRES[/bold red]"))
 
 
+def _flags(e: fastcompact.InputError) -> str:
+    """An error in the command line's words: its flags, not the API's fields."""
+    return (
+        str(e)
+        .replace("field 'max_input_tokens': ", "")
+        .replace("needs max_input_tokens (from the model profile or given)", "needs --max-input-tokens")
+    )
+
+
 def _inspect(args: argparse.Namespace) -> int:
+    if args.file is not None and args.sample is not None:
+        raise CliError("give FILE or --sample, not both")
+    args.sample = args.sample or "coding"
     if args.file is None:
         messages: list[Any] = load_session(args.sample)
         source = f"bundled {args.sample} session"
@@ -234,7 +245,7 @@ def _inspect(args: argparse.Namespace) -> int:
             source=source,
         )
     except fastcompact.InputError as e:
-        raise CliError(f"{source}: {e}") from None
+        raise CliError(f"{source}: {_flags(e)}") from None
     if args.json:
         sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
     else:
@@ -382,7 +393,7 @@ def compact_file(plan: Output, options: dict[str, Any], text: str | None = None)
     try:
         return _compact_messages(plan, messages, layout, options)
     except fastcompact.InputError as e:
-        raise CliError(f"{plan.source}: {e}") from None
+        raise CliError(f"{plan.source}: {_flags(e)}") from None
 
 
 def _compact_messages(
@@ -632,7 +643,7 @@ def main(argv: list[str] | None = None) -> int:
         "file", nargs="?", help="JSON or JSONL conversation ('-' for stdin); default: a bundled session"
     )
     p.add_argument(
-        "--sample", choices=SESSIONS, default="coding", help="the bundled session inspected without FILE"
+        "--sample", choices=SESSIONS, default=None, help="the bundled session inspected without FILE (coding)"
     )
     _sizes(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")

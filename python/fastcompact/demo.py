@@ -293,8 +293,8 @@ def run(
         )
         fired_text = ", ".join(f"{k} x{v}" for k, v in sorted(result.passes_fired.items())) or "none"
         echo(f"Cheap passes fired: {fired_text}.")
-        where = history if result.kept else f"{history} (removed with the project; --keep keeps it)"
-        echo(f"Archive: {len(result.archive_files)} files under {where} (nothing was lost).")
+        kept = "" if result.kept else "; removed with the temporary project, --keep keeps it"
+        echo(f"Archive: {len(result.archive_files)} files under {history} (nothing was lost{kept}).")
         echo(f"Done in {result.seconds:.1f} s.")
     finally:
         if not result.kept:

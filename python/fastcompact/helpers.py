@@ -249,7 +249,10 @@ class TokenBreakdown:
         return sorted(self.messages, key=lambda m: (-m.tokens, m.index))[:n]
 
     def __str__(self) -> str:
-        lines = [f"total: {self.total:,} tokens ({self.system_and_tools:,} system prompt and tools)"]
+        fixed = ""
+        if self.system_and_tools:
+            fixed = f" ({self.system_and_tools:,} of them the system prompt and tools)"
+        lines = [f"total: {self.total:,} tokens{fixed}"]
         for role, tokens in sorted(self.per_role.items(), key=lambda kv: -kv[1]):
             lines.append(f"  {role:<10} {tokens:>12,}")
         if self.per_tool:

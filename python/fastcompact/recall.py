@@ -44,17 +44,11 @@ def _text(content: Any) -> str:
     return json.dumps(content, ensure_ascii=False, default=str)
 
 
-def _block_result(content: Any, ref: str) -> Any:
-    """The content of an Anthropic ``tool_result`` block answering ``ref``, if any."""
-    if isinstance(content, list):
-        for block in content:
-            if (
-                isinstance(block, Mapping)
-                and block.get("type") == "tool_result"
-                and block.get("tool_use_id") == ref
-            ):
-                return block.get("content", "")
-    return None
+def _blocks(content: Any, kind: str) -> list[Mapping[str, Any]]:
+    """The content blocks of one kind (Anthropic's ``tool_use`` / ``tool_result``)."""
+    if not isinstance(content, list):
+        return []
+    return [b for b in content if isinstance(b, Mapping) and b.get("type") == kind]
 
 
 def recall(messages: Sequence[Any] | Mapping[str, Any], ref: str) -> str:
@@ -81,10 +75,14 @@ def recall(messages: Sequence[Any] | Mapping[str, Any], ref: str) -> str:
         if not wants_args:
             if m["tool_call_id"] == ref:
                 return _text(m["content"])
-            found = _block_result(m["content"], ref)
-            if found is not None:
-                return _text(found)
-        for call in m["tool_calls"]:
+            for block in _blocks(m["content"], "tool_result"):
+                if block.get("tool_use_id") == ref:
+                    return _text(block.get("content", ""))
+        uses = [
+            {"id": b.get("id"), "name": b.get("name"), "args": b.get("input")}
+            for b in _blocks(m["content"], "tool_use")
+        ]
+        for call in [*m["tool_calls"], *uses]:
             if call.get("id") == ref and arguments is None:
                 arguments = json.dumps(
                     {"name": call.get("name"), "args": call.get("args")}, ensure_ascii=False, default=str
