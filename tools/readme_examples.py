@@ -61,7 +61,8 @@ def _plan() -> str:
             "p = plan(msgs, max_input_tokens=200_000)",
             *shown,
             "p.passes # tokens before/after and edits per pass; in Jupyter the plan draws itself",
-            "view = apply_edits(msgs, p.edits)   # new objects for edited messages, the same objects for the rest",
+            "view = apply_edits(msgs, p.edits)   # new objects for edited messages, the same objects"
+            " for the rest",
             "view, p = model_view(msgs, max_input_tokens=200_000)  # both in one step, as an agent turn does",
             "```",
             "",
@@ -122,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"README.md: {len(stale)} examples updated ({', '.join(stale) or 'none'})")
         return 0
     if stale:
-        print(f"README.md shows stale output for: {', '.join(stale)} (python tools/readme_examples.py --write)")
+        fix = "python tools/readme_examples.py --write"
+        print(f"README.md shows stale output for: {', '.join(stale)} ({fix})")
         return 1
     print(f"README.md: {len(found)} examples match what the code prints")
     return 0
