@@ -217,3 +217,15 @@ def test_an_unknown_model_is_refused_before_any_work(tmp_path: Path):
     r = run("compact", str(src), "-o", str(tmp_path / "o.json"), "--model", "nosuch:model")
     _one_line_error(r, "--model nosuch:model:")
     assert not (tmp_path / "o.json").exists()
+
+
+def test_messages_speak_of_the_command_line_and_its_counts(tmp_path: Path):
+    r = run("inspect", "--trigger", "fraction:0.85")
+    _one_line_error(r, "needs --max-input-tokens")
+    assert "field 'max_input_tokens'" not in r.stderr
+    src = _seed(tmp_path / "r.json")
+    _one_line_error(run("inspect", str(src), "--sample", "chat"), "give FILE or --sample, not both")
+    # Edits are counted with their noun, thousands separated, as the tokens beside them.
+    table = run("inspect", "--sample", "research", "--max-input-tokens", "20000").stdout
+    assert re.search(r"│ (\d{1,3}(,\d{3})*) edits?\b", table), table
+    assert not re.search(r"\d{4,} edits", table)

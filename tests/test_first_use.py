@@ -259,3 +259,9 @@ def test_a_quiet_pytest_run_still_says_how_many_passed(tmp_path: Path):
     )
     assert done.returncode == 0, done.stdout
     assert "1 passed" in done.stdout
+
+
+def test_a_breakdown_names_the_system_prompt_only_when_there_is_one():
+    assert str(fastcompact.token_breakdown(["hi"])).splitlines()[0] == "total: 5 tokens"
+    with_system = str(fastcompact.token_breakdown(["hi"], system="Be brief.")).splitlines()[0]
+    assert with_system.startswith("total: ") and "of them the system prompt and tools)" in with_system
