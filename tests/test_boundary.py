@@ -59,14 +59,15 @@ def test_edits_and_pass_figures_are_classes_that_compare_copy_and_pickle():
     p = fastcompact.plan(coding_session(300, seed=1), max_input_tokens=50_000)
     assert p.edits and all(type(e) is Edit for e in p.edits)
     e = p.edits[0]
-    again = Edit(e.index, e.pass_name, e.field, e.value, e.call, e.fingerprint)
+    again = Edit(e.index, e.pass_name, e.field, e.value, e.call, e.fingerprint, e.target)
     assert again == e and pickle.loads(pickle.dumps(e)) == e and copy.deepcopy(e) == e
     assert Edit(e.index, e.pass_name, e.field, "other", e.call, e.fingerprint) != e
     # Edits go in sets and dict keys, as tuples did (a dict value included).
     assert len({e, again, copy.copy(e)}) == 1 and isinstance(e.value, dict)
     assert e != tuple(getattr(e, f) for f in ("index", "pass_name", "field", "value", "call", "fingerprint"))
     assert repr(Edit(1, "clearing", "content", "[x]")) == (
-        "Edit(index=1, pass_name='clearing', field='content', value='[x]', call=None, fingerprint=0)"
+        "Edit(index=1, pass_name='clearing', field='content', value='[x]', call=None, "
+        "fingerprint=0, target=0)"
     )
     with pytest.raises(AttributeError):
         e.index = 3  # type: ignore[misc]

@@ -44,6 +44,19 @@ def _text(content: Any) -> str:
     return json.dumps(content, ensure_ascii=False, default=str)
 
 
+def _own_content(message: Any, read: Any) -> str:
+    """A message's content as given, when it is a string (a large result is handed back,
+    not copied); else its text as the reader made it."""
+    fields = message
+    if isinstance(message, Mapping):
+        inner = message.get("kwargs") if message.get("lc") else message.get("data")
+        fields = inner if isinstance(inner, Mapping) and "content" not in message else message
+        content = fields.get("content")
+    else:
+        content = getattr(message, "content", None)
+    return content if isinstance(content, str) else _text(read)
+
+
 def _blocks(content: Any, kind: str) -> list[Mapping[str, Any]]:
     """The content blocks of one kind (Anthropic's ``tool_use`` / ``tool_result``)."""
     if not isinstance(content, list):
@@ -71,10 +84,10 @@ def recall(messages: Sequence[Any] | Mapping[str, Any], ref: str) -> str:
         ref = ref[: -len(ARGS_SUFFIX)]
     arguments = None
     content = None
-    for m in read:
+    for original, m in zip(messages, read, strict=True):
         if not wants_args:
             if m["tool_call_id"] == ref:
-                return _text(m["content"])
+                return _own_content(original, m["content"])
             for block in _blocks(m["content"], "tool_result"):
                 if block.get("tool_use_id") == ref:
                     return _text(block.get("content", ""))
@@ -88,7 +101,7 @@ def recall(messages: Sequence[Any] | Mapping[str, Any], ref: str) -> str:
                     {"name": call.get("name"), "args": call.get("args")}, ensure_ascii=False, default=str
                 )
         if content is None and m["id"] == ref:
-            content = _text(m["content"])
+            content = _own_content(original, m["content"])
     if arguments is not None:
         return arguments
     if content is not None:
