@@ -3,12 +3,13 @@
 
 use std::collections::HashSet;
 
+use crate::calibration::{anchored_total, Anchored, Calibration};
 use crate::config::PlanConfig;
 use crate::cutoff::{any_clause_fires, find_cutoff, Clause, PairShape, Size};
 use crate::economics::Batch;
 use crate::message::Message;
 use crate::passes::{self, Change, Edit, Memos, Pass, Skeleton, View};
-use crate::tokens::{anchored_total, Anchored, Calibration, HeuristicParams, Measure};
+use crate::tokens::{HeuristicParams, Measure};
 
 /// What one pass did.
 #[derive(Clone, Debug, PartialEq)]

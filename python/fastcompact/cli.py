@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from collections.abc import Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
@@ -27,141 +26,11 @@ from typing import Any, NoReturn
 import fastcompact
 from fastcompact.helpers import plural
 from fastcompact.samples import SESSIONS, load_session
+from fastcompact.transcripts import FileError, Layout, load_conversation, read_file, read_text
 
 
 class CliError(Exception):
     """A problem to report in one line, with exit status 2."""
-
-
-_SHAPE_HINT = "expected LangChain messages (messages_to_dict / dumpd), OpenAI or Anthropic chat messages"
-
-
-def _check_shape(messages: list[Any], path: str) -> None:
-    for i, m in enumerate(messages):
-        if not isinstance(m, dict | list | str):
-            raise CliError(f"{path}: message {i} is a {type(m).__name__}; {_SHAPE_HINT}")
-        if isinstance(m, dict) and not ({"type", "role", "lc", "data"} & set(m)):
-            raise CliError(f"{path}: message {i} has none of 'type', 'role', 'lc'; {_SHAPE_HINT}")
-
-
-@dataclass(frozen=True)
-class Layout:
-    """How a conversation file was written, so that its output is written alike:
-    ``kind`` is ``list``, ``object`` (``{"messages": [...]}``, other keys kept) or
-    ``jsonl``; ``indent`` as ``json.dumps`` takes it; non-ASCII text raw or escaped."""
-
-    kind: str = "list"
-    indent: int | str | None = None
-    ascii_only: bool = True
-    #: The object's items, in order ("messages" among them, replaced when written).
-    items: tuple[tuple[str, Any], ...] = ()
-    #: Line endings (``"\r\n"`` as Windows editors write them) and a leading byte-order mark.
-    newline: str = "\n"
-    bom: bool = False
-
-    def dumps(self, messages: list[Any]) -> str:
-        """The messages in this layout."""
-        options: dict[str, Any] = {"ensure_ascii": self.ascii_only, "default": str}
-        if self.kind == "jsonl":
-            text = "".join(json.dumps(m, **options) + "\n" for m in messages)
-        else:
-            data: Any = messages
-            if self.kind == "object":
-                data = {k: messages if k == "messages" else v for k, v in self.items}
-            text = json.dumps(data, indent=self.indent, **options) + "\n"
-        # JSON escapes the line breaks inside strings: every one left is the layout's.
-        if self.newline != "\n":
-            text = text.replace("\n", self.newline)
-        return ("\ufeff" if self.bom else "") + text
-
-
-def _indent_of(text: str) -> int | str | None:
-    """The indentation of a JSON document's first nested line: ``None`` for one line."""
-    found = re.match(r"\s*[\[{][ \t]*\r?\n([ \t]*)\S", text)
-    if found is None:
-        return None
-    ws = found.group(1)
-    return "\t" if ws.startswith("\t") else len(ws)
-
-
-def _where(e: json.JSONDecodeError, line: int | None = None) -> str:
-    return f"{e.msg}: line {line or e.lineno}, column {e.colno}"
-
-
-def _loads(text: str, path: str) -> Any:
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise CliError(f"{path}: the JSON is nested too deeply to be a conversation") from None
-
-
-def _parse(text: str, path: str) -> tuple[Any, str]:
-    """The JSON document, or the list of JSON Lines' values, and which it was. An error
-    names the real line and column, with the parser's whole reason."""
-    try:
-        return _loads(text, path), "list"
-    except json.JSONDecodeError as whole:
-        # Split on "\n" only: JSON strings may hold other line separators.
-        lines = text.split("\n")
-        first = next((line for line in lines if line.strip()), "")
-        try:
-            _loads(first, path)
-        except json.JSONDecodeError:
-            # Not JSON Lines either: the document's own error is the one to report.
-            raise CliError(f"{path}: not valid JSON: {_where(whole)}") from None
-        values = []
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                values.append(_loads(line, path))
-            except json.JSONDecodeError as e:
-                raise CliError(f"{path}: not valid JSON Lines: {_where(e, number)}") from None
-        return values, "jsonl"
-
-
-def read_text(path: str) -> str:
-    """The text of ``path`` (``-``: stdin), or a one-line error. Line endings are kept
-    as they are; so is a byte-order mark, which :func:`read_file` notes."""
-    try:
-        if path != "-":
-            with open(path, encoding="utf-8", newline="") as f:
-                return f.read()
-        if sys.stdin is None or sys.stdin.closed:
-            raise CliError("cannot read stdin: it is closed")
-        return sys.stdin.read()
-    except OSError as e:
-        where = "stdin" if path == "-" else path
-        raise CliError(f"cannot read {where}: {e.strerror or e}") from e
-    except (UnicodeDecodeError, ValueError) as e:
-        raise CliError(f"{path} is not UTF-8 text") from e
-
-
-def read_file(path: str, text: str | None = None) -> tuple[list[Any], Layout]:
-    """Messages from a JSON list, a JSON object with a ``messages`` list, or JSON Lines
-    (``-``: stdin; ``text`` when already read), and the layout they came in."""
-    if text is None:
-        text = read_text(path)
-    bom = text.startswith("\ufeff")
-    text = text.removeprefix("\ufeff")
-    data, kind = _parse(text, path)
-    items: tuple[tuple[str, Any], ...] = ()
-    if isinstance(data, dict) and isinstance(data.get("messages"), list):
-        items = tuple(data.items())
-        data, kind = data["messages"], "object"
-    if not isinstance(data, list):
-        raise CliError(f"{path}: expected a list of messages or an object with a 'messages' list")
-    if not data:
-        raise CliError(f"{path}: the conversation is empty")
-    _check_shape(data, path)
-    indent = None if kind == "jsonl" else _indent_of(text)
-    newline = "\r\n" if "\r\n" in text else "\n"
-    return data, Layout(kind, indent, text.isascii(), items, newline, bom)
-
-
-def load_conversation(path: str) -> list[Any]:
-    """Messages from a file (see :func:`read_file`)."""
-    return read_file(path)[0]
 
 
 def _size(text: str) -> tuple[str, float]:
@@ -536,7 +405,7 @@ def _compact(args: argparse.Namespace) -> int:
         # One input: no worker to start.
         try:
             results.append(compact_file(plans[0], options, stdin_text))
-        except (CliError, fastcompact.InputError) as e:
+        except (CliError, FileError, fastcompact.InputError) as e:
             errors.append(str(e))
         except Exception as e:  # a summarizer's failure, say: one line, as for many inputs
             errors.append(f"{plans[0].source}: {type(e).__name__}: {e}")
@@ -557,7 +426,7 @@ def _compact(args: argparse.Namespace) -> int:
             for future in as_completed(futures):
                 try:
                     results.append(future.result())
-                except (CliError, fastcompact.InputError) as e:
+                except (CliError, FileError, fastcompact.InputError) as e:
                     errors.append(str(e))
                 except Exception as e:  # a worker's failure is one file's failure
                     errors.append(f"{futures[future].source}: {type(e).__name__}: {e}")
@@ -689,7 +558,7 @@ def main(argv: list[str] | None = None) -> int:
             stream.reconfigure(errors="replace")
     try:
         return int(args.run(args))
-    except (CliError, fastcompact.InputError, ValueError) as e:
+    except (CliError, FileError, fastcompact.InputError, ValueError) as e:
         sys.stderr.write(f"fastcompact: {e}\n")
         return 2
     except KeyboardInterrupt:

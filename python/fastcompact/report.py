@@ -203,7 +203,7 @@ class Report:
 def _read_conversation(path: str) -> list[Any]:
     """The messages of a conversation file: ``OSError`` when it cannot be read,
     ``InputError`` when what it holds is not a conversation."""
-    from fastcompact.cli import CliError, read_file
+    from fastcompact.transcripts import FileError, read_file
 
     with open(path, encoding="utf-8", errors="strict", newline="") as f:
         try:
@@ -212,7 +212,7 @@ def _read_conversation(path: str) -> list[Any]:
             raise _input_error("file", f"{path} is not UTF-8 text ({e.reason})") from None
     try:
         return read_file(path, text)[0]
-    except CliError as e:
+    except FileError as e:
         raise _input_error("file", str(e)) from None
 
 

@@ -150,7 +150,7 @@ pub(super) fn plan<'py>(
             Vec::new()
         },
         min_anchor: progress.min_anchor,
-        prior: crate::tokens::Calibration::checked(progress.offset, progress.ratio),
+        prior: crate::calibration::Calibration::checked(progress.offset, progress.ratio),
         usage_of_unedited: progress.usage_of_unedited,
         settled: progress.settled,
         calls_before: progress.calls_before,
