@@ -231,13 +231,18 @@ class ProviderChatModel(BaseChatModel):
     # Tokens the provider counts that the agent's request does not show (a gateway's
     # own system prompt, say): part of the fixed prefix.
     hidden_tokens: int = 0
+    # Behind a proxy or router, the model object may not say who serves it
+    # (`declares_provider`), and its answers may not either (`answers_name_provider`).
+    declares_provider: bool = True
+    answers_name_provider: bool = True
 
     @property
     def _llm_type(self) -> str:
         return "provider-scripted"
 
     def _get_ls_params(self, stop: Any = None, **kwargs: Any) -> Any:
-        return {"ls_provider": self.provider, "ls_model_name": "scripted-1", "ls_model_type": "chat"}
+        params = {"ls_model_name": "scripted-1", "ls_model_type": "chat"}
+        return {**params, "ls_provider": self.provider} if self.declares_provider else params
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> ProviderChatModel:  # type: ignore[override]
         from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -279,7 +284,7 @@ class ProviderChatModel(BaseChatModel):
             update={
                 "usage_metadata": usage,
                 "response_metadata": {
-                    "model_provider": self.provider,
+                    **({"model_provider": self.provider} if self.answers_name_provider else {}),
                     "model_name": "scripted-1",
                     "usage": {
                         "input_tokens": total,

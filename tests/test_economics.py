@@ -181,6 +181,32 @@ def test_pricing_is_validated_and_picked_from_the_provider():
     assert fastcompact.config.pricing_of(ProviderChatModel(provider="google_genai")) == "gemini"
 
 
+@pytest.mark.parametrize(("names", "expected"), [(True, "anthropic"), (False, None)])
+def test_pricing_is_read_from_the_answers_of_a_model_behind_a_proxy(
+    tmp_path: Path, names: bool, expected: str | None
+):
+    # The model object names no provider; its answers do, or (usage alone) do not.
+    model = ProviderChatModel(
+        script=_recall_script,
+        profile={"max_input_tokens": 100_000},
+        declares_provider=False,
+        answers_name_provider=names,
+    )
+    assert fastcompact.config.pricing_of(model) is None
+    backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
+    agent = create_deep_agent(
+        model=model,
+        backend=backend,
+        middleware=[CompactionMiddleware(backend=backend)],
+        checkpointer=InMemorySaver(),
+    )
+    cfg = {"configurable": {"thread_id": "p"}}
+    agent.invoke({"messages": [HumanMessage("hello")]}, cfg)
+    agent.invoke({"messages": [HumanMessage("hello again")]}, cfg)
+    # The first call has no answer to read yet; the second reads the first answer.
+    assert agent.get_state(cfg).values["_fastcompact"]["last_plan"]["pricing"] == expected
+
+
 # --- nothing cleared is lost ------------------------------------------------------
 
 

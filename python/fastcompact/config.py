@@ -532,6 +532,7 @@ _PROVIDER_PRICING = {
 def pricing_of(model: Any) -> str | None:
     """The pricing preset of a chat model's provider; ``None`` when the provider is not
     known (its cache prices are not either: the passes then batch by fixed sizes).
+    See :func:`pricing_of_responses` for models behind a proxy or router.
 
     Example:
         >>> pricing_of("anthropic:claude-sonnet-4-6"), pricing_of("openai:gpt-5"), pricing_of(None)
@@ -545,6 +546,33 @@ def pricing_of(model: Any) -> str | None:
             provider = model._get_ls_params().get("ls_provider")
         except Exception:  # a model without LangSmith parameters
             provider = None
+    return _PROVIDER_PRICING.get(str(provider).lower()) if provider else None
+
+
+def pricing_of_responses(
+    messages: Sequence[Any], run_metadata: Mapping[str, Any] | None = None
+) -> str | None:
+    """The pricing preset of the provider the newest answer names
+    (``response_metadata["model_provider"]``), else the run's ``ls_provider``: for a
+    model wrapped by a proxy or router that does not say who serves it. ``None`` when
+    neither names a known provider (an answer with usage alone names none).
+
+    Example:
+        >>> from langchain_core.messages import AIMessage
+        >>> pricing_of_responses([AIMessage("ok", response_metadata={"model_provider": "anthropic"})])
+        'anthropic'
+        >>> pricing_of_responses([AIMessage("ok")], {"ls_provider": "openai"})
+        'openai'
+    """
+    for m in reversed(messages):
+        if getattr(m, "type", None) != "ai":
+            continue
+        metadata = getattr(m, "response_metadata", None)
+        provider = metadata.get("model_provider") if isinstance(metadata, Mapping) else None
+        if provider:
+            return _PROVIDER_PRICING.get(str(provider).lower())
+        break
+    provider = (run_metadata or {}).get("ls_provider")
     return _PROVIDER_PRICING.get(str(provider).lower()) if provider else None
 
 
@@ -570,4 +598,5 @@ __all__ = [
     "Trigger",
     "TruncateArgsConfig",
     "pricing_of",
+    "pricing_of_responses",
 ]

@@ -38,7 +38,7 @@ from langgraph.types import Command
 from typing_extensions import Unpack
 
 from fastcompact import _core, media, steps, storage, summarize
-from fastcompact.config import CompactionConfig, ContextSize, Trigger, pricing_of
+from fastcompact.config import CompactionConfig, ContextSize, Trigger, pricing_of, pricing_of_responses
 from fastcompact.helpers import count_tokens, find_cutoff
 from fastcompact.passes import Plan, _edit_message, _plan_of, _run, _settings, _view_of
 from fastcompact.recall import RECALL_DESCRIPTION, recall
@@ -112,6 +112,8 @@ class _Turn:
     plan: Plan
     window: int | None
     counters: dict[str, Any]
+    # The price preset the passes were planned with (None: fixed batch sizes).
+    pricing: str | None = None
 
 
 @dataclasses.dataclass
@@ -165,6 +167,17 @@ def _summarizer_failed(error: Exception) -> Exception:
 
 def _now() -> float:
     return time.time()
+
+
+def _run_metadata() -> Mapping[str, Any]:
+    """The LangGraph run's metadata, when running inside a graph."""
+    try:
+        from langgraph.config import get_config
+
+        found = get_config().get("metadata")
+    except (RuntimeError, ImportError):
+        return {}
+    return found if isinstance(found, Mapping) else {}
 
 
 def _window(model: Any) -> int | None:
@@ -485,8 +498,9 @@ class CompactionMiddleware(AgentMiddleware):
         # The one cache of settings, shared with the helpers.
         return _settings(self._config, window, pricing)
 
-    def _pricing(self, model: Any) -> str | None:
-        """The price model batches are decided by: the config's, else the provider's."""
+    def _pricing(self, model: Any, messages: Sequence[Any] = ()) -> str | None:
+        """The price model batches are decided by: the config's, else the model's
+        provider's, else the provider its newest answer (or the run) names."""
         if self._config.pricing is not None:
             return self._config.pricing
         key = id(model)
@@ -495,7 +509,9 @@ class CompactionMiddleware(AgentMiddleware):
             if len(self._pricing_by_model) >= 64:  # models made per call: keep a few
                 self._pricing_by_model.clear()
             found = self._pricing_by_model[key] = (model, pricing_of(model))
-        return found[1]
+        if found[1] is not None or not messages:
+            return found[1]
+        return pricing_of_responses(messages, _run_metadata())
 
     @property
     def name(self) -> str:
@@ -521,10 +537,11 @@ class CompactionMiddleware(AgentMiddleware):
             # The gap's clearing rewrites older messages: earlier usage counted another view.
             counters["batch_at"] = len(raw)
         progress = _progress(counters, event, prior)
+        pricing = self._pricing(request.model, raw)
         try:
             raw_plan = _run(
                 effective,
-                self._plan_settings(window, self._pricing(request.model)),
+                self._plan_settings(window, pricing),
                 max_input_tokens=window,
                 now=now,
                 system=request.system_message,
@@ -553,6 +570,7 @@ class CompactionMiddleware(AgentMiddleware):
             plan=plan,
             window=window,
             counters=counters,
+            pricing=pricing,
         )
         try:
             self._counted(request, turn)
@@ -609,7 +627,7 @@ class CompactionMiddleware(AgentMiddleware):
         system = request.system_message
         messages = [system, *turn.view] if system is not None else list(turn.view)
         tokens = counter(messages, tools=request.tools) if self._counter_takes_tools else counter(messages)
-        settings = self._plan_settings(turn.window, self._pricing(request.model))
+        settings = self._plan_settings(turn.window, turn.pricing)
         due = settings.trigger_fires(len(turn.view), float(tokens), turn.window)
         cut = turn.plan.summary_cutoff
         if due and cut is None:
@@ -1043,8 +1061,10 @@ class CompactionMiddleware(AgentMiddleware):
         self, response: Any, turn: _Turn, outcome: _Outcome | None, sent: int
     ) -> ExtendedModelResponse:
         info = _plan_info(turn.plan)
-        # What the model was sent, after any summary and clipping.
+        # What the model was sent, after any summary and clipping, and the prices that
+        # decided the batches.
         info["tokens_sent"] = sent
+        info["pricing"] = turn.pricing
         update: dict[str, Any] = {}
         counters = dict(turn.counters)
         if outcome is not None:
