@@ -11,14 +11,22 @@
 //!   up about evenly, so half its size on each of those calls) outweigh the rewrite.
 //!   That second rule is what batches: clearing one result per call would rewrite the
 //!   newest results every call, which costs more than carrying the old ones a while.
+//!
+//! A compaction (a digest or a summary of the older span) is priced the same way: the
+//! rewrite of what stays, the summary call's input as the provider bills it and its
+//! output. It is due once the reads paid since the last compaction for what has grown
+//! reach that price: with growth `g` tokens a call and price `D`, that is after about
+//! `sqrt(D / (read * g / 2))` calls, the cycle that costs least.
 
-/// Input prices relative to the uncached input price.
+/// Prices relative to the uncached input price.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Pricing {
     /// A token read from the cache.
     pub read: f64,
     /// A token not in the cache (written to it, where writing costs extra).
     pub write: f64,
+    /// A token of output, from the list prices of the providers' current models.
+    pub output: f64,
 }
 
 /// The presets `CompactionConfig.pricing` names.
@@ -28,6 +36,7 @@ pub const PRESETS: [(&str, Pricing); 5] = [
         Pricing {
             read: 0.1,
             write: 1.25,
+            output: 5.0,
         },
     ),
     (
@@ -35,6 +44,7 @@ pub const PRESETS: [(&str, Pricing); 5] = [
         Pricing {
             read: 0.1,
             write: 2.0,
+            output: 5.0,
         },
     ),
     (
@@ -42,6 +52,7 @@ pub const PRESETS: [(&str, Pricing); 5] = [
         Pricing {
             read: 0.1,
             write: 1.0,
+            output: 8.0,
         },
     ),
     (
@@ -49,6 +60,7 @@ pub const PRESETS: [(&str, Pricing); 5] = [
         Pricing {
             read: 0.25,
             write: 1.0,
+            output: 8.0,
         },
     ),
     (
@@ -56,6 +68,7 @@ pub const PRESETS: [(&str, Pricing); 5] = [
         Pricing {
             read: 1.0,
             write: 1.0,
+            output: 1.0,
         },
     ),
 ];
@@ -106,6 +119,43 @@ impl Batch {
     }
 }
 
+/// A compaction as the decision sees it; sizes are whole inputs (system and tools too).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Compaction {
+    /// The next input without compacting.
+    pub size_without: f64,
+    /// The next input after it: the fixed prefix, the summary and what stays.
+    pub size_with: f64,
+    /// The fixed prefix both share (system prompt and tools), still read from the cache.
+    pub prefix: f64,
+    /// The summary call's input, and how much of it the provider reads from its cache
+    /// (most of it when the call shares the agent's prefix); 0 for a digest.
+    pub summary_input: f64,
+    pub summary_cached: f64,
+    /// The summary's output tokens; 0 for a digest.
+    pub summary_output: f64,
+    /// The tokens read, call after call, of what the view has grown by since the last
+    /// compaction (summed over those calls): the reads a compaction stops paying.
+    pub grown_reads: f64,
+}
+
+impl Compaction {
+    /// What compacting costs: what stays is written anew instead of read, and the
+    /// summary call is billed as the provider bills it.
+    pub fn price(&self, p: &Pricing) -> f64 {
+        let rewrite = (p.write - p.read) * (self.size_with - self.prefix).max(0.0);
+        let cached = self.summary_cached.min(self.summary_input);
+        let call = p.read * cached + p.write * (self.summary_input - cached);
+        rewrite + call + p.output * self.summary_output
+    }
+
+    /// Whether compacting now pays: it makes the view smaller, and the reads paid
+    /// since the last compaction for what has grown reach its price.
+    pub fn due(&self, p: &Pricing) -> bool {
+        self.size_with < self.size_without && p.read * self.grown_reads >= self.price(p)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,15 +172,110 @@ mod tests {
         }
     }
 
+    /// The calls from one compaction to the next for a view that grows by `growth` a
+    /// call from `base` (the size right after the last one), each compaction leaving
+    /// `base` again.
+    fn cycle(p: &Pricing, base: f64, prefix: f64, growth: f64, summary: (f64, f64, f64)) -> usize {
+        let mut grown_reads = 0.0;
+        for call in 1..=1_000 {
+            let size = base + growth * call as f64;
+            grown_reads += growth * call as f64;
+            let c = Compaction {
+                size_without: size,
+                size_with: base,
+                prefix,
+                summary_input: summary.0,
+                summary_cached: summary.1,
+                summary_output: summary.2,
+                grown_reads,
+            };
+            if c.due(p) {
+                return call;
+            }
+        }
+        usize::MAX
+    }
+
+    #[test]
+    fn a_digest_is_due_after_the_cycle_that_costs_least() {
+        // 3,000 tokens of system and tools, 2,000 that stay, 1,000 a call of growth:
+        // D = 1.15 * 2,000 = 2,300; 0.1 * 1,000 * k(k+1)/2 >= 2,300 at k = 7
+        // (sqrt(2,300 / 50) = 6.8).
+        assert_eq!(
+            cycle(&ANTHROPIC, 5_000.0, 3_000.0, 1_000.0, (0.0, 0.0, 0.0)),
+            7
+        );
+        // Slower growth waits longer: sqrt(2,300 / 10) = 15.2.
+        assert_eq!(
+            cycle(&ANTHROPIC, 5_000.0, 3_000.0, 200.0, (0.0, 0.0, 0.0)),
+            15
+        );
+        // An hour's cache costs more to write again: D = 1.9 * 2,000 = 3,800.
+        let hour = Pricing::preset("anthropic-1h").unwrap_or(ANTHROPIC);
+        assert_eq!(cycle(&hour, 5_000.0, 3_000.0, 1_000.0, (0.0, 0.0, 0.0)), 9);
+    }
+
+    #[test]
+    fn a_model_summary_is_priced_by_its_call() {
+        // A 40,000-token summary request sharing the agent's cache but for 1,000 tokens,
+        // and a 1,500-token summary: D = 2,300 + 3,900 + 1,250 + 7,500 = 14,950.
+        let c = Compaction {
+            size_without: 45_000.0,
+            size_with: 5_000.0,
+            prefix: 3_000.0,
+            summary_input: 40_000.0,
+            summary_cached: 39_000.0,
+            summary_output: 1_500.0,
+            grown_reads: 0.0,
+        };
+        assert!((c.price(&ANTHROPIC) - 14_950.0).abs() < 1e-6);
+        // The same request not sharing the cache is written whole: 50,000 + 2,300 + 7,500.
+        let fresh = Compaction {
+            summary_cached: 0.0,
+            ..c
+        };
+        assert!((fresh.price(&ANTHROPIC) - 59_800.0).abs() < 1e-6);
+        // Its cycle is longer than a digest's: sqrt(14,950 / 50) = 17.3.
+        assert_eq!(
+            cycle(
+                &ANTHROPIC,
+                5_000.0,
+                3_000.0,
+                1_000.0,
+                (40_000.0, 39_000.0, 1_500.0)
+            ),
+            17
+        );
+    }
+
+    #[test]
+    fn without_a_cache_a_free_digest_is_due_at_once_and_a_growing_view_is_needed() {
+        let none = Pricing::preset("none").unwrap_or(ANTHROPIC);
+        assert_eq!(cycle(&none, 5_000.0, 3_000.0, 1_000.0, (0.0, 0.0, 0.0)), 1);
+        // Nothing to gain, nothing due, whatever was paid.
+        let flat = Compaction {
+            size_without: 5_000.0,
+            size_with: 5_000.0,
+            prefix: 3_000.0,
+            summary_input: 0.0,
+            summary_cached: 0.0,
+            summary_output: 0.0,
+            grown_reads: 1e9,
+        };
+        assert!(!flat.due(&ANTHROPIC));
+    }
+
     #[test]
     fn presets_are_found_by_name() {
         assert_eq!(
             Pricing::preset("none"),
             Some(Pricing {
                 read: 1.0,
-                write: 1.0
+                write: 1.0,
+                output: 1.0,
             })
         );
+        assert_eq!(Pricing::preset("openai").map(|p| p.output), Some(8.0));
         assert_eq!(Pricing::preset("anthropic-1h").map(|p| p.write), Some(2.0));
         assert_eq!(Pricing::preset("bedrock"), None);
     }
