@@ -75,3 +75,10 @@ def test_fallback_summary_from_the_core():
     assert "- edit_file: Error: old_string not found" in text
     assert "- [in_progress] fix parser" in text
     assert text.rstrip().endswith("Retrying with the exact text.")
+
+
+def test_a_chained_summary_keeps_a_user_message_trailing_spaces():
+    from fastcompact.summarize import summary_message, summary_text
+
+    text = "## User messages (verbatim)\n- keep my indentation   "
+    assert summary_text(summary_message(text, file_path=None)) == text

@@ -284,4 +284,9 @@ def summary_text(message: Any) -> str | None:
         return None
     content = text_of(message)
     found = _SUMMARY.search(content)
-    return found.group(1).strip() if found else content
+    if found is None:
+        return content
+    # Only the line breaks summary_message puts around it: a user message quoted at its
+    # end keeps its own trailing spaces.
+    inner = found.group(1)
+    return inner.removeprefix("\n").removesuffix("\n")
