@@ -186,7 +186,7 @@ def compact(
                     retries=cfg.ptl_max_retries,
                 )
             )
-            used = "model"
+            used = "model" if text is not None else used
         except Exception as e:
             warning = f"the model failed ({type(e).__name__}: {e}); used the extractive summary"
     if text is None:
