@@ -297,3 +297,16 @@ class ProviderChatModel(BaseChatModel):
         with self.lock:
             self.calls.append(MeteredCall(list(messages), total, cached, output))
         return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+def compacting_agent(model: BaseChatModel, backend: Any, **kw: Any) -> Any:
+    """A real ``create_deep_agent`` graph with ``CompactionMiddleware`` on ``backend``
+    and an in-memory checkpointer (``kw`` go to ``create_deep_agent``)."""
+    from deepagents import create_deep_agent
+    from fastcompact import CompactionMiddleware
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    middleware = [CompactionMiddleware(backend=backend)]
+    return create_deep_agent(
+        model=model, backend=backend, middleware=middleware, checkpointer=InMemorySaver(), **kw
+    )

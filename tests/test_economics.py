@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from tests.scripted import ProviderChatModel, pair_problems
+from tests.scripted import ProviderChatModel, compacting_agent, pair_problems
 
 HAN = "缓存索引解析器记录缓冲区窗口令牌数据流批次队列线程套接字处理器模式配置加载器报告指标向量"
 
@@ -193,13 +193,7 @@ def test_pricing_is_read_from_the_answers_of_a_model_behind_a_proxy(
         answers_name_provider=names,
     )
     assert fastcompact.config.pricing_of(model) is None
-    backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
-    agent = create_deep_agent(
-        model=model,
-        backend=backend,
-        middleware=[CompactionMiddleware(backend=backend)],
-        checkpointer=InMemorySaver(),
-    )
+    agent = compacting_agent(model, FilesystemBackend(root_dir=tmp_path, virtual_mode=True))
     cfg = {"configurable": {"thread_id": "p"}}
     agent.invoke({"messages": [HumanMessage("hello")]}, cfg)
     agent.invoke({"messages": [HumanMessage("hello again")]}, cfg)

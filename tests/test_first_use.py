@@ -13,15 +13,13 @@ from typing import Any
 
 import fastcompact
 import pytest
-from deepagents import create_deep_agent
 from deepagents.backends import FilesystemBackend
 from fastcompact import CompactionConfig, CompactionMiddleware, InputError
 from fastcompact.samples import coding_session
 from langchain_core.load import dumpd
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage, messages_to_dict
-from langgraph.checkpoint.memory import InMemorySaver
 
-from tests.scripted import ProviderChatModel
+from tests.scripted import ProviderChatModel, compacting_agent
 
 # --- the system prompt stays in place -----------------------------------------------
 
@@ -229,13 +227,7 @@ def test_usage_that_includes_an_unpassed_prompt_is_an_offset_in_the_state(tmp_pa
         return AIMessage("read it")
 
     model = ProviderChatModel(script=script, profile={"max_input_tokens": 60_000}, hidden_tokens=6_000)
-    backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
-    agent = create_deep_agent(
-        model=model,
-        backend=backend,
-        middleware=[CompactionMiddleware(backend=backend)],
-        checkpointer=InMemorySaver(),
-    )
+    agent = compacting_agent(model, FilesystemBackend(root_dir=tmp_path, virtual_mode=True))
     cfg = {"configurable": {"thread_id": "u"}}
     for k in range(12):
         agent.invoke({"messages": [HumanMessage(f"read file {k}")]}, cfg)
@@ -249,7 +241,7 @@ def test_usage_that_includes_an_unpassed_prompt_is_an_offset_in_the_state(tmp_pa
 
 def test_a_quiet_pytest_run_still_says_how_many_passed(tmp_path: Path):
     # The project's pytest settings add no verbosity flag of their own: `-q` stays -q.
-    (tmp_path / "test_one.py").write_text("def test_one():\n    assert True\n")
+    (tmp_path / "test_one.py").write_text("def test_one():\n    assert sum([1, 2]) == 3\n")
     config = Path(__file__).resolve().parents[1] / "pyproject.toml"
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", str(config), str(tmp_path)],

@@ -13,28 +13,18 @@ from typing import Any
 
 import fastcompact
 import pytest
-from deepagents import create_deep_agent
 from deepagents.backends import LocalShellBackend
-from fastcompact import CompactionMiddleware, WindowTooSmallError
+from fastcompact import WindowTooSmallError
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import HumanMessage, SystemMessage
-from langgraph.checkpoint.memory import InMemorySaver
 
-from tests.scripted import ProviderChatModel, pair_problems
+from tests.scripted import ProviderChatModel, compacting_agent, pair_problems
 
 
 def _agent(tmp_path: Path, window: int, **kw: Any) -> tuple[Any, ProviderChatModel]:
     # The provider refuses what is over its window, as a real one does.
     model = ProviderChatModel(profile={"max_input_tokens": window}, refuse_above=window)
-    backend = LocalShellBackend(root_dir=tmp_path, virtual_mode=True)
-    agent = create_deep_agent(
-        model=model,
-        backend=backend,
-        middleware=[CompactionMiddleware(backend=backend)],
-        checkpointer=InMemorySaver(),
-        **kw,
-    )
-    return agent, model
+    return compacting_agent(model, LocalShellBackend(root_dir=tmp_path, virtual_mode=True), **kw), model
 
 
 @pytest.mark.parametrize("window", [8_000, 10_000])

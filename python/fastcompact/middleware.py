@@ -17,79 +17,62 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
-import math
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, NotRequired, TypedDict
+from typing import Any, TypedDict
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
-    AgentState,
     ExtendedModelResponse,
     ModelRequest,
     ModelResponse,
-    PrivateStateAttr,
 )
 from langchain.tools import ToolRuntime
-from langchain_core.exceptions import ContextOverflowError
-from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import SystemMessage, ToolMessage
 from langgraph.types import Command
 from typing_extensions import Unpack
 
-from fastcompact import _core, media, steps, storage, summarize
+from fastcompact import steps, storage, summarize
+from fastcompact.compaction import (
+    CompactionSteps,
+    Draft,
+    Outcome,
+    WindowTooSmallError,
+)
 from fastcompact.config import CompactionConfig, ContextSize, Trigger, pricing_of, pricing_of_responses
-from fastcompact.helpers import count_tokens, find_cutoff
-from fastcompact.passes import Plan, _edit_message, _plan_of, _run, _settings, _view_of
+from fastcompact.helpers import find_cutoff
+from fastcompact.passes import _edit_message, _plan_of, _run, _view_of
 from fastcompact.recall import RECALL_DESCRIPTION, recall
+from fastcompact.state import (
+    EVENT_KEY,
+    STATE_KEY,
+    CompactionState,
+    Turn,
+    advance,
+    emit,
+    plan_info,
+    progress_of,
+    run_metadata,
+    sent_size,
+    unplanned,
+    valid_event,
+    window_of,
+)
 from fastcompact.steps import Io, Steps
-
-if TYPE_CHECKING:
-    from fastcompact._core import _Progress
 
 logger = logging.getLogger("fastcompact")
 
-EVENT_KEY = "_summarization_event"
-STATE_KEY = "_fastcompact"
-
-# A compaction is committed only if the new view is this far below the trigger.
-COMMIT_MARGIN = 0.10
-# After a compaction that could not be committed, wait this many new messages.
-BACKOFF_MESSAGES = 10
-# The fallback summary's share of the window, in characters (about 4 per token).
-FALLBACK_SHARE = 0.05
-# Characters a token when the fallback must fit what the window leaves: fewer than the
-# estimate's 4, so that it fits under a denser tokenizer too.
-FALLBACK_CHARS_PER_TOKEN = 3
-
-
-class WindowTooSmallError(ContextOverflowError):
-    """The request cannot fit the model's window, even with everything older than the
-    turn in progress summarized and its newest tool results clipped: the system
-    prompt, the tool schemas and that turn alone are over it. Raised instead of sending
-    a request known to be too large; its message names the sizes and what to change.
-
-    Example:
-        >>> e = WindowTooSmallError(window=6_000, system=3_900, tools=2_400, turn=700)
-        >>> e.window, e.system + e.tools + e.turn
-        (6000, 7000)
-    """
-
-    def __init__(self, *, window: int, system: int, tools: int, turn: int) -> None:
-        self.window, self.system, self.tools, self.turn = window, system, tools, turn
-        super().__init__(
-            f"this request needs {system + tools + turn:,} tokens, over the model's {window:,}-token "
-            f"window: the system prompt is {system:,} tokens, the tool schemas {tools:,} and the turn "
-            f"in progress {turn:,}, with everything older summarized. Use a model with a larger "
-            "window (its profile's max_input_tokens), a shorter system prompt or fewer tools."
-        )
-
-
-class CompactionState(AgentState):
-    """The graph state the middleware adds: private channels, never shown to the model."""
-
-    _summarization_event: Annotated[NotRequired[dict[str, Any] | None], PrivateStateAttr]
-    _fastcompact: Annotated[NotRequired[dict[str, Any] | None], PrivateStateAttr]
+__all__ = [
+    "EVENT_KEY",
+    "STATE_KEY",
+    "CompactionMiddleware",
+    "CompactionState",
+    "CompactionToolMiddleware",
+    "RecallMiddleware",
+    "SummarizationOptions",
+    "WindowTooSmallError",
+    "config_from_summarization",
+]
 
 
 def _transformers() -> tuple[Any, ...]:
@@ -100,110 +83,8 @@ def _transformers() -> tuple[Any, ...]:
     return (InternalCallTransformer,)
 
 
-@dataclasses.dataclass
-class _Turn:
-    """One model call's reading of the state."""
-
-    raw: list[Any]
-    event: dict[str, Any] | None
-    prior_cutoff: int
-    effective: list[Any]
-    view: list[Any]
-    plan: Plan
-    window: int | None
-    counters: dict[str, Any]
-    # The price preset the passes were planned with (None: fixed batch sizes).
-    pricing: str | None = None
-
-
-@dataclasses.dataclass
-class _Draft:
-    """A compaction worked out, before its I/O (summary call, archive, file reads)."""
-
-    state_cutoff: int
-    leaving: list[Any]
-    span: list[Any]
-    kept: list[Any]
-    thread: str
-    number: int
-    previous_summary: str | None
-    todos: list[Any]
-    reads: list[str]
-    use_llm: bool
-    forced: bool
-
-
-@dataclasses.dataclass
-class _Outcome:
-    view: list[Any]
-    update: dict[str, Any]
-    committed: bool
-    info: dict[str, Any]
-
-
-def _valid_event(event: Any, n: int) -> dict[str, Any] | None:
-    """The prior event when it can be trusted; a malformed one is ignored (the whole raw
-    history is sent instead, so nothing is lost)."""
-    if event is None:
-        return None
-    try:
-        cutoff = event["cutoff_index"]
-        summary = event["summary_message"]
-    except (KeyError, TypeError):
-        logger.warning("fastcompact: ignoring a malformed %s: %r", EVENT_KEY, event)
-        return None
-    if not isinstance(cutoff, int) or isinstance(cutoff, bool) or not 0 <= cutoff <= n or summary is None:
-        logger.warning("fastcompact: ignoring %s with cutoff_index %r for %d messages", EVENT_KEY, cutoff, n)
-        return None
-    return dict(event)
-
-
-def _summarizer_failed(error: Exception) -> Exception:
-    logger.warning(
-        "fastcompact: the summarizer failed (%s: %s); using the fallback summary", type(error).__name__, error
-    )
-    return error
-
-
 def _now() -> float:
     return time.time()
-
-
-def _run_metadata() -> Mapping[str, Any]:
-    """The LangGraph run's metadata, when running inside a graph."""
-    try:
-        from langgraph.config import get_config
-
-        found = get_config().get("metadata")
-    except (RuntimeError, ImportError):
-        return {}
-    return found if isinstance(found, Mapping) else {}
-
-
-def _window(model: Any) -> int | None:
-    profile = getattr(model, "profile", None)
-    if isinstance(profile, Mapping):
-        value = profile.get("max_input_tokens")
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    return None
-
-
-def _thread(counters: dict[str, Any]) -> str:
-    """The conversation's name in archive paths: its thread id, else a session id made
-    once and kept in state (two conversations without a thread id never share files)."""
-    try:
-        from langgraph.config import get_config
-
-        thread = get_config().get("configurable", {}).get("thread_id")
-    except (RuntimeError, ImportError):
-        thread = None
-    if thread:
-        return str(thread)
-    session = counters.get("session")
-    if not isinstance(session, str) or not session:
-        session = counters["session"] = f"session-{uuid.uuid4().hex[:12]}"
-    return session
 
 
 class SummarizationOptions(TypedDict, total=False):
@@ -290,101 +171,7 @@ def _takes_tools(counter: Any) -> bool:
     return any(p.name == "tools" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
-def _to_view(raw_index: int, event: Mapping[str, Any] | None, prior: int) -> int:
-    """A raw-state index as an index in the effective view (the summary holds slot 0)."""
-    if event is None:
-        return max(raw_index, 0)
-    return max(raw_index - prior + 1, 1)
-
-
-def _to_raw(view_index: int, event: Mapping[str, Any] | None, prior: int) -> int:
-    return view_index if event is None else prior + max(view_index - 1, 0)
-
-
-def _int(value: Any, default: int = 0) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
-
-
-def _progress(counters: Mapping[str, Any], event: Mapping[str, Any] | None, prior: int) -> _Progress:
-    """Where the conversation stands, for the core: usage is valid only from the last
-    summary and the last batch that rewrote older messages on (earlier usage counted
-    another view); the calibration (offset and ratio) carries over from earlier
-    anchors; batched edits before ``settled`` are committed."""
-    since = max(_int(counters.get("batch_at")), _int(event.get("created_at_index")) if event else 0)
-    ratio, offset = counters.get("ratio"), counters.get("offset")
-    settled = _int(counters.get("settled"), -1)
-    # The core bounds both (a corrupted state gives the plain estimate).
-    return {
-        "min_anchor": _to_view(since, event, prior),
-        "ratio": float(ratio) if isinstance(ratio, int | float) else 1.0,
-        "offset": float(offset) if isinstance(offset, int | float) else 0.0,
-        "settled": _to_view(settled, event, prior) if settled >= 0 else None,
-        "calls_before": _int(counters.get("calls_before")),
-        # Before the first planned call, usage counted the messages as they were, unedited.
-        "usage_of_unedited": "last_plan" not in counters,
-    }
-
-
-def _advance(
-    counters: dict[str, Any], plan: Plan, event: Mapping[str, Any] | None, prior: int, n_raw: int
-) -> None:
-    """Record what this turn's plan settled, in raw-state indices."""
-    counters["ratio"] = plan.ratio
-    counters["offset"] = plan.offset
-    counters["settled"] = _to_raw(plan.settled, event, prior)
-    if plan.batch_at is not None:
-        counters["batch_at"] = n_raw
-
-
-def _unplanned() -> Plan:
-    """The plan of a call that could not be planned: nothing done, nothing due."""
-    return Plan(
-        edits=[],
-        tokens_before=0,
-        tokens_after=0,
-        passes=[],
-        summary_needed=False,
-        summary_cutoff=None,
-        per_role={},
-        per_tool={},
-    )
-
-
-def _sent_size(plan: Plan) -> int:
-    """The size of the planned view as the provider will count it: anchored on usage,
-    else the estimate."""
-    return plan.true_tokens or plan.tokens_after
-
-
-def _plan_info(plan: Plan) -> dict[str, Any]:
-    return {
-        "tokens_before": plan.tokens_before,
-        "tokens_after": plan.tokens_after,
-        "passes": [
-            {
-                "name": p.name,
-                "tokens_before": p.tokens_before,
-                "tokens_after": p.tokens_after,
-                "edits": p.edits,
-                "batched": p.batched,
-            }
-            for p in plan.passes
-        ],
-        "summary_needed": plan.summary_needed,
-    }
-
-
-def _emit(payload: dict[str, Any]) -> None:
-    """A LangGraph custom stream event, when running inside a graph."""
-    try:
-        from langgraph.config import get_stream_writer
-
-        get_stream_writer()({"fastcompact": payload})
-    except Exception:  # outside a graph, or no writer
-        pass
-
-
-class CompactionMiddleware(AgentMiddleware):
+class CompactionMiddleware(CompactionSteps, AgentMiddleware):
     """Keeps an agent inside its context window.
 
     Every model call: the effective view is rebuilt from the state's last compaction
@@ -491,13 +278,6 @@ class CompactionMiddleware(AgentMiddleware):
         middleware)."""
         return self._config
 
-    def _resolved(self, window: int | None, pricing: str | None = None) -> dict[str, Any]:
-        return self._plan_settings(window, pricing).resolved
-
-    def _plan_settings(self, window: int | None, pricing: str | None) -> _core.PlanSettings:
-        # The one cache of settings, shared with the helpers.
-        return _settings(self._config, window, pricing)
-
     def _pricing(self, model: Any, messages: Sequence[Any] = ()) -> str | None:
         """The price model batches are decided by: the config's, else the model's
         provider's, else the provider its newest answer (or the run) names."""
@@ -511,7 +291,7 @@ class CompactionMiddleware(AgentMiddleware):
             found = self._pricing_by_model[key] = (model, pricing_of(model))
         if found[1] is not None or not messages:
             return found[1]
-        return pricing_of_responses(messages, _run_metadata())
+        return pricing_of_responses(messages, run_metadata())
 
     @property
     def name(self) -> str:
@@ -520,23 +300,23 @@ class CompactionMiddleware(AgentMiddleware):
 
     # --- reading the state -------------------------------------------------------
 
-    def _turn(self, request: ModelRequest, window: int | None = None) -> _Turn:
+    def _turn(self, request: ModelRequest, window: int | None = None) -> Turn:
         raw = list(request.messages)
         state = request.state if isinstance(request.state, Mapping) else {}
-        event = _valid_event(state.get(EVENT_KEY), len(raw))
+        event = valid_event(state.get(EVENT_KEY), len(raw))
         prior = event["cutoff_index"] if event else 0
         effective = [event["summary_message"], *raw[prior:]] if event else raw
         found = state.get(STATE_KEY)
         counters = dict(found) if isinstance(found, Mapping) else {}
         # The agent's window, remembered for the compaction tool (which has no model).
-        window = _window(request.model) or window
+        window = window_of(request.model) or window
         counters["window"] = window
         gap_before = counters.get("gap_at")
         now, timestamps = self._clock(counters, raw, prior, event is not None, len(effective))
         if counters.get("gap_at") != gap_before:
             # The gap's clearing rewrites older messages: earlier usage counted another view.
             counters["batch_at"] = len(raw)
-        progress = _progress(counters, event, prior)
+        progress = progress_of(counters, event, prior)
         pricing = self._pricing(request.model, raw)
         try:
             raw_plan = _run(
@@ -552,7 +332,7 @@ class CompactionMiddleware(AgentMiddleware):
                 progress=progress,
             )
             view, plan = _view_of(raw_plan), _plan_of(raw_plan)
-            _advance(counters, plan, event, prior, len(raw))
+            advance(counters, plan, event, prior, len(raw))
         except Exception as e:
             # Never take the agent down: the model gets the effective view as it is.
             logger.warning(
@@ -560,8 +340,8 @@ class CompactionMiddleware(AgentMiddleware):
                 type(e).__name__,
                 e,
             )
-            view, plan = list(effective), _unplanned()
-        turn = _Turn(
+            view, plan = list(effective), unplanned()
+        turn = Turn(
             raw=raw,
             event=event,
             prior_cutoff=prior,
@@ -604,22 +384,7 @@ class CompactionMiddleware(AgentMiddleware):
         after = threshold + 1.0
         return after, [0.0] * at + [after] * (n - at)
 
-    def _trimmed(self, span: list[Any]) -> list[Any]:
-        """The span handed to the summarizer: its newest messages within
-        ``trim_tokens_to_summarize`` tokens, when that is set."""
-        limit = self.trim_tokens_to_summarize
-        if limit is None or not span:
-            return span
-        start = len(span)
-        total = 0
-        for i in range(len(span) - 1, -1, -1):
-            total += count_tokens([span[i]])
-            if total > limit and start < len(span):
-                break
-            start = i
-        return span[start:]
-
-    def _counted(self, request: ModelRequest, turn: _Turn) -> None:
+    def _counted(self, request: ModelRequest, turn: Turn) -> None:
         """With a ``token_counter``, the summary decision follows its count of the view."""
         counter = self.token_counter
         if counter is None:
@@ -636,431 +401,18 @@ class CompactionMiddleware(AgentMiddleware):
             turn.plan, summary_needed=due, summary_cutoff=cut if due else None, true_tokens=int(tokens)
         )
 
-    def _summarizer(self, request: ModelRequest) -> Any:
-        chosen = self.summary_model or self.model or request.model
-        if isinstance(chosen, str):
-            if chosen not in self._models:
-                from langchain.chat_models import init_chat_model
-
-                self._models[chosen] = init_chat_model(chosen)
-            return self._models[chosen]
-        return chosen
-
-    def _draft(
-        self, request: ModelRequest, turn: _Turn, *, forced: bool, cut: int | None = None
-    ) -> _Draft | None:
-        """Where to cut and what goes where, or ``None`` when nothing can be cut."""
-        if cut is None:
-            cut = turn.plan.summary_cutoff
-        if cut is None and forced:
-            cut = find_cutoff(
-                turn.view,
-                self._resolved(turn.window)["keep"],
-                turn.window,
-                model=request.model,
-            )
-        # Something must stay after the summary: at least the newest message.
-        if not cut or cut <= 0 or cut >= len(turn.view):
-            return None
-        state_cutoff = turn.prior_cutoff + cut - 1 if turn.event else cut
-        if state_cutoff <= turn.prior_cutoff:
-            return None
-        state = request.state if isinstance(request.state, Mapping) else {}
-        todos = state.get("todos") or []
-        restoration = self.config.restoration
-        leaving = turn.raw[turn.prior_cutoff : state_cutoff]
-        reads = (
-            storage.recent_reads(leaving, turn.raw[state_cutoff:], restoration.max_files)
-            if restoration.enabled
-            else []
-        )
-        paused_until = turn.counters.get("llm_paused_until") or 0
-        return _Draft(
-            state_cutoff=state_cutoff,
-            leaving=leaving,
-            span=turn.view[:cut],
-            kept=turn.view[cut:],
-            thread=_thread(turn.counters),
-            number=int(turn.counters.get("archives", 0)) + 1,
-            previous_summary=summarize.summary_text(turn.event["summary_message"]) if turn.event else None,
-            todos=list(todos) if isinstance(todos, list) and restoration.restore_plans else [],
-            reads=reads,
-            use_llm=len(turn.raw) >= paused_until
-            and (self.summary_model or self.model or request.model) is not None,
-            forced=forced,
-        )
-
-    def _true_size(self, request: ModelRequest, turn: _Turn, view: list[Any]) -> int:
-        """The size the provider will see of ``view`` with the request's system prompt
-        and tools: the estimate calibrated as the conversation's usage says."""
-        estimate = count_tokens(view, system=request.system_message, tools=request.tools, model=request.model)
-        return math.ceil(turn.plan.offset + estimate * turn.plan.ratio)
-
-    def _over_window(self, turn: _Turn) -> bool:
-        return turn.window is not None and _sent_size(turn.plan) > turn.window
-
-    def _candidates(self, request: ModelRequest, turn: _Turn, *, forced: bool) -> list[_Draft]:
-        """The compactions to try, keeping less each time: the keep policy's cut; then,
-        when the view is over the window, the cut before the turn in progress (its
-        newest user message), then the deepest pair-safe cut, which commits whenever it
-        makes the view smaller (what is still over is the newest results, clipped
-        before sending)."""
-        cuts: list[int | None] = [None]
-        if forced or self._over_window(turn):
-            view = turn.view
-            start = next(
-                (
-                    i
-                    for i in range(len(view) - 1, 0, -1)
-                    if isinstance(view[i], HumanMessage) and not summarize.is_summary(view[i])
-                ),
-                None,
-            )
-            deeper: list[ContextSize] = [("messages", len(view) - start)] if start is not None else []
-            for keep in [*deeper, ("messages", 1)]:
-                cuts.append(find_cutoff(view, keep, turn.window, model=request.model) or None)
-        drafts: list[_Draft] = []
-        for cut in cuts:
-            draft = self._draft(request, turn, forced=forced, cut=cut)
-            if draft is not None and all(d.state_cutoff < draft.state_cutoff for d in drafts):
-                drafts.append(draft)
-        if len(cuts) > 1 and drafts:
-            drafts[-1] = dataclasses.replace(drafts[-1], forced=True)
-        return drafts
-
-    def _fallback(self, request: ModelRequest, turn: _Turn, draft: _Draft) -> str:
-        """The extractive summary, in a share of the window, and never more than the
-        window leaves once the system prompt, the tools and the kept messages are in."""
-        budget = int((turn.window or 200_000) * 4 * FALLBACK_SHARE)
-        if turn.window is not None:
-            frame = summarize.summary_message(
-                "", file_path=self._longest_archive_path(draft), todos=draft.todos
-            )
-            room = turn.window - self._true_size(request, turn, [frame, *draft.kept])
-            budget = min(budget, max(room, 0) * FALLBACK_CHARS_PER_TOKEN)
-        span = [m for m in draft.span if not summarize.is_summary(m)]
-        return summarize.fallback(span, draft.previous_summary, draft.todos, budget)
-
-    def _longest_archive_path(self, draft: _Draft) -> str | None:
-        """The longest name the archive of ``draft`` may get (a summary names it)."""
-        if self.backend is None or not draft.leaving:
-            return None
-        return storage.archive_path(self.config.history_path_prefix, draft.thread, draft.number, 7)
-
-    def _finish(
-        self,
-        request: ModelRequest,
-        turn: _Turn,
-        draft: _Draft,
-        summary: str,
-        error: BaseException | None,
-        restored: list[tuple[str, str]],
-        path: str | None,
-        usage: dict[str, int] | None = None,
-        *,
-        strict: bool = True,
-    ) -> _Outcome:
-        """Build the summary message, check that it helps, and make the state update.
-        It commits when it brings the view under the trigger (with a margin) or under
-        the window; a forced draft, not ``strict``, whenever it makes the view smaller."""
-        cfg = self.config
-        counters = dict(turn.counters)
-        if draft.use_llm:
-            failures = 0 if error is None else int(counters.get("failures", 0)) + 1
-            counters["failures"] = failures
-            if failures >= cfg.max_consecutive_failures:
-                counters["llm_paused_until"] = len(turn.raw) + cfg.failure_cooldown_messages
-                counters["failures"] = 0
-        message = summarize.summary_message(
-            summary,
-            file_path=path,
-            restored_files=restored,
-            todos=draft.todos,
-            suppress_follow_up_questions=cfg.suppress_follow_up_questions,
-        )
-        view = [message, *draft.kept]
-        tokens = self._true_size(request, turn, view)
-        # Every trigger clause stays unfired with the margin to spare.
-        scale = 1 / (1 - COMMIT_MARGIN)
-        settings = self._plan_settings(turn.window, None)
-        under_trigger = not settings.trigger_fires(math.ceil(len(view) * scale), tokens * scale, turn.window)
-        # A view over the window that a summary brings under it commits even above the
-        # trigger: a small window may leave no room below the trigger once the system
-        # prompt and tools are in.
-        before = _sent_size(turn.plan)
-        rescued = turn.window is not None and tokens <= turn.window < before
-        fits = tokens < before and (under_trigger or rescued or (draft.forced and not strict))
-        info = {
-            "summarized_messages": len(draft.leaving),
-            "kept_messages": len(draft.kept),
-            "tokens_before": turn.plan.tokens_after,
-            "tokens_after": tokens,
-            "summarizer": "model" if error is None and draft.use_llm else "fallback",
-            "error": None if error is None else f"{type(error).__name__}: {error}",
-            "summarizer_tokens": usage,
-            "file_path": path,
-            "restored_files": [p for p, _ in restored],
-            "forced": draft.forced,
-        }
-        if not fits:
-            counters["backoff_until"] = len(turn.raw) + BACKOFF_MESSAGES
-            logger.warning(
-                "fastcompact: a summary would leave %d tokens, neither enough below the trigger nor under "
-                "the window; not committed",
-                tokens,
-            )
-            return _Outcome(view=turn.view, update={STATE_KEY: counters}, committed=False, info=info)
-        if path is not None:
-            counters["archives"] = draft.number
-        if under_trigger:
-            counters.pop("backoff_until", None)
-        else:
-            # Still over the trigger: summarize again only when the window needs it, not
-            # on every call.
-            counters["backoff_until"] = len(turn.raw) + BACKOFF_MESSAGES
-        # The calls summarized away still count toward the session's length.
-        calls = sum(1 for m in draft.leaving if getattr(m, "type", None) == "ai")
-        counters["calls_before"] = _int(turn.counters.get("calls_before")) + calls
-        event = {
-            "cutoff_index": draft.state_cutoff,
-            "summary_message": message,
-            "file_path": path,
-            "created_at_index": len(turn.raw),
-            "fastcompact": {
-                **info,
-                "failures": counters.get("failures", 0),
-                "llm_paused_until": counters.get("llm_paused_until"),
-            },
-        }
-        return _Outcome(view=view, update={EVENT_KEY: event, STATE_KEY: counters}, committed=True, info=info)
-
-    def _settle(
-        self,
-        request: ModelRequest,
-        turn: _Turn,
-        draft: _Draft,
-        summary: str | None,
-        error: BaseException | None,
-        usage: dict[str, int] | None,
-        restored: list[tuple[str, str]],
-    ) -> tuple[_Outcome, str, BaseException | None, list[tuple[str, str]], bool]:
-        """The outcome with the model's summary, or with the extractive one when the
-        model gave none or one too long to help; and the summary, error and restored
-        files used, and whether it met the strict rule. Restored files are dropped
-        before a summary is: they are a convenience, and in a small window they alone
-        can fill it. A forced draft takes the first choice that fits the window, else
-        the first that makes the view smaller."""
-        file_sets: list[list[tuple[str, str]]] = [restored, []] if restored else [[]]
-        fallback = self._fallback(request, turn, draft)
-        given = [(summary, f) for f in file_sets] if summary is not None else []
-        choices = given + [(fallback, f) for f in file_sets]
-        outcome: _Outcome | None = None
-        for strict in (True, False) if draft.forced else (True,):
-            for text, files in choices:
-                failed = error
-                if text is fallback and summary is not None:
-                    reason = "the summary would have left the conversation over the trigger or the window"
-                    failed = summarize.SummaryError(reason)
-                outcome = self._finish(
-                    request,
-                    turn,
-                    draft,
-                    text,
-                    failed,
-                    files,
-                    None,
-                    usage if text is summary else None,
-                    strict=strict,
-                )
-                if outcome.committed:
-                    if failed is not error:
-                        logger.warning("fastcompact: %s; used the fallback summary", failed)
-                    return outcome, text, failed, files, strict
-        assert outcome is not None
-        return outcome, fallback, error, [], True
-
-    # --- I/O, sync and async -------------------------------------------------------
-
-    def _compact(self, request: ModelRequest, turn: _Turn, draft: _Draft) -> Steps[_Outcome]:
-        """Summarize ``draft``'s span and commit it. The summary call, the restoration
-        reads and the archive write are made together (at the same time when async): a
-        compaction that gets this far commits (see :meth:`_hopeless`), so the archive is
-        never written for nothing."""
-        hopeless = self._hopeless(request, turn, draft)
-        if hopeless is not None:
-            return hopeless
-        backend = storage.resolve_backend(self.backend, request.runtime)
-        (text, error, usage), restored, path = yield (
-            Io.of(lambda: self._summary(request, backend, draft)),
-            Io.of(lambda: self._restored(backend, draft)),
-            Io.of(lambda: self._archived(backend, turn, draft)),
-        )
-        outcome, text, error, restored, strict = self._settle(
-            request, turn, draft, text, error, usage, restored
-        )
-        if path is not None and outcome.committed:
-            outcome = self._finish(request, turn, draft, text, error, restored, path, usage, strict=strict)
-        return outcome
-
-    def _summary(
-        self, request: ModelRequest, backend: Any, draft: _Draft
-    ) -> Steps[tuple[str | None, BaseException | None, dict[str, int] | None]]:
-        """The model's summary and usage, or the error it failed with."""
-        if not draft.use_llm:
-            return None, None, None
-        try:
-            span = yield Io.in_thread(self._with_media_saved, backend, draft, draft.span)
-            text, usage = yield from summarize.summarize(
-                self._summarizer(request),
-                self._trimmed(span),
-                custom_instructions=self.config.custom_instructions,
-                retries=self.config.ptl_max_retries,
-                template=self.summary_prompt,
-            )
-            return text, None, usage
-        except Exception as e:
-            return None, _summarizer_failed(e), None
-
-    def _restored(self, backend: Any, draft: _Draft) -> Steps[list[tuple[str, str]]]:
-        if backend is None or not draft.reads:
-            return []
-        r = self.config.restoration
-        return (yield from storage.restore_files(backend, draft.reads, r.per_file_chars, r.file_budget_chars))
-
-    def _archived(self, backend: Any, turn: _Turn, draft: _Draft) -> Steps[str | None]:
-        if backend is None or not draft.leaving:
-            return None
-        leaving = yield Io.in_thread(self._with_media_saved, backend, draft, draft.leaving)
-        text = storage.archive_text(leaving, turn.prior_cutoff, draft.thread, draft.number)
-        prefix = self.config.history_path_prefix
-        return (yield from storage.write_archive(backend, prefix, draft.thread, draft.number, text))
-
-    def _with_media_saved(self, backend: Any, draft: _Draft, messages: list[Any]) -> list[Any]:
-        """``messages`` with inline media saved beside the archive and referenced by path,
-        so that the summary and the archive both name the files (the same media is saved
-        once)."""
-        if backend is None:
-            return messages
-        return media.offload(
-            backend, storage.media_folder(self.config.history_path_prefix, draft.thread), messages
-        )
-
-    def _hopeless(self, request: ModelRequest, turn: _Turn, draft: _Draft) -> _Outcome | None:
-        """The uncommitted outcome, when even the extractive summary with nothing
-        restored would leave the view over the trigger (then no summary can help, and
-        neither the summarizer nor the backend is called); ``None`` otherwise."""
-        plain = dataclasses.replace(draft, use_llm=False)
-        # The summary will name its archive: measured with the longest name it may get.
-        path = self._longest_archive_path(draft)
-        outcome = self._finish(
-            request,
-            turn,
-            plain,
-            self._fallback(request, turn, draft),
-            None,
-            [],
-            path,
-            None,
-            strict=not draft.forced,
-        )
-        return None if outcome.committed else outcome
-
-    def _clipped(
-        self, request: ModelRequest, view: list[Any], backend: Any, head_chars: int = storage.CLIP_HEAD_CHARS
-    ) -> list[Any] | None:
-        """The view with the newest tool results (the run of them it ends with) cut to
-        ``head_chars``: a ``read_file`` result points at its file, any other is saved in
-        full to ``/large_tool_results/<id>`` (or left to ``recall`` when there is no
-        backend). ``None`` when there is nothing to clip."""
-        start = len(view)
-        while start > 0 and isinstance(view[start - 1], ToolMessage):
-            start -= 1
-        calls = {
-            c.get("id"): c
-            for m in view[:start]
-            for c in getattr(m, "tool_calls", None) or []
-            if isinstance(c, Mapping)
-        }
-        out = list(view)
-        clipped = 0
-        for i in range(start, len(view)):
-            m = view[i]
-            text = m.content if isinstance(m.content, str) else summarize.text_of(m)
-            if len(text) <= head_chars:
-                continue
-            call = calls.get(m.tool_call_id) or {}
-            given = call.get("args")
-            args: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
-            read = args.get("file_path") if call.get("name") == "read_file" else None
-            saved = None
-            if read is None and backend is not None:
-                saved = storage.offload_result(backend, m.tool_call_id, text)
-            new = storage.clip_text(
-                text, m.tool_call_id, read if isinstance(read, str) else None, saved, head_chars
-            )
-            out[i] = m.model_copy(update={"content": new})
-            clipped += 1
-        if not clipped:
-            return None
-        logger.warning(
-            "fastcompact: the newest turn did not fit the window; clipped %d tool results", clipped
-        )
-        return out
-
     # --- the hooks -----------------------------------------------------------------
 
-    def _wants_summary(self, turn: _Turn) -> bool:
+    def _wants_summary(self, turn: Turn) -> bool:
         if self._over_window(turn):
             return True
         backoff = turn.counters.get("backoff_until") or 0
         return turn.plan.summary_needed and turn.plan.summary_cutoff is not None and len(turn.raw) >= backoff
 
-    def _compacted(self, request: ModelRequest, turn: _Turn, *, forced: bool) -> Steps[_Outcome | None]:
-        """The first of the candidate compactions that commits, else the last tried
-        (``None`` when there is nothing to cut)."""
-        outcome = None
-        for draft in self._candidates(request, turn, forced=forced):
-            outcome = yield from self._compact(request, turn, draft)
-            if outcome.committed:
-                break
-        return outcome
-
-    def _fitted(
-        self, request: ModelRequest, turn: _Turn, view: list[Any], size: int
-    ) -> Steps[tuple[list[Any], int]]:
-        """``view`` as it may be sent, and its size: over the window, its newest tool
-        results clipped; still over, a :class:`WindowTooSmallError` (a request known to
-        be too large is never sent)."""
-        window = turn.window
-        if window is None or size <= window:
-            return view, size
-        backend = storage.resolve_backend(self.backend, request.runtime)
-        for head in storage.CLIP_HEADS:
-            clipped = yield Io.in_thread(self._clipped, request, view, backend, head)
-            if clipped is not None:
-                view, size = clipped, self._true_size(request, turn, clipped)
-                if size <= window:
-                    return view, size
-        ratio = turn.plan.ratio
-        system = request.system_message
-        # What the caller did not pass (the offset) is system text too: later middleware's
-        # additions to the prompt, the provider's own framing.
-        system_tokens = math.ceil(turn.plan.offset)
-        if system is not None:
-            system_tokens += math.ceil(ratio * count_tokens([], system=system, model=request.model))
-        tools = request.tools
-        tools_tokens = math.ceil(ratio * count_tokens([], tools=tools, model=request.model)) if tools else 0
-        raise WindowTooSmallError(
-            window=window,
-            system=system_tokens,
-            tools=tools_tokens,
-            turn=max(size - system_tokens - tools_tokens, 0),
-        )
-
     def _respond(
-        self, response: Any, turn: _Turn, outcome: _Outcome | None, sent: int
+        self, response: Any, turn: Turn, outcome: Outcome | None, sent: int
     ) -> ExtendedModelResponse:
-        info = _plan_info(turn.plan)
+        info = plan_info(turn.plan)
         # What the model was sent, after any summary and clipping, and the prices that
         # decided the batches.
         info["tokens_sent"] = sent
@@ -1085,7 +437,7 @@ class CompactionMiddleware(AgentMiddleware):
         update[STATE_KEY] = counters
         logger.debug("fastcompact plan: %s", info)
         if fired or (outcome is not None and outcome.committed):
-            _emit({"plan": info, "passes_fired": fired})
+            emit({"plan": info, "passes_fired": fired})
         return ExtendedModelResponse(model_response=response, command=Command(update=update))
 
     def _model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Steps[Any]:
@@ -1099,7 +451,7 @@ class CompactionMiddleware(AgentMiddleware):
         if outcome is not None and outcome.committed:
             view, size = outcome.view, int(outcome.info["tokens_after"])
         else:
-            view, size = turn.view, _sent_size(turn.plan)
+            view, size = turn.view, sent_size(turn.plan)
         view, size = yield from self._fitted(request, turn, view, size)
         try:
             response = yield _handled(handler, request.override(messages=view))
@@ -1220,7 +572,7 @@ class CompactionToolMiddleware(AgentMiddleware):
             ),
         )
 
-    def _request(self, runtime: Any) -> tuple[ModelRequest, _Turn, _Draft | None] | None:
+    def _request(self, runtime: Any) -> tuple[ModelRequest, Turn, Draft | None] | None:
         """A model request standing in for the conversation at the tool call, its turn,
         and the compaction draft (``None`` when there is nothing to compact)."""
         mw = self.compaction
@@ -1249,7 +601,7 @@ class CompactionToolMiddleware(AgentMiddleware):
         return request, turn, mw._draft(request, turn, forced=False, cut=cut)
 
     def _reply(
-        self, runtime: Any, turn: _Turn | None, outcome: _Outcome | None, error: BaseException | None
+        self, runtime: Any, turn: Turn | None, outcome: Outcome | None, error: BaseException | None
     ) -> Command[Any]:
         call_id = getattr(runtime, "tool_call_id", None) or ""
         if error is not None:

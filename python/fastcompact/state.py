@@ -1,0 +1,196 @@
+"""What the middleware keeps in the graph state and reads back from it: the compaction
+event (``_summarization_event``, DeepAgents' shape) and its own counters
+(``_fastcompact``), where the conversation stands for the core, and one call's reading
+of them (:class:`Turn`). Nothing per conversation lives anywhere else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import uuid
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any, NotRequired
+
+from langchain.agents.middleware.types import AgentState, PrivateStateAttr
+
+from fastcompact.passes import Plan
+
+if TYPE_CHECKING:
+    from fastcompact._core import _Progress
+
+logger = logging.getLogger("fastcompact")
+
+EVENT_KEY = "_summarization_event"
+STATE_KEY = "_fastcompact"
+
+
+class CompactionState(AgentState):
+    """The graph state the middleware adds: private channels, never shown to the model."""
+
+    _summarization_event: Annotated[NotRequired[dict[str, Any] | None], PrivateStateAttr]
+    _fastcompact: Annotated[NotRequired[dict[str, Any] | None], PrivateStateAttr]
+
+
+@dataclasses.dataclass
+class Turn:
+    """One model call's reading of the state."""
+
+    raw: list[Any]
+    event: dict[str, Any] | None
+    prior_cutoff: int
+    effective: list[Any]
+    view: list[Any]
+    plan: Plan
+    window: int | None
+    counters: dict[str, Any]
+    # The price preset the passes were planned with (None: fixed batch sizes).
+    pricing: str | None = None
+
+
+def valid_event(event: Any, n: int) -> dict[str, Any] | None:
+    """The prior event when it can be trusted; a malformed one is ignored (the whole raw
+    history is sent instead, so nothing is lost)."""
+    if event is None:
+        return None
+    try:
+        cutoff = event["cutoff_index"]
+        summary = event["summary_message"]
+    except (KeyError, TypeError):
+        logger.warning("fastcompact: ignoring a malformed %s: %r", EVENT_KEY, event)
+        return None
+    if not isinstance(cutoff, int) or isinstance(cutoff, bool) or not 0 <= cutoff <= n or summary is None:
+        logger.warning("fastcompact: ignoring %s with cutoff_index %r for %d messages", EVENT_KEY, cutoff, n)
+        return None
+    return dict(event)
+
+
+def run_metadata() -> Mapping[str, Any]:
+    """The LangGraph run's metadata, when running inside a graph."""
+    try:
+        from langgraph.config import get_config
+
+        found = get_config().get("metadata")
+    except (RuntimeError, ImportError):
+        return {}
+    return found if isinstance(found, Mapping) else {}
+
+
+def window_of(model: Any) -> int | None:
+    profile = getattr(model, "profile", None)
+    if isinstance(profile, Mapping):
+        value = profile.get("max_input_tokens")
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def thread_name(counters: dict[str, Any]) -> str:
+    """The conversation's name in archive paths: its thread id, else a session id made
+    once and kept in state (two conversations without a thread id never share files)."""
+    try:
+        from langgraph.config import get_config
+
+        thread = get_config().get("configurable", {}).get("thread_id")
+    except (RuntimeError, ImportError):
+        thread = None
+    if thread:
+        return str(thread)
+    session = counters.get("session")
+    if not isinstance(session, str) or not session:
+        session = counters["session"] = f"session-{uuid.uuid4().hex[:12]}"
+    return session
+
+
+def to_view(raw_index: int, event: Mapping[str, Any] | None, prior: int) -> int:
+    """A raw-state index as an index in the effective view (the summary holds slot 0)."""
+    if event is None:
+        return max(raw_index, 0)
+    return max(raw_index - prior + 1, 1)
+
+
+def to_raw(view_index: int, event: Mapping[str, Any] | None, prior: int) -> int:
+    return view_index if event is None else prior + max(view_index - 1, 0)
+
+
+def count_of(value: Any, default: int = 0) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
+
+
+def progress_of(counters: Mapping[str, Any], event: Mapping[str, Any] | None, prior: int) -> _Progress:
+    """Where the conversation stands, for the core: usage is valid only from the last
+    summary and the last batch that rewrote older messages on (earlier usage counted
+    another view); the calibration (offset and ratio) carries over from earlier
+    anchors; batched edits before ``settled`` are committed."""
+    since = max(count_of(counters.get("batch_at")), count_of(event.get("created_at_index")) if event else 0)
+    ratio, offset = counters.get("ratio"), counters.get("offset")
+    settled = count_of(counters.get("settled"), -1)
+    # The core bounds both (a corrupted state gives the plain estimate).
+    return {
+        "min_anchor": to_view(since, event, prior),
+        "ratio": float(ratio) if isinstance(ratio, int | float) else 1.0,
+        "offset": float(offset) if isinstance(offset, int | float) else 0.0,
+        "settled": to_view(settled, event, prior) if settled >= 0 else None,
+        "calls_before": count_of(counters.get("calls_before")),
+        # Before the first planned call, usage counted the messages as they were, unedited.
+        "usage_of_unedited": "last_plan" not in counters,
+    }
+
+
+def advance(
+    counters: dict[str, Any], plan: Plan, event: Mapping[str, Any] | None, prior: int, n_raw: int
+) -> None:
+    """Record what this turn's plan settled, in raw-state indices."""
+    counters["ratio"] = plan.ratio
+    counters["offset"] = plan.offset
+    counters["settled"] = to_raw(plan.settled, event, prior)
+    if plan.batch_at is not None:
+        counters["batch_at"] = n_raw
+
+
+def unplanned() -> Plan:
+    """The plan of a call that could not be planned: nothing done, nothing due."""
+    return Plan(
+        edits=[],
+        tokens_before=0,
+        tokens_after=0,
+        passes=[],
+        summary_needed=False,
+        summary_cutoff=None,
+        per_role={},
+        per_tool={},
+    )
+
+
+def sent_size(plan: Plan) -> int:
+    """The size of the planned view as the provider will count it: anchored on usage,
+    else the estimate."""
+    return plan.true_tokens or plan.tokens_after
+
+
+def plan_info(plan: Plan) -> dict[str, Any]:
+    return {
+        "tokens_before": plan.tokens_before,
+        "tokens_after": plan.tokens_after,
+        "passes": [
+            {
+                "name": p.name,
+                "tokens_before": p.tokens_before,
+                "tokens_after": p.tokens_after,
+                "edits": p.edits,
+                "batched": p.batched,
+            }
+            for p in plan.passes
+        ],
+        "summary_needed": plan.summary_needed,
+    }
+
+
+def emit(payload: dict[str, Any]) -> None:
+    """A LangGraph custom stream event, when running inside a graph."""
+    try:
+        from langgraph.config import get_stream_writer
+
+        get_stream_writer()({"fastcompact": payload})
+    except Exception:  # outside a graph, or no writer
+        pass
