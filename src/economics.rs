@@ -149,6 +149,14 @@ impl Compaction {
         rewrite + call + p.output * self.summary_output
     }
 
+    /// What compacting costs over the cycle it starts: its price, and the reads of what
+    /// it leaves beyond the fixed prefix on each of `calls` later calls. Of a digest and
+    /// a model summary, `auto` takes the one for which this is less: a digest costs no
+    /// call but is larger.
+    pub fn cost_over(&self, p: &Pricing, calls: f64) -> f64 {
+        self.price(p) + p.read * (self.size_with - self.prefix).max(0.0) * calls.max(0.0)
+    }
+
     /// Whether compacting now pays: it makes the view smaller, and the reads paid
     /// since the last compaction for what has grown reach its price.
     pub fn due(&self, p: &Pricing) -> bool {
@@ -263,6 +271,32 @@ mod tests {
             grown_reads: 1e9,
         };
         assert!(!flat.due(&ANTHROPIC));
+    }
+
+    #[test]
+    fn over_a_cycle_a_larger_digest_can_cost_more_than_a_summary_call() {
+        // The digest leaves 6,000 tokens, a summary 1,500 (its call shares the cache).
+        let digest = Compaction {
+            size_without: 40_000.0,
+            size_with: 9_000.0,
+            prefix: 3_000.0,
+            summary_input: 0.0,
+            summary_cached: 0.0,
+            summary_output: 0.0,
+            grown_reads: 0.0,
+        };
+        let summary = Compaction {
+            size_with: 4_500.0,
+            summary_input: 40_300.0,
+            summary_cached: 40_000.0,
+            summary_output: 1_500.0,
+            ..digest
+        };
+        // Digest: 1.15 * 6,000 = 6,900, plus 600 a call. Summary: 1,725 + 4,000 + 375
+        // + 7,500 = 13,600, plus 150 a call: even at about 15 calls, the digest first.
+        assert!((digest.cost_over(&ANTHROPIC, 10.0) - 12_900.0).abs() < 1e-6);
+        assert!((summary.cost_over(&ANTHROPIC, 10.0) - 15_100.0).abs() < 1e-6);
+        assert!(digest.cost_over(&ANTHROPIC, 30.0) > summary.cost_over(&ANTHROPIC, 30.0));
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod calibration;
 pub mod config;
 pub mod conversation;
 pub mod cutoff;
+pub mod digest;
 pub mod economics;
 pub mod message;
 pub mod passes;

@@ -100,6 +100,11 @@ def coding_script(messages: list[BaseMessage]) -> AIMessage:
     return AIMessage("Ready.")
 
 
+def is_summary_call(run_manager: Any) -> bool:
+    """Whether a model call is fastcompact's summary request (its run is tagged so)."""
+    return "fastcompact:summary" in (getattr(run_manager, "tags", None) or [])
+
+
 def pair_problems(messages: list[BaseMessage]) -> list[str]:
     """Tool pairs broken in a model's input."""
     calls = {c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls}
@@ -121,6 +126,10 @@ class ScriptedChatModel(BaseChatModel):
     script: Callable[[list[BaseMessage]], AIMessage] = coding_script
     calls: list[list[BaseMessage]] = Field(default_factory=list)
     summary_calls: list[str] = Field(default_factory=list)
+    # The messages of each summary asked in the agent's own request.
+    summary_requests: list[list[BaseMessage]] = Field(default_factory=list)
+    # How many agent calls had been made when each of those was asked.
+    summary_at: list[int] = Field(default_factory=list)
     summary_failures: int = 0
     empty_summaries: int = 0
     too_long_first: int = 0
@@ -139,6 +148,13 @@ class ScriptedChatModel(BaseChatModel):
         first = str(messages[0].content) if messages else ""
         if "<transcript>" in first:
             return ChatResult(generations=[ChatGeneration(message=self._summary(first))])
+        if is_summary_call(run_manager):
+            # Asked in the agent's own request: the whole input is what it summarizes.
+            with self.lock:
+                self.summary_requests.append(list(messages))
+                self.summary_at.append(len(self.calls))
+            prompt = "\n".join(str(m.content) for m in messages)
+            return ChatResult(generations=[ChatGeneration(message=self._summary(prompt))])
         with self.lock:
             self.calls.append(list(messages))
         return ChatResult(generations=[ChatGeneration(message=self.script(list(messages)))])

@@ -16,7 +16,7 @@ from fastcompact import CompactionMiddleware
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from tests.scripted import ScriptedChatModel
+from tests.scripted import ScriptedChatModel, is_summary_call
 
 
 class BlindBackend(FilesystemBackend):
@@ -93,10 +93,11 @@ class SlowSummaries(ScriptedChatModel):
         self, messages: list[Any], stop: Any = None, run_manager: Any = None, **kw: Any
     ) -> Any:
         start = time.perf_counter()
-        if "<transcript>" in str(messages[0].content):
+        summary = is_summary_call(run_manager)
+        if summary:
             await asyncio.sleep(0.3)
         result = self._generate(messages, stop, run_manager, **kw)
-        if "<transcript>" in str(messages[0].content):
+        if summary:
             self.log.append(("summary", start, time.perf_counter()))
         return result
 

@@ -195,7 +195,7 @@ def test_inline_media_is_saved_beside_the_archive(tmp_path: Path):
     assert saved in (tmp_path / "o.archive.md").read_text()
 
 
-def test_a_model_that_cannot_be_reached_falls_back_to_the_extractive_summary(tmp_path: Path):
+def test_a_model_that_cannot_be_reached_falls_back_to_the_digest(tmp_path: Path):
     src = _seed(tmp_path / "r.json")
     # A provider at a closed port: the call fails at once, as it does offline.
     env = {**os.environ, "ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
@@ -206,9 +206,9 @@ def test_a_model_that_cannot_be_reached_falls_back_to_the_extractive_summary(tmp
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     [figures] = json.loads(done.stdout)
-    assert figures["summarized"] > 0 and figures["summarizer"] == "extractive"
+    assert figures["summarized"] > 0 and figures["summarizer"] == "digest"
     [line] = [e for e in done.stderr.splitlines() if "the model failed" in e]
-    assert "used the extractive summary" in line
+    assert "used the digest" in line
     assert (tmp_path / "o.json").is_file()
 
 

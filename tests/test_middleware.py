@@ -257,13 +257,17 @@ def test_summarizer_failures_fall_back_then_pause(tmp_path: Path):
 
 
 def test_prompt_too_long_drops_the_oldest_chunk_and_retries(tmp_path: Path):
-    model = _model(too_long_first=2)
+    model = _model(too_long_first=3)
     agent = _deep_agent(model, tmp_path)
     state = _run(agent, "p", range(1, 25))
-    assert len(model.summary_calls) >= 3
-    first, second, third = model.summary_calls[:3]
+    assert len(model.summary_calls) >= 4
+    # Asked first in the agent's own request; too long there, then with the span alone,
+    # losing its oldest part each time it is still too long.
+    in_place, first, second, third = model.summary_calls[:4]
+    assert "<transcript>" not in in_place and "Pause the task" in in_place
+    assert all("<transcript>" in p for p in (first, second, third))
     assert len(first) > len(second) > len(third)
-    assert "Summary 3" in state["_summarization_event"]["summary_message"].content
+    assert "Summary 4" in state["_summarization_event"]["summary_message"].content
 
 
 def test_context_overflow_forces_one_compaction_and_never_loops(tmp_path: Path):
@@ -565,5 +569,5 @@ def test_compact_tool_uses_the_window_remembered_from_the_agent(tmp_path: Path):
     state = agent.get_state(cfg).values
     reply = [m for m in state["messages"] if getattr(m, "tool_call_id", None) == "c-9"][-1]
     assert reply.content.startswith("Compacted "), reply.content
-    # No model of its own: the extractive summary.
+    # No model of its own: the digest.
     assert "without a language model" in state["_summarization_event"]["summary_message"].content

@@ -62,19 +62,23 @@ def test_summary_message_shape():
     assert plain.content.endswith("</summary>") and "saved at" not in plain.content
 
 
-def test_fallback_summary_from_the_core():
+def test_the_digest_from_the_core():
     msgs = [
-        HumanMessage("please fix the parser"),
+        HumanMessage("please fix the parser  "),
         AIMessage("", tool_calls=[{"name": "edit_file", "args": {"file_path": "p.py"}, "id": "c1"}]),
         ToolMessage("Error: old_string not found", tool_call_id="c1"),
-        AIMessage("Retrying with the exact text."),
+        AIMessage("Retrying with the exact text. " + "More detail. " * 10, id="m4"),
     ]
-    text = summarize.fallback(msgs, None, [{"content": "fix parser", "status": "in_progress"}], 10_000)
-    assert "- please fix the parser" in text
-    assert "- p.py (edited)" in text
-    assert "- edit_file: Error: old_string not found" in text
-    assert "- [in_progress] fix parser" in text
-    assert text.rstrip().endswith("Retrying with the exact text.")
+    text = summarize.digest(msgs, None, 10_000)
+    assert text == (
+        "This digest of the earlier conversation was made without a language model: every user "
+        "message verbatim, then one line for each step the agent took.\n\n"
+        "## User messages, verbatim and in order\n"
+        "please fix the parser  \n\n"
+        '## Agent steps, oldest first (recall("<id>") returns one in full)\n'
+        '- edit_file {"file_path":"p.py"} → Error: old_string not found recall("c1")\n'
+        "- Agent: Retrying with the exact text. " + " ".join(["More detail."] * 7) + '… recall("m4")\n'
+    )
 
 
 def test_a_chained_summary_keeps_a_user_message_trailing_spaces():

@@ -19,7 +19,7 @@ __all__ = [
     "count_text",
     "count_tokens",
     "defaults",
-    "fallback_summary",
+    "digest",
     "find_cutoff",
     "identities",
     "input_error",
@@ -206,6 +206,20 @@ class PlanSettings:
     def __new__(cls, resolved: dict[str, Any]) -> PlanSettings: ...
     def trigger_fires(self, n_messages: int, tokens: float, max_input_tokens: int | None) -> bool:
         """Whether the summary trigger fires at this size."""
+    def compaction(
+        self,
+        *,
+        size_without: float,
+        size_with: float,
+        prefix: float,
+        grown_reads: float,
+        cycle: float,
+        summary_input: float = 0.0,
+        summary_cached: float = 0.0,
+        summary_output: float = 0.0,
+    ) -> tuple[float, bool, float] | None:
+        """A compaction's price, whether it is due, and its cost over ``cycle`` calls,
+        by the settings' price model; ``None`` without one."""
     @property
     def resolved(self) -> dict[str, Any]:
         """The settings as ``CompactionConfig.resolved()`` gave them."""
@@ -232,9 +246,7 @@ def check_window(max_input_tokens: object = None) -> int | None: ...
 def state_cutoff(prior_cutoff: int | None, effective_cutoff: int) -> int: ...
 def count_text(text: str, encoding: str) -> int: ...
 def render_transcript(messages: Any, first: int = 0) -> str: ...
-def fallback_summary(
-    messages: Any, previous_summary: str | None, todos: list[tuple[str, str]], max_chars: int
-) -> str: ...
+def digest(messages: Any, previous: str | None, max_width: int) -> str: ...
 def normalize(messages: Any) -> list[dict[str, Any]]: ...
 def identities(messages: Any) -> list[int]: ...
 def _read_each(

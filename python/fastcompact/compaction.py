@@ -1,7 +1,8 @@
-"""A compaction, worked out and carried out: the cuts to try, the summary (the model's or
-the extractive one), the restored files, the archive, whether it commits, and fitting
-what is sent into the window. :class:`CompactionSteps` holds these steps;
-``CompactionMiddleware`` runs them from its hooks, and the compaction tool too.
+"""A compaction, worked out and carried out: when it pays (the price model's schedule),
+the cuts to try, the summary (the model's, or the digest made without one), the
+restored files, the archive, whether it commits, and fitting what is sent into the
+window. :class:`CompactionSteps` holds these steps; ``CompactionMiddleware`` runs them
+from its hooks, and the compaction tool too.
 """
 
 from __future__ import annotations
@@ -14,13 +15,22 @@ from typing import Any
 
 from langchain.agents.middleware.types import ModelRequest
 from langchain_core.exceptions import ContextOverflowError
-from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.messages import ToolMessage
 
 from fastcompact import _core, media, storage, summarize
 from fastcompact.config import CompactionConfig, ContextSize
 from fastcompact.helpers import count_tokens, find_cutoff
 from fastcompact.passes import _settings
-from fastcompact.state import EVENT_KEY, STATE_KEY, Turn, count_of, sent_size, thread_name
+from fastcompact.state import (
+    EVENT_KEY,
+    STATE_KEY,
+    Turn,
+    count_of,
+    growth,
+    newest_request,
+    sent_size,
+    thread_name,
+)
 from fastcompact.steps import Io, Steps
 
 logger = logging.getLogger("fastcompact")
@@ -29,11 +39,16 @@ logger = logging.getLogger("fastcompact")
 COMMIT_MARGIN = 0.10
 # After a compaction that could not be committed, wait this many new messages.
 BACKOFF_MESSAGES = 10
-# The fallback summary's share of the window, in characters (about 4 per token).
-FALLBACK_SHARE = 0.05
-# Characters a token when the fallback must fit what the window leaves: fewer than the
-# estimate's 4, so that it fits under a denser tokenizer too.
-FALLBACK_CHARS_PER_TOKEN = 3
+# Widths a token when the digest must fit what the window leaves: fewer than the 4 a
+# width is made for, so that it fits under a denser tokenizer too.
+DIGEST_WIDTH_PER_TOKEN = 3
+# A model summary's expected length, for its price: the user messages it quotes (and
+# the earlier summary it carries on), and a tenth of the rest, within these bounds (in
+# tokens).
+SUMMARY_SHARE = 0.10
+SUMMARY_TOKENS = (200, 2_000)
+# The instruction after the agent's input in a summary request that shares its cache.
+IN_PLACE_TOKENS = 400
 
 
 class WindowTooSmallError(ContextOverflowError):
@@ -73,6 +88,11 @@ class Draft:
     reads: list[str]
     use_llm: bool
     forced: bool
+    # The summarizer is resting after failures (the digest stands in for it).
+    paused: bool = False
+    # Due by the price model (it commits whenever it makes the view smaller), rather
+    # than by the trigger.
+    priced: bool = False
 
 
 @dataclasses.dataclass
@@ -173,7 +193,9 @@ class CompactionSteps:
             previous_summary=summarize.summary_text(turn.event["summary_message"]) if turn.event else None,
             todos=list(todos) if isinstance(todos, list) and restoration.restore_plans else [],
             reads=reads,
+            paused=len(turn.raw) < paused_until,
             use_llm=len(turn.raw) >= paused_until
+            and self._config.summarizer != "digest"
             and (self.summary_model or self.model or request.model) is not None,
             forced=forced,
         )
@@ -196,14 +218,7 @@ class CompactionSteps:
         cuts: list[int | None] = [None]
         if forced or self._over_window(turn):
             view = turn.view
-            start = next(
-                (
-                    i
-                    for i in range(len(view) - 1, 0, -1)
-                    if isinstance(view[i], HumanMessage) and not summarize.is_summary(view[i])
-                ),
-                None,
-            )
+            start = newest_request(view)
             deeper: list[ContextSize] = [("messages", len(view) - start)] if start is not None else []
             for keep in [*deeper, ("messages", 1)]:
                 cuts.append(find_cutoff(view, keep, turn.window, model=request.model) or None)
@@ -216,18 +231,123 @@ class CompactionSteps:
             drafts[-1] = dataclasses.replace(drafts[-1], forced=True)
         return drafts
 
-    def _fallback(self, request: ModelRequest, turn: Turn, draft: Draft) -> str:
-        """The extractive summary, in a share of the window, and never more than the
-        window leaves once the system prompt, the tools and the kept messages are in."""
-        budget = int((turn.window or 200_000) * 4 * FALLBACK_SHARE)
+    def _digest(self, request: ModelRequest, turn: Turn, draft: Draft) -> str:
+        """The digest of the span, merged with the earlier summary: its step lines
+        within a share of the window, and never more than the window leaves once the
+        system prompt, the tools and the kept messages are in."""
+        budget = summarize.digest_budget(turn.window)
         if turn.window is not None:
             frame = summarize.summary_message(
                 "", file_path=self._longest_archive_path(draft), todos=draft.todos
             )
             room = turn.window - self._true_size(request, turn, [frame, *draft.kept])
-            budget = min(budget, max(room, 0) * FALLBACK_CHARS_PER_TOKEN)
+            budget = min(budget, max(room, 0) * DIGEST_WIDTH_PER_TOKEN)
         span = [m for m in draft.span if not summarize.is_summary(m)]
-        return summarize.fallback(span, draft.previous_summary, draft.todos, budget)
+        return summarize.digest(span, draft.previous_summary, budget)
+
+    # --- the price model's schedule --------------------------------------------------
+
+    def _priced(self, request: ModelRequest, turn: Turn) -> Draft | None:
+        """The compaction the price model says pays now, or ``None``: the span before
+        the turn in progress (its newest user message) becomes a digest or a summary,
+        whichever ``summarizer`` says (``auto``: the one that costs less over the cycle),
+        once the reads paid since the last compaction for what has grown reach its
+        price. No price model, nothing before the turn, or no saving: ``None``."""
+        if turn.pricing is None:
+            return None
+        settings = self._plan_settings(turn.window, turn.pricing)
+        start = newest_request(turn.view)
+        if start is None:
+            return None
+        size = float(sent_size(turn.plan))
+        grown, cycle = growth(turn.counters, size)
+        prefix = float(self._true_size(request, turn, []))
+        kept = float(self._true_size(request, turn, turn.view[start:])) - prefix
+        # What stays is rewritten whatever replaces the span: a lower bound of the price.
+        bound = settings.compaction(
+            size_without=size, size_with=prefix + kept, prefix=prefix, grown_reads=grown, cycle=cycle
+        )
+        if bound is None or not bound[1]:
+            return None
+        draft = self._draft(request, turn, forced=False, cut=start)
+        if draft is None:
+            return None
+        draft = dataclasses.replace(draft, priced=True, reads=[])
+        return self._cheaper(request, turn, settings, draft, size, prefix, grown, cycle, due=True)
+
+    def _cheaper(
+        self,
+        request: ModelRequest,
+        turn: Turn,
+        settings: _core.PlanSettings,
+        draft: Draft,
+        size: float,
+        prefix: float,
+        grown: float,
+        cycle: float,
+        *,
+        due: bool,
+    ) -> Draft | None:
+        """``draft`` with the summarizer that costs less over the cycle (a digest or the
+        model, as ``summarizer`` allows); with ``due``, ``None`` unless that one is due."""
+        path = self._longest_archive_path(draft)
+
+        def priced(view: list[Any], **call: float) -> tuple[float, bool, float] | None:
+            with_it = float(self._true_size(request, turn, view)) + call.pop("output", 0.0)
+            return settings.compaction(
+                size_without=size, size_with=with_it, prefix=prefix, grown_reads=grown, cycle=cycle, **call
+            )
+
+        def framed(text: str) -> list[Any]:
+            return [summarize.summary_message(text, file_path=path, todos=draft.todos), *draft.kept]
+
+        options: list[tuple[bool, tuple[float, bool, float] | None]] = []
+        if self._config.summarizer != "model" or not draft.use_llm:
+            options.append((False, priced(framed(self._digest(request, turn, draft)))))
+        if draft.use_llm:
+            span = float(self._true_size(request, turn, draft.span)) - prefix
+            quoted = [m for m in draft.span if getattr(m, "type", None) == "human"]
+            verbatim = float(self._true_size(request, turn, quoted)) - prefix if quoted else 0.0
+            notes = min(max((span - verbatim) * SUMMARY_SHARE, SUMMARY_TOKENS[0]), SUMMARY_TOKENS[1])
+            output = verbatim + notes
+            shares = self._shares_cache(request)
+            call = {
+                "summary_input": (size if shares else span) + IN_PLACE_TOKENS,
+                "summary_cached": size if shares else 0.0,
+                "summary_output": output,
+            }
+            options.append((True, priced(framed(""), output=output, **call)))
+        known = [(llm, c) for llm, c in options if c is not None]
+        if not known:
+            return draft if not due else None
+        llm, (_, is_due, _) = min(known, key=lambda o: o[1][2])
+        if due and not is_due:
+            return None
+        return dataclasses.replace(draft, use_llm=llm)
+
+    def _by_price(self, request: ModelRequest, turn: Turn, draft: Draft) -> Draft:
+        """A trigger's ``draft`` with the summarizer the price model finds cheaper, for
+        ``auto`` (as it is otherwise)."""
+        if turn.pricing is None or self._config.summarizer != "auto" or not draft.use_llm:
+            return draft
+        settings = self._plan_settings(turn.window, turn.pricing)
+        size = float(sent_size(turn.plan))
+        grown, cycle = growth(turn.counters, size)
+        prefix = float(self._true_size(request, turn, []))
+        chosen = self._cheaper(request, turn, settings, draft, size, prefix, grown, cycle, due=False)
+        return chosen or draft
+
+    def _shares_cache(self, request: ModelRequest) -> bool:
+        """Whether the summary can be asked in the agent's own request (then the
+        provider reads it from its prompt cache): the summary model is the agent's,
+        and no summary prompt or trimming of its own is set."""
+        chosen = self.summary_model or self.model
+        return (
+            (chosen is None or chosen is request.model)
+            and hasattr(request.model, "invoke")
+            and self.summary_prompt is None
+            and self.trim_tokens_to_summarize is None
+        )
 
     def _longest_archive_path(self, draft: Draft) -> str | None:
         """The longest name the archive of ``draft`` may get (a summary names it)."""
@@ -277,13 +397,17 @@ class CompactionSteps:
         # prompt and tools are in.
         before = sent_size(turn.plan)
         rescued = turn.window is not None and tokens <= turn.window < before
-        fits = tokens < before and (under_trigger or rescued or (draft.forced and not strict))
+        fits = tokens < before and (under_trigger or rescued or draft.priced or (draft.forced and not strict))
         info = {
             "summarized_messages": len(draft.leaving),
             "kept_messages": len(draft.kept),
             "tokens_before": turn.plan.tokens_after,
             "tokens_after": tokens,
-            "summarizer": "model" if error is None and draft.use_llm else "fallback",
+            # The digest when it was chosen; "fallback" when it stood in for the model.
+            "summarizer": "model"
+            if error is None and draft.use_llm
+            else ("fallback" if draft.use_llm or draft.paused else "digest"),
+            "priced": draft.priced,
             "error": None if error is None else f"{type(error).__name__}: {error}",
             "summarizer_tokens": usage,
             "file_path": path,
@@ -300,7 +424,9 @@ class CompactionSteps:
             return Outcome(view=turn.view, update={STATE_KEY: counters}, committed=False, info=info)
         if path is not None:
             counters["archives"] = draft.number
-        if under_trigger:
+        # The reads the next compaction must pay for start again from this view.
+        counters["base_size"], counters["grown_reads"], counters["calls_since_compaction"] = tokens, 0.0, 0
+        if under_trigger or draft.priced:
             counters.pop("backoff_until", None)
         else:
             # Still over the trigger: summarize again only when the window needs it, not
@@ -332,14 +458,14 @@ class CompactionSteps:
         usage: dict[str, int] | None,
         restored: list[tuple[str, str]],
     ) -> tuple[Outcome, str, BaseException | None, list[tuple[str, str]], bool]:
-        """The outcome with the model's summary, or with the extractive one when the
+        """The outcome with the model's summary, or with the digest when the
         model gave none or one too long to help; and the summary, error and restored
         files used, and whether it met the strict rule. Restored files are dropped
         before a summary is: they are a convenience, and in a small window they alone
         can fill it. A forced draft takes the first choice that fits the window, else
         the first that makes the view smaller."""
         file_sets: list[list[tuple[str, str]]] = [restored, []] if restored else [[]]
-        fallback = self._fallback(request, turn, draft)
+        fallback = self._digest(request, turn, draft)
         given = [(summary, f) for f in file_sets] if summary is not None else []
         choices = given + [(fallback, f) for f in file_sets]
         outcome: Outcome | None = None
@@ -396,6 +522,15 @@ class CompactionSteps:
         """The model's summary and usage, or the error it failed with."""
         if not draft.use_llm:
             return None, None, None
+        if self._shares_cache(request):
+            try:
+                text, usage = yield from self._in_place(request, draft)
+                return text, None, usage
+            except Exception as e:
+                # Too long with the agent's whole input: the separate prompt below sends
+                # the span alone (and drops its oldest part while still too long).
+                if not summarize.is_prompt_too_long(e):
+                    return None, summarizer_failed(e), None
         try:
             span = yield Io.in_thread(self._with_media_saved, backend, draft, draft.span)
             text, usage = yield from summarize.summarize(
@@ -408,6 +543,30 @@ class CompactionSteps:
             return text, None, usage
         except Exception as e:
             return None, summarizer_failed(e), None
+
+    def _in_place(self, request: ModelRequest, draft: Draft) -> Steps[tuple[str, dict[str, int] | None]]:
+        """The summary asked in the agent's own request: its system prompt, tools,
+        settings and messages as planned for this call (which start with what it was
+        sent last), then one instruction. The provider reads all but the instruction
+        from its prompt cache; an Anthropic model is asked to cache it, as the agent's
+        calls are."""
+        model = request.model
+        settings = dict(request.model_settings or {})
+        kwargs: dict[str, Any] = {}
+        if getattr(model, "_llm_type", None) == "anthropic-chat" and "cache_control" not in settings:
+            ttl = {"ttl": "1h"} if self._config.pricing == "anthropic-1h" else {}
+            kwargs["cache_control"] = {"type": "ephemeral", **ttl}
+        if request.tools:
+            bound = model.bind_tools(request.tools, **settings)
+        else:
+            bound = model.bind(**settings) if settings else model
+        system = [request.system_message] if request.system_message is not None else []
+        instruction = summarize.in_place_prompt(draft.kept[0], self._config.custom_instructions)
+        return (
+            yield from summarize.summarize_in_place(
+                bound, [*system, *draft.span, *draft.kept], instruction, **kwargs
+            )
+        )
 
     def _restored(self, backend: Any, draft: Draft) -> Steps[list[tuple[str, str]]]:
         if backend is None or not draft.reads:
@@ -434,7 +593,7 @@ class CompactionSteps:
         )
 
     def _hopeless(self, request: ModelRequest, turn: Turn, draft: Draft) -> Outcome | None:
-        """The uncommitted outcome, when even the extractive summary with nothing
+        """The uncommitted outcome, when even the digest with nothing
         restored would leave the view over the trigger (then no summary can help, and
         neither the summarizer nor the backend is called); ``None`` otherwise."""
         plain = dataclasses.replace(draft, use_llm=False)
@@ -444,7 +603,7 @@ class CompactionSteps:
             request,
             turn,
             plain,
-            self._fallback(request, turn, draft),
+            self._digest(request, turn, draft),
             None,
             [],
             path,
@@ -500,6 +659,7 @@ class CompactionSteps:
         (``None`` when there is nothing to cut)."""
         outcome = None
         for draft in self._candidates(request, turn, forced=forced):
+            draft = self._by_price(request, turn, draft)
             outcome = yield from self._compact(request, turn, draft)
             if outcome.committed:
                 break

@@ -382,6 +382,9 @@ class RestorationConfig(_Watched):
         _warn_unused(self, ("skill_budget_chars", "per_skill_chars"))
 
 
+SUMMARIZERS = ("model", "digest", "auto")
+
+
 @dataclass
 class CompactionConfig(_Watched):
     """All of compaction's settings. ``trigger`` (one size or a list, any fires) and
@@ -414,14 +417,24 @@ class CompactionConfig(_Watched):
     history_path_prefix: str = "/conversation_history"
     # The provider's prompt-cache prices, by preset name (``anthropic``,
     # ``anthropic-1h``, ``openai``, ``gemini``, ``none``); left out, picked from the
-    # agent's model. With a price model the passes' batches commit when they pay.
+    # agent's model. With a price model the passes' batches commit when they pay, and
+    # the older span is compacted when that pays (see ``summarizer``).
     pricing: str | None = None
+    # What replaces the older span: ``"model"`` (a summary by the summary model),
+    # ``"digest"`` (made without a model: every user message verbatim and a line per
+    # agent step with the ``recall`` id that returns it) or ``"auto"`` (whichever the
+    # price model says costs less for each compaction; the model without a price model).
+    summarizer: str = "auto"
 
     def __post_init__(self) -> None:
         o = "CompactionConfig"
         if self.pricing is not None and self.pricing not in PRICING_PRESETS:
             raise ValueError(
                 f"{o}.pricing: expected one of {', '.join(PRICING_PRESETS)}, got {self.pricing!r}"
+            )
+        if self.summarizer not in SUMMARIZERS:
+            raise ValueError(
+                f"{o}.summarizer: expected one of {', '.join(SUMMARIZERS)}, got {self.summarizer!r}"
             )
         if self.trigger is not None:
             core_read_triggers(self.trigger, f"{o}.trigger")

@@ -76,11 +76,16 @@ class ReplayModel(BaseChatModel):
 
         last = messages[-1]
         text = str(last.content)
-        if "<transcript>" in str(messages[0].content):
+        prompt = str(messages[0].content)
+        tags = getattr(run_manager, "tags", None) or []
+        if "fastcompact:summary" in tags and "<transcript>" not in prompt:
+            # Asked in the agent's own request: the messages before the instruction.
+            from fastcompact import _core
+
+            prompt = "<transcript>" + _core.render_transcript(messages[:-1])
+        if "<transcript>" in prompt:
             self.summaries += 1
-            return ChatResult(
-                generations=[ChatGeneration(message=AIMessage(_summary_of(str(messages[0].content))))]
-            )
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(_summary_of(prompt)))])
         if isinstance(last, ToolMessage) and last.tool_call_id in self.after_call:
             reply = self.after_call[last.tool_call_id]
         elif isinstance(last, HumanMessage) and text in self.after_request:

@@ -50,6 +50,7 @@ from fastcompact.state import (
     Turn,
     advance,
     emit,
+    grow,
     plan_info,
     progress_of,
     run_metadata,
@@ -423,6 +424,8 @@ class CompactionMiddleware(CompactionSteps, AgentMiddleware):
             update.update(outcome.update)
             counters = dict(outcome.update.get(STATE_KEY, counters))
             info["summary"] = outcome.info if outcome.committed else None
+        if outcome is None or not outcome.committed:
+            grow(counters, float(sent))
         previous = turn.counters.get("last_plan") or {}
         fired_passes = [
             p
@@ -448,6 +451,10 @@ class CompactionMiddleware(CompactionSteps, AgentMiddleware):
         outcome = None
         if self._wants_summary(turn):
             outcome = yield from self._compacted(request, turn, forced=False)
+        else:
+            draft = self._priced(request, turn)
+            if draft is not None:
+                outcome = yield from self._compact(request, turn, draft)
         if outcome is not None and outcome.committed:
             view, size = outcome.view, int(outcome.info["tokens_after"])
         else:

@@ -31,7 +31,7 @@ class Compacted:
     text of each result the budget pass cut (by the path its marker names), the inline
     media of the summarized span (by the path the archive names), why no summary was
     made (``reason``, ``None`` when one was), what went wrong on the way
-    (``warning``: the model failed and the extractive summary stands in), and the
+    (``warning``: the model failed and the digest stands in), and the
     figures."""
 
     messages: list[Any]
@@ -133,8 +133,8 @@ def compact(
     source: str = "transcript",
 ) -> Compacted:
     """Compact ``messages``. The summary comes from ``model`` when given (a chat model;
-    should it fail, the extractive summary stands in and ``warning`` says why), else
-    from the core's extractive summarizer; ``force`` summarizes even below the trigger.
+    should it fail, the digest stands in and ``warning`` says why), else
+    from the core's digest (made without a model); ``force`` summarizes even below the trigger.
     Leading system messages stay in place, ahead of the summary. ``archive_path`` is
     where the caller will save the archive (named in the summary), with the span's
     inline media under :func:`media_folder` (``media`` holds their bytes);
@@ -174,7 +174,7 @@ def compact(
         return media.offload(kept_media, media_folder(archive_path), messages)
 
     with_media = media_saved(msgs[lead:cut])
-    text, used, warning = None, "extractive", None
+    text, used, warning = None, "digest", None
     if model is not None:
         summarized = media_saved(span)
         try:
@@ -188,10 +188,9 @@ def compact(
             )
             used = "model" if text is not None else used
         except Exception as e:
-            warning = f"the model failed ({type(e).__name__}: {e}); used the extractive summary"
+            warning = f"the model failed ({type(e).__name__}: {e}); used the digest"
     if text is None:
-        budget = int((max_input_tokens or 200_000) * 4 * 0.05)
-        text = summarize.fallback(span, None, [], budget)
+        text = summarize.digest(span, None, summarize.digest_budget(max_input_tokens))
     message = summarize.summary_message(
         text, file_path=archive_path, suppress_follow_up_questions=cfg.suppress_follow_up_questions
     )

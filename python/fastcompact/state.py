@@ -148,6 +148,36 @@ def advance(
         counters["batch_at"] = n_raw
 
 
+def growth(counters: Mapping[str, Any], size: float) -> tuple[float, float]:
+    """What the view has grown by since the last compaction, read call after call (this
+    call's read included), and how many calls that took: the reads a compaction stops
+    paying, and the cycle it would close."""
+    base = counters.get("base_size")
+    base = float(base) if isinstance(base, int | float) and not isinstance(base, bool) else size
+    paid = counters.get("grown_reads")
+    paid = float(paid) if isinstance(paid, int | float) and not isinstance(paid, bool) and paid >= 0 else 0.0
+    return paid + max(size - base, 0.0), float(count_of(counters.get("calls_since_compaction")) + 1)
+
+
+def grow(counters: dict[str, Any], size: float) -> None:
+    """Record this call's read of what has grown since the last compaction."""
+    counters["grown_reads"], calls = growth(counters, size)
+    counters["calls_since_compaction"] = int(calls)
+    counters.setdefault("base_size", size)
+
+
+def newest_request(view: list[Any]) -> int | None:
+    """Where the turn in progress starts: the index of the newest user message that is
+    not a summary, when something older than it can be compacted."""
+    from fastcompact.summarize import is_summary
+
+    for i in range(len(view) - 1, 0, -1):
+        m = view[i]
+        if getattr(m, "type", None) == "human" and not is_summary(m):
+            return i
+    return None
+
+
 def unplanned() -> Plan:
     """The plan of a call that could not be planned: nothing done, nothing due."""
     return Plan(

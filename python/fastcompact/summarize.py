@@ -3,7 +3,7 @@ replaces the summarized span.
 
 The summarizer's output is only trusted once it is non-empty after the analysis
 scratchpad is stripped; anything else is a failure the middleware counts (and answers
-with the extractive fallback from the core).
+with the digest from the core).
 """
 
 from __future__ import annotations
@@ -21,15 +21,8 @@ from fastcompact.steps import Io, Steps
 SUMMARY_SOURCE = "summarization"
 """``additional_kwargs["lc_source"]`` of a summary message, as DeepAgents marks it."""
 
-SUMMARY_PROMPT = """\
-You are writing down the state of a working session between a user and an AI agent.
-The agent will continue from your notes and the most recent messages alone: anything
-you leave out, it will no longer know.
-
-First reason inside an <analysis> block: walk through the transcript in order and note
-every request, decision, file, command, error and fix. Then write the notes inside a
-<summary> block, with these sections in this order:
-
+# What the notes must hold, in order; both prompts ask for it.
+SUMMARY_SECTIONS = """\
 1. Primary request and intent: everything the user has asked for, with the constraints
    they set.
 2. Key technical concepts: languages, frameworks, tools and conventions in use.
@@ -47,13 +40,46 @@ every request, decision, file, command, error and fix. Then write the notes insi
    asked.
 
 Keep every reference to an image, audio, video or other file (its saved path or its URL)
-where the notes mention what it showed.
+where the notes mention what it showed."""
+
+SUMMARY_PROMPT = (
+    """\
+You are writing down the state of a working session between a user and an AI agent.
+The agent will continue from your notes and the most recent messages alone: anything
+you leave out, it will no longer know.
+
+First reason inside an <analysis> block: walk through the transcript in order and note
+every request, decision, file, command, error and fix. Then write the notes inside a
+<summary> block, with these sections in this order:
+
+"""
+    + SUMMARY_SECTIONS.replace("{", "{{").replace("}", "}}")
+    + """
 {custom}
 Reply with the two blocks only. The transcript:
 
 <transcript>
 {transcript}
 </transcript>"""
+)
+
+# Sent after the agent's own input, so that the request shares the agent's prompt cache.
+IN_PLACE_PROMPT = (
+    """\
+Pause the task: no tool calls now. The conversation above is about to be shortened.
+Everything before the message that begins "{boundary}" will be replaced by notes you
+write now; that message and what follows stay as they are. Write the notes so that the
+work can go on from them and those later messages alone.
+
+First reason inside an <analysis> block, then write the notes inside a <summary> block,
+with these sections in this order:
+
+"""
+    + SUMMARY_SECTIONS.replace("{", "{{").replace("}", "}}")
+    + """
+{custom}
+Reply with the two blocks only."""
+)
 
 
 class SummaryError(Exception):
@@ -64,17 +90,36 @@ def build_prompt(
     messages: Sequence[Any], custom_instructions: str | None = None, template: str | None = None
 ) -> str:
     """The summarizer's prompt for ``messages`` (with the user's extra instructions)."""
-    custom = (
-        f"\nAlso follow these instructions from the user:\n{custom_instructions.strip()}\n"
-        if custom_instructions
-        else ""
-    )
+    custom = _custom(custom_instructions)
     transcript = _core.render_transcript(list(messages))
     if template is not None:
         # A caller's prompt (DeepAgents' `summary_prompt`): the transcript goes where
         # `{messages}` is; other braces are left as they are.
         return template.replace("{messages}", f"<transcript>\n{transcript}\n</transcript>") + custom
     return SUMMARY_PROMPT.format(custom=custom, transcript=transcript)
+
+
+def _custom(custom_instructions: str | None) -> str:
+    if not custom_instructions:
+        return ""
+    return f"\nAlso follow these instructions from the user:\n{custom_instructions.strip()}\n"
+
+
+def in_place_prompt(kept_first: Any, custom_instructions: str | None = None) -> HumanMessage:
+    """The instruction that follows the agent's own input in a summary request that
+    shares its cache: it names the first message that stays (by its opening words).
+
+    Example:
+        >>> m = in_place_prompt(HumanMessage("Now add the tests for the parser"))
+        >>> 'begins "Now add the tests for the parser"' in m.content
+        True
+    """
+    words = " ".join(text_of(kept_first).split())
+    boundary = words[:80] + ("..." if len(words) > 80 else "")
+    if not boundary:
+        boundary = f"[{getattr(kept_first, 'type', 'message')} message]"
+    text = IN_PLACE_PROMPT.format(boundary=boundary.replace('"', "'"), custom=_custom(custom_instructions))
+    return HumanMessage(text)
 
 
 _ANALYSIS = re.compile(r"<analysis>.*?(</analysis>|(?=<summary>)|\Z)", re.S)
@@ -188,6 +233,21 @@ def summarize(
         return _checked(reply)
 
 
+def summarize_in_place(
+    model: Any, sent: Sequence[Any], instruction: Any, **kwargs: Any
+) -> Steps[tuple[str, dict[str, int] | None]]:
+    """Summarize with the agent's own input ``sent`` (system prompt and messages as the
+    model last saw them, ``model`` bound to its tools) followed by ``instruction``: the
+    provider reads all but the instruction from its prompt cache. ``kwargs`` go to the
+    call (a ``cache_control``, say). Raises what the model raises, or ``SummaryError``."""
+    prompt = [*sent, instruction]
+    reply = yield Io(
+        lambda: model.invoke(prompt, config=summary_config(), **kwargs),
+        lambda: model.ainvoke(prompt, config=summary_config(), **kwargs),
+    )
+    return _checked(reply)
+
+
 def _invoked(model: Any, prompt: list[Any]) -> Io:
     return Io(
         lambda: model.invoke(prompt, config=summary_config()),
@@ -213,14 +273,31 @@ def _checked(reply: Any) -> tuple[str, dict[str, int] | None]:
     return text, {k: int(usage.get(k) or 0) for k in ("input_tokens", "output_tokens", "total_tokens")}
 
 
-def fallback(
-    messages: Sequence[Any], previous_summary: str | None, todos: Sequence[Mapping[str, Any]], max_chars: int
-) -> str:
-    """The extractive summary made by the core, without a language model."""
-    pairs = [
-        (str(t.get("content", "")), str(t.get("status", "pending"))) for t in todos if isinstance(t, Mapping)
-    ]
-    return _core.fallback_summary(list(messages), previous_summary, pairs, max_chars)
+# The digest's share of the window, in widths (about 4 a token: a Latin character is 1,
+# a CJK one 4): its step lines give way beyond it, oldest first; user messages never do.
+DIGEST_SHARE = 0.05
+
+
+def digest_budget(window: int | None) -> int:
+    """The digest's size, in widths, for a model of this window."""
+    return int((window or 200_000) * 4 * DIGEST_SHARE)
+
+
+def digest(messages: Sequence[Any], previous_summary: str | None, max_width: int) -> str:
+    """The digest made by the core without a language model: every user message
+    verbatim, a line per agent step with the ``recall`` id that returns it, appended to
+    ``previous_summary`` when there is one (see ``CompactionConfig.summarizer``).
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, ToolMessage
+        >>> call = {"name": "ls", "args": {"path": "/"}, "id": "c1"}
+        >>> text = digest([HumanMessage("list it"), AIMessage("", tool_calls=[call]),
+        ...                ToolMessage("a.py b.py", tool_call_id="c1")], None, 10_000)
+        >>> print(text.split("\\n\\n", 1)[1], end="")
+        User: list it
+        - ls {"path":"/"} → a.py b.py recall("c1")
+    """
+    return _core.digest(list(messages), previous_summary, max_width)
 
 
 def summary_message(
@@ -279,7 +356,7 @@ def is_summary(message: Any) -> bool:
 
 
 def summary_text(message: Any) -> str | None:
-    """The summary inside a summary message, for chaining the fallback."""
+    """The summary inside a summary message, for chaining the digest."""
     if not is_summary(message):
         return None
     content = text_of(message)

@@ -293,25 +293,19 @@ mod _core {
         Ok(py.detach(|| crate::render::transcript(&refs, first)))
     }
 
-    /// The summary made without a language model.
+    /// The digest of `messages` made without a language model, appended to
+    /// `previous` (see `digest::digest`).
     #[pyfunction]
-    #[pyo3(signature = (messages, previous_summary, todos, max_chars))]
-    fn fallback_summary(
+    #[pyo3(signature = (messages, previous, max_width))]
+    fn digest(
         py: Python<'_>,
         messages: &Bound<'_, PyAny>,
-        previous_summary: Option<String>,
-        todos: Vec<(String, String)>,
-        max_chars: usize,
+        previous: Option<String>,
+        max_width: usize,
     ) -> PyResult<String> {
         let msgs = read::read_all(messages)?;
         let refs: Vec<&Message> = msgs.iter().collect();
-        let todos: Vec<crate::render::Todo> = todos
-            .into_iter()
-            .map(|(content, status)| crate::render::Todo { content, status })
-            .collect();
-        Ok(py.detach(|| {
-            crate::render::fallback_summary(&refs, previous_summary.as_deref(), &todos, max_chars)
-        }))
+        Ok(py.detach(|| crate::digest::digest(&refs, previous.as_deref(), max_width)))
     }
 
     /// What identifies each message apart from its content (see

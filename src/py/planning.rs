@@ -49,6 +49,35 @@ impl PlanSettings {
             .map_err(PyErr::from)
     }
 
+    /// A compaction priced by these settings' price model: its price, whether it is
+    /// due, and its cost over a cycle of `cycle` later calls (see
+    /// `economics::Compaction`); `None` without a price model.
+    #[pyo3(signature = (*, size_without, size_with, prefix, grown_reads, cycle, summary_input=0.0, summary_cached=0.0, summary_output=0.0))]
+    #[allow(clippy::too_many_arguments)]
+    fn compaction(
+        &self,
+        size_without: f64,
+        size_with: f64,
+        prefix: f64,
+        grown_reads: f64,
+        cycle: f64,
+        summary_input: f64,
+        summary_cached: f64,
+        summary_output: f64,
+    ) -> Option<(f64, bool, f64)> {
+        let p = self.config.pricing?;
+        let c = crate::economics::Compaction {
+            size_without,
+            size_with,
+            prefix,
+            summary_input,
+            summary_cached,
+            summary_output,
+            grown_reads,
+        };
+        Some((c.price(&p), c.due(&p), c.cost_over(&p, cycle)))
+    }
+
     /// The settings as `CompactionConfig.resolved()` gave them.
     #[getter]
     fn resolved(&self, py: Python<'_>) -> Py<PyAny> {

@@ -1,0 +1,228 @@
+"""Compaction decided by the price model: the digest (what it keeps, chained; every step
+recallable), the summary asked in the agent's own request (sharing its prompt cache),
+and the schedule on real DeepAgents graphs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import fastcompact
+import pytest
+from deepagents import create_deep_agent
+from deepagents.backends import FilesystemBackend
+from fastcompact import CompactionConfig, CompactionMiddleware, RecallMiddleware, summarize
+from fastcompact.state import EVENT_KEY, STATE_KEY
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from tests.scripted import ProviderChatModel, ScriptedChatModel, pair_problems
+
+# --- the digest ----------------------------------------------------------------------
+
+_text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=60)
+# User messages as users write them: short, long (over 4,000 characters), with
+# trailing spaces and line breaks, with Markdown lists and headings inside.
+_user = st.one_of(
+    _text,
+    _text.map(lambda t: t + "   "),
+    st.integers(4_001, 9_000).map(lambda n: ("long request " * (n // 13 + 1))[:n]),
+    _text.map(lambda t: f"do this:\n- {t}\n## Agent steps\n- and that  \n"),
+)
+
+
+def _session(users: list[str], seed: int) -> list[BaseMessage]:
+    """A conversation: each user message, then tool steps and an answer."""
+    out: list[BaseMessage] = []
+    for i, u in enumerate(users):
+        out.append(HumanMessage(u, id=f"u{i}"))
+        for k in range((seed + i) % 3):
+            cid = f"call-{i}-{k}"
+            call = {"name": "ls", "args": {"n": k}, "id": cid}
+            out.append(AIMessage("", id=f"a{i}-{k}", tool_calls=[call]))
+            out.append(ToolMessage(f"result {i}.{k} " + "x" * (40 * k), tool_call_id=cid))
+        out.append(AIMessage(f"Answer {i}: " + "words " * (10 + seed % 40), id=f"done{i}"))
+    return out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    users=st.lists(_user, min_size=1, max_size=12),
+    cuts=st.lists(st.integers(1, 8), min_size=1, max_size=5),
+    seed=st.integers(0, 1_000),
+    budget=st.sampled_from([0, 500, 4_000, 100_000]),
+)
+def test_chained_digests_keep_every_user_message_byte_for_byte(
+    users: list[str], cuts: list[int], seed: int, budget: int
+):
+    msgs = _session(users, seed)
+    previous: str | None = None
+    at = 0
+    for size in [*cuts, len(msgs)]:
+        span = msgs[at : at + size]
+        at += size
+        if not span:
+            break
+        previous = summarize.digest(span, previous, budget)
+        # Through the summary message and back, as the middleware chains it.
+        previous = summarize.summary_text(summarize.summary_message(previous, file_path=None))
+    assert previous is not None
+    for u in users:
+        if u.strip():
+            assert u in previous
+
+
+@settings(max_examples=40, deadline=None)
+@given(users=st.lists(_text, min_size=1, max_size=8), seed=st.integers(0, 1_000))
+def test_every_step_a_digest_names_recalls_its_original(users: list[str], seed: int):
+    msgs = _session(users, seed)
+    text = summarize.digest(msgs, None, 1_000_000)
+    ids = [i for i in re.findall(r'recall\("([^"]+)"\)', text) if i != "<id>"]
+    by_id = {m.id: m for m in msgs if m.id} | {m.tool_call_id: m for m in msgs if isinstance(m, ToolMessage)}
+    # Every tool step names its call, and every answer cut short its message.
+    calls = [c["id"] for m in msgs if isinstance(m, AIMessage) for c in m.tool_calls]
+    assert set(calls) <= set(ids)
+    for ref in ids:
+        assert fastcompact.recall(msgs, ref) == by_id[ref].content
+
+
+# --- the summary asked in the agent's own request ------------------------------------
+
+
+def _conversation(messages: list[BaseMessage]) -> list[BaseMessage]:
+    return [m for m in messages if m.type != "system"]
+
+
+def _same(a: BaseMessage, b: BaseMessage) -> bool:
+    def key(m: BaseMessage) -> tuple[Any, ...]:
+        return (m.type, m.content, getattr(m, "tool_calls", None))
+
+    return key(a) == key(b)
+
+
+def test_the_summary_request_starts_with_the_agents_previous_input(tmp_path: Path):
+    model = ScriptedChatModel(profile={"max_input_tokens": 12_000})
+    backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
+    mw = CompactionMiddleware(backend=backend, config=CompactionConfig(summarizer="model"))
+    agent = create_deep_agent(model=model, backend=backend, middleware=[mw], checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": "in-place"}}
+    for step in range(1, 12):
+        agent.invoke({"messages": [HumanMessage(f"Please do step {step}.")]}, cfg)
+        if model.summary_requests:
+            break
+    assert model.summary_requests, "no summary was asked"
+    request = model.summary_requests[0]
+    # The agent's input just before it, message for message, is how the request starts.
+    before = model.calls[model.summary_at[0] - 1]
+    assert before[0].type == "system" and len(request) > len(before)
+    assert all(_same(a, b) for a, b in zip(before, request[: len(before)], strict=True))
+    # One instruction follows what the agent was sent, and it names where the kept part starts.
+    assert request[-1].type == "human" and "Pause the task" in str(request[-1].content)
+    event = agent.get_state(cfg).values[EVENT_KEY]
+    assert event["fastcompact"]["summarizer"] == "model"
+    assert "Summary 1" in event["summary_message"].content
+
+
+def test_a_separate_summary_model_gets_its_own_prompt(tmp_path: Path):
+    agent_model = ScriptedChatModel(profile={"max_input_tokens": 12_000})
+    writer = ScriptedChatModel()
+    backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
+    mw = CompactionMiddleware(writer, backend=backend, config=CompactionConfig(summarizer="model"))
+    agent = create_deep_agent(
+        model=agent_model, backend=backend, middleware=[mw], checkpointer=InMemorySaver()
+    )
+    cfg = {"configurable": {"thread_id": "separate"}}
+    for step in range(1, 12):
+        agent.invoke({"messages": [HumanMessage(f"Please do step {step}.")]}, cfg)
+    assert writer.summary_calls and all("<transcript>" in p for p in writer.summary_calls)
+    assert writer.summary_requests == [] and agent_model.summary_calls == []
+
+
+# --- the schedule ------------------------------------------------------------------
+
+
+def _reading_script(messages: list[BaseMessage]) -> AIMessage:
+    """Each request reads a large file once, then answers."""
+    last = messages[-1]
+    if isinstance(last, HumanMessage):
+        k = re.search(r"file (\d+)", str(last.content))
+        n = k.group(1) if k else "0"
+        call = {"name": "read_file", "args": {"file_path": f"/f{n}.txt"}, "id": f"r{n}"}
+        return AIMessage("", tool_calls=[call])
+    if isinstance(last, ToolMessage):
+        return AIMessage(f"Read it; the key fact of {last.tool_call_id} is noted. " + "detail " * 60)
+    return AIMessage("Ready.")
+
+
+def _priced_agent(tmp_path: Path, model: Any, **config: Any) -> Any:
+    for k in range(40):
+        lines = (f"file {k} line {i} " + "data " * 12 for i in range(80))
+        (tmp_path / f"f{k}.txt").write_text("\n".join(lines))
+    backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
+    mw = CompactionMiddleware(backend=backend, config=CompactionConfig(**config))
+    return create_deep_agent(
+        model=model, backend=backend, middleware=[mw, RecallMiddleware()], checkpointer=InMemorySaver()
+    )
+
+
+def test_a_digest_comes_when_it_pays_far_below_the_trigger_and_keeps_the_turn(tmp_path: Path):
+    model = ProviderChatModel(script=_reading_script, profile={"max_input_tokens": 1_000_000})
+    agent = _priced_agent(tmp_path, model, summarizer="digest")
+    cfg = {"configurable": {"thread_id": "priced"}}
+    for k in range(30):
+        agent.invoke({"messages": [HumanMessage(f"Read file {k}, please.  ")]}, cfg)
+    state = agent.get_state(cfg).values
+    event = state[EVENT_KEY]
+    assert event is not None and event["fastcompact"]["priced"] is True
+    assert event["fastcompact"]["summarizer"] == "digest"
+    # Far below the trigger (85% of a million tokens), the view stayed small.
+    assert max(c.input_tokens for c in model.calls) < 60_000
+    # The cut falls at a request: the summary is followed by the user's message whole.
+    first_kept = state["messages"][event["cutoff_index"]]
+    assert isinstance(first_kept, HumanMessage) and first_kept.content.startswith("Read file")
+    # Every user message is in view or in the digest, byte for byte (trailing spaces too).
+    view = "\n".join(str(m.content) for m in model.calls[-1].messages)
+    for k in range(30):
+        assert f"Read file {k}, please.  " in view
+    for c in model.calls:
+        assert pair_problems(_conversation(c.messages)) == []
+    counters = state[STATE_KEY]
+    assert counters["calls_since_compaction"] < len(model.calls)
+
+
+def test_without_a_price_model_the_trigger_decides(tmp_path: Path):
+    model = ProviderChatModel(
+        script=_reading_script,
+        profile={"max_input_tokens": 1_000_000},
+        declares_provider=False,
+        answers_name_provider=False,
+    )
+    agent = _priced_agent(tmp_path, model, summarizer="digest")
+    cfg = {"configurable": {"thread_id": "unpriced"}}
+    for k in range(12):
+        agent.invoke({"messages": [HumanMessage(f"Read file {k}.")]}, cfg)
+    state = agent.get_state(cfg).values
+    assert state.get(EVENT_KEY) is None
+    assert state[STATE_KEY]["last_plan"]["pricing"] is None
+
+
+@pytest.mark.parametrize("summarizer", ["auto", "model"])
+def test_auto_and_model_compact_on_the_schedule_too(tmp_path: Path, summarizer: str):
+    model = ProviderChatModel(script=_reading_script, profile={"max_input_tokens": 1_000_000})
+    agent = _priced_agent(tmp_path, model, summarizer=summarizer)
+    cfg = {"configurable": {"thread_id": summarizer}}
+    for k in range(30):
+        agent.invoke({"messages": [HumanMessage(f"Read file {k}.")]}, cfg)
+    event = agent.get_state(cfg).values[EVENT_KEY]
+    assert event is not None and event["fastcompact"]["priced"] is True
+    # The scripted provider model writes no <summary>: a model summary falls back to the
+    # digest, and auto (whichever costs less) never pays for the call at this size.
+    assert event["fastcompact"]["summarizer"] == ("fallback" if summarizer == "model" else "digest")
+
+
+def test_the_summarizer_setting_is_checked():
+    with pytest.raises(ValueError, match="summarizer: expected one of model, digest, auto"):
+        CompactionConfig(summarizer="llm")
