@@ -7,25 +7,36 @@ Run from the repository root after `pip install ".[bench]"`:
     python benches/bench_session.py --sessions coding chat --json out.json
 
 Each session (see `sessions.py`) is replayed through a real `create_deep_agent` graph with
-a real `FilesystemBackend` in a fresh folder. The agent's model is scripted and answers as
-a provider does: usage on every answer, `input_tokens` the exact o200k size of what it
-was sent (system prompt and tool schemas included), and the prompt-cache read the prefix
-shared with the previous call. Summaries are written by a faithful model that returns
-every user message it was handed. Side by side, on the same session:
+a real `FilesystemBackend` in a fresh folder. The model is scripted and billed as a
+provider bills (see `provider.py`): one prompt cache for the agent's calls and every
+summary call, output priced, a call over the window refused and counted. Summaries are
+written to one rule for every side: every user message handed over, verbatim, and notes
+of about a tenth of the input (at most 2,000 tokens). Side by side, on the same session:
 
 - none: no compaction (DeepAgents' built-in replaced by a pass-through);
 - deepagents: DeepAgents' `SummarizationMiddleware` with its model-aware defaults;
 - compact-middleware: its `CompactionMiddleware` with its defaults;
 - langchain: `ContextEditingMiddleware(ClearToolUsesEdit(trigger=50% of the window,
   keep=3))` with LangChain's `SummarizationMiddleware(trigger=85%, keep=10%)`;
-- fastcompact: `CompactionMiddleware` and its `recall` tool, defaults.
+- fastcompact: `CompactionMiddleware` and its `recall` tool, defaults (summaries by the
+  agent's own model).
 
-Cost is input only, in millions of input-token prices, under three presets: Anthropic
-(cache write 1.25, read 0.1), OpenAI-style (uncached 1.0, cached 0.1) and no cache (1.0);
-summary input is priced at 1.0 in every preset. Fidelity: the share of user messages
-that, at every later call, the model still sees or had handed to the summarizer; and the
-share of tool results no longer in the final view whose full text the agent can get back
-(an archive on the backend, or `recall`).
+The peers are handed a summary model on the same provider (they call it with a prompt
+of their own); fastcompact uses the agent's model, in the agent's own request.
+
+The bill, in millions of input-token prices at Anthropic's list prices (cache read 0.1,
+write 1.25, output 5): "bill" is what compaction controls (every input, and the summary
+calls' output), "whole" adds the agent's own output, the same for every side but for
+the extra calls a side needs to get findings back. "vs cheaper peer" divides the bill by
+the cheaper of DeepAgents and compact-middleware; "x floor" by the session's floor: every
+token of its messages written once, and the fixed prefix (tools, system prompt) read on
+every call.
+
+Fidelity: the share of user messages that, at every later call, the model still sees or
+had handed to a summary call; findings: every fifth request needs what an answer 10-40
+calls earlier found, seen in view, got back with one more call (`recall`, or grep over
+an archive the view names), or lost; and the share of tool results no longer in the final
+view whose full text the agent can get back (an archive on the backend, or `recall`).
 """
 
 from __future__ import annotations
@@ -47,57 +58,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from deepagents import create_deep_agent
 from deepagents.backends import FilesystemBackend, LocalShellBackend
 from langchain.agents.middleware import AgentMiddleware
-from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from pydantic import ConfigDict, Field
-from sessions import SESSIONS, SYSTEM_PROMPT, Session
+from provider import PRICES, BilledModel, Provider
+from sessions import LOST, RECALLED, SESSIONS, SYSTEM_PROMPT, VISIBLE, Session
 
-from tests.scripted import ProviderChatModel, TokenMeter, message_text
+from tests.scripted import message_text
 
 WINDOW = 40_000
-PRESETS = {
-    # name: (cache read, cache write / uncached input, summary input)
-    "anthropic": (0.1, 1.25, 1.0),
-    "openai": (0.1, 1.0, 1.0),
-    "none": (1.0, 1.0, 1.0),
-}
 SIDES = ["none", "deepagents", "compact-middleware", "langchain", "fastcompact"]
-
-
-class FaithfulSummarizer(BaseChatModel):
-    """Summarizes by returning every user message it was handed, verbatim."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    user_texts: list[str] = Field(default_factory=list)
-    agent: Any = None
-    meter: Any = Field(default_factory=TokenMeter)
-    # (agent calls made before this summary, its prompt, its input tokens)
-    records: list[tuple[int, str, int]] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "faithful-summarizer"
-
-    def _get_ls_params(self, stop: Any = None, **kwargs: Any) -> Any:
-        return {"ls_provider": "anthropic", "ls_model_name": "scripted-1", "ls_model_type": "chat"}
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> FaithfulSummarizer:  # type: ignore[override]
-        return self
-
-    def _generate(
-        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
-    ) -> ChatResult:
-        prompt = "\n".join(message_text(m) for m in messages)
-        tokens = sum(self.meter(message_text(m)) for m in messages)
-        self.records.append((len(self.agent.calls) if self.agent else 0, prompt, tokens))
-        kept = [u for u in self.user_texts if u in prompt]
-        text = "The user's messages so far, verbatim:\n" + "\n".join(f"- {u}" for u in kept)
-        usage = {"input_tokens": tokens, "output_tokens": self.meter(text), "total_tokens": tokens}
-        reply = AIMessage(text, usage_metadata=usage, response_metadata={"model_provider": "anthropic"})
-        return ChatResult(generations=[ChatGeneration(message=reply)])
+PEERS = ("deepagents", "compact-middleware")
 
 
 class PassThrough(AgentMiddleware):
@@ -109,7 +79,7 @@ class PassThrough(AgentMiddleware):
 
 
 def _stack(
-    side: str, summarizer: BaseChatModel, backend: Any, trigger: float | None = None
+    side: str, summarizer: BilledModel, backend: Any, trigger: float | None = None
 ) -> tuple[list[Any], Callable[..., Any]]:
     """The middleware list of one side, and how it gets a cleared result back (or None)."""
     if side == "none":
@@ -140,7 +110,8 @@ def _stack(
         import fastcompact
 
         config = fastcompact.CompactionConfig(trigger=("fraction", trigger)) if trigger else None
-        mw = fastcompact.CompactionMiddleware(summarizer, backend=backend, config=config)
+        # Summaries by the agent's own model, in its own request (its prompt cache).
+        mw = fastcompact.CompactionMiddleware(backend=backend, config=config)
         return [mw, fastcompact.RecallMiddleware()], _fastcompact_recall
     raise ValueError(side)
 
@@ -163,14 +134,19 @@ class Outcome:
     session: str
     side: str
     calls: int
-    input_tokens: int
+    refused: int
     peak_input: int
-    over_window: int
     cache_hit: float
     summary_calls: int
     summary_input: int
-    cost: dict[str, float]
+    # In millions of input-token prices, by preset: what compaction controls, the
+    # output of every call, and the whole bill.
+    bill: dict[str, float]
+    output_cost: dict[str, float]
+    whole: dict[str, float]
+    floor: float
     user_fidelity: float
+    findings: dict[str, int]
     recoverable: float
     cleared: int
     failed_turns: int
@@ -186,8 +162,9 @@ def run(session: Session, side: str, trigger: float | None = None) -> Outcome:
         target.write_text(text)
     backend = (LocalShellBackend if session.shell else FilesystemBackend)(root_dir=root, virtual_mode=True)
     profile = {"max_input_tokens": WINDOW}
-    model = ProviderChatModel(script=session.script, profile=profile)
-    summarizer = FaithfulSummarizer(user_texts=session.requests, agent=model, profile=profile)
+    provider = Provider(window=WINDOW, user_texts=session.requests)
+    model = BilledModel(provider=provider, script=session.script, profile=profile)
+    summarizer = BilledModel(provider=provider, summarizer=True, profile=profile)
     middleware, recall = _stack(side, summarizer, backend, trigger)
     agent = create_deep_agent(
         model=model,
@@ -197,6 +174,7 @@ def run(session: Session, side: str, trigger: float | None = None) -> Outcome:
         middleware=middleware,
         checkpointer=InMemorySaver(),
     )
+    session.findings.clear()
     failures: list[str] = []
     cfg = {"configurable": {"thread_id": f"{session.name}-{side}"}, "recursion_limit": 10_000}
     with warnings.catch_warnings():
@@ -207,44 +185,51 @@ def run(session: Session, side: str, trigger: float | None = None) -> Outcome:
             except Exception as e:  # a side that gives up: the turn is lost, the session goes on
                 failures.append(f"{type(e).__name__}: {e}"[:200])
     state = agent.get_state(cfg).values
-    return _measure(
-        session, side, model, summarizer, root, state, recall, time.perf_counter() - started, failures
-    )
+    return _measure(session, side, provider, root, state, recall, time.perf_counter() - started, failures)
 
 
 def _measure(
     session: Session,
     side: str,
-    model: ProviderChatModel,
-    summarizer: FaithfulSummarizer,
+    provider: Provider,
     root: Path,
     state: dict[str, Any],
     recall: Callable[..., Any],
     seconds: float,
     failures: list[str],
 ) -> Outcome:
-    calls = model.calls
+    calls = provider.agent_calls()
+    summaries = provider.summary_calls()
     total = sum(c.input_tokens for c in calls)
     cached = sum(c.cached_tokens for c in calls)
-    summary_input = sum(r[2] for r in summarizer.records)
-    cost = {
-        name: (read * cached + write * (total - cached) + summary * summary_input) / 1e6
-        for name, (read, write, summary) in PRESETS.items()
-    }
+    bill, output, whole = {}, {}, {}
+    for name, (_, _, out) in PRICES.items():
+        inputs = sum(c.cost(name, output=False) for c in calls)
+        summary = sum(c.cost(name) for c in summaries)
+        agent_output = out * sum(c.output_tokens for c in calls)
+        bill[name] = (inputs + summary) / 1e6
+        output[name] = (agent_output + out * sum(c.output_tokens for c in summaries)) / 1e6
+        whole[name] = (inputs + summary + agent_output) / 1e6
+    # The floor: every token of the session's messages written once, the fixed prefix
+    # read on every later call.
+    read, write, _ = PRICES["anthropic"]
+    prefix = calls[0].prefix_tokens if calls else 0
+    new = prefix + sum(provider.meter(message_text(m)) for m in state.get("messages", []))
+    floor = (write * new + read * prefix * max(len(calls) - 1, 0)) / 1e6
     # User fidelity: from its first call on, each user message is in every view, or
-    # was handed to the summarizer before the view lost it.
+    # was handed to a summary call before the view lost it.
     users = session.requests
     first: dict[str, int] = {}
     lost: set[str] = set()
     originals: dict[str, str] = {}
     final_text = ""
+    handed_texts = [(c.at_call, "\n".join(message_text(m) for m in c.messages)) for c in summaries]
     for i, call in enumerate(calls):
         text = "\n".join(message_text(m) for m in call.messages)
-        handed = [r[1] for r in summarizer.records if r[0] <= i]
         for u in users:
             if u in text:
                 first.setdefault(u, i)
-            elif u in first and not any(u in h for h in handed):
+            elif u in first and not any(u in h for at, h in handed_texts if at <= i):
                 lost.add(u)
         for m in call.messages:
             if isinstance(m, ToolMessage) and isinstance(m.content, str):
@@ -255,18 +240,28 @@ def _measure(
     files = "\n".join(p.read_text(errors="replace") for p in root.rglob("*") if p.is_file())
     cleared = [i for i, text in originals.items() if text not in final_text]
     back = sum(1 for i in cleared if originals[i] in files or recall(state, i) == originals[i])
+    outcomes = list(session.findings.values())
+    findings = {
+        "needed": len(outcomes),
+        VISIBLE: outcomes.count(VISIBLE),
+        RECALLED: outcomes.count(RECALLED),
+        LOST: outcomes.count(LOST),
+    }
     return Outcome(
         session=session.name,
         side=side,
         calls=len(calls),
-        input_tokens=total,
+        refused=provider.refused,
         peak_input=max((c.input_tokens for c in calls), default=0),
-        over_window=sum(1 for c in calls if c.input_tokens > WINDOW),
         cache_hit=cached / max(total, 1),
-        summary_calls=len(summarizer.records),
-        summary_input=summary_input,
-        cost=cost,
+        summary_calls=len(summaries),
+        summary_input=sum(c.input_tokens for c in summaries),
+        bill=bill,
+        output_cost=output,
+        whole=whole,
+        floor=floor,
         user_fidelity=fidelity,
+        findings=findings,
         recoverable=back / len(cleared) if cleared else 1.0,
         cleared=len(cleared),
         failed_turns=len(failures),
@@ -276,23 +271,29 @@ def _measure(
 
 def table(outcomes: list[Outcome]) -> str:
     lines = [
-        "| session | middleware | calls | input tokens | peak | over window | cache hit | summaries (input) "
-        "| Anthropic | OpenAI | no cache | vs cheaper peer | user fidelity | recoverable |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| session | middleware | calls | refused | peak | cache hit | summaries (input) | output "
+        "| bill | whole | vs cheaper peer | x floor | user fidelity "
+        "| findings needed / visible / recalled / lost | recoverable |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name in dict.fromkeys(o.session for o in outcomes):
         rows = [o for o in outcomes if o.session == name]
-        peers = [o.cost["anthropic"] for o in rows if o.side in ("deepagents", "compact-middleware")]
+        peers = [o.bill["anthropic"] for o in rows if o.side in PEERS]
         cheaper = min(peers) if peers else None
+        # The session's own messages: the side that kept all of them counted most.
+        floor = max(o.floor for o in rows)
         for o in rows:
-            ratio = f"{o.cost['anthropic'] / cheaper:.2f}x" if cheaper else ""
+            a = "anthropic"
+            ratio = f"{o.bill[a] / cheaper:.2f}x" if cheaper else ""
             failed = f" ({o.failed_turns} turns failed)" if o.failed_turns else ""
             back = f"{100 * o.recoverable:.0f}% of {o.cleared}" if o.cleared else "nothing cleared"
+            f = o.findings
             lines.append(
-                f"| {o.session} | {o.side}{failed} | {o.calls} | {o.input_tokens:,} | {o.peak_input:,} | "
-                f"{o.over_window} | {o.cache_hit:.3f} | {o.summary_calls} ({o.summary_input:,}) | "
-                f"{o.cost['anthropic']:.3f} | {o.cost['openai']:.3f} | {o.cost['none']:.3f} | {ratio} | "
-                f"{100 * o.user_fidelity:.0f}% | {back} |"
+                f"| {o.session} | {o.side}{failed} | {o.calls} | {o.refused} | {o.peak_input:,} | "
+                f"{o.cache_hit:.3f} | {o.summary_calls} ({o.summary_input:,}) | {o.output_cost[a]:.3f} | "
+                f"{o.bill[a]:.3f} | {o.whole[a]:.3f} | {ratio} | {o.bill[a] / floor:.2f} | "
+                f"{100 * o.user_fidelity:.0f}% | {f['needed']} / {f[VISIBLE]} / {f[RECALLED]} / {f[LOST]} | "
+                f"{back} |"
             )
     return "\n".join(lines)
 
@@ -313,8 +314,9 @@ def main() -> None:
             o = run(session, side, args.fastcompact_trigger if side == "fastcompact" else None)
             outcomes.append(o)
             print(
-                f"{name:>9} {side:>18}: {o.calls} calls, anthropic {o.cost['anthropic']:.3f}, "
-                f"peak {o.peak_input:,}, over {o.over_window}, failed {o.failed_turns}, {o.seconds:.0f} s",
+                f"{name:>9} {side:>18}: {o.calls} calls, bill {o.bill['anthropic']:.3f}, "
+                f"peak {o.peak_input:,}, refused {o.refused}, failed {o.failed_turns}, "
+                f"findings {o.findings}, {o.seconds:.0f} s",
                 file=sys.stderr,
             )
     print(table(outcomes))

@@ -77,13 +77,73 @@ class Session:
     tools: list[Any] = field(default_factory=list)
     # Runs shell commands (DeepAgents' `execute`) in its folder.
     shell: bool = False
+    # How each request that needed an earlier finding went (step -> visible, recalled
+    # or lost), filled in as the session runs.
+    findings: dict[int, str] = field(default_factory=dict)
+
+
+# --- findings: what an answer found, which a later request needs -------------------
+
+
+def finding(step: int) -> str:
+    """The finding the answer of `step` ends with."""
+    value = f"{WORDS[step % len(WORDS)]}-{zlib.crc32(f'finding {step}'.encode()) % 9973}"
+    return f"Finding F{step}: {value}."
+
+
+def needed(step: int, back: int) -> int | None:
+    """The earlier step whose finding request `step` needs: every fifth request, `back`
+    steps earlier."""
+    return step - back if step % 5 == 4 and step >= back else None
+
+
+def with_needs(requests: list[str], back: int) -> list[str]:
+    """The requests, every fifth asking for an earlier finding."""
+    out = []
+    for s, r in enumerate(requests):
+        t = needed(s, back)
+        out.append(r if t is None else f"{r} Use finding F{t} from earlier.")
+    return out
+
+
+# A need the agent met in view, got back with one more call, or could not get back.
+VISIBLE, RECALLED, LOST = "visible", "recalled", "lost"
 
 
 def stepped(
-    steps: Callable[[int], list[tuple[str, dict[str, Any]]]], answer: Callable[[int], str]
+    steps: Callable[[int], list[tuple[str, dict[str, Any]]]],
+    answer: Callable[[int], str],
+    back: int,
+    log: dict[int, str],
 ) -> Callable[[list[BaseMessage]], AIMessage]:
     """A script from the tool calls of each step (`steps(s)`, in order) and the answer
-    that closes it, deciding from the last message alone."""
+    that closes it (which carries the step's finding), deciding from the last message;
+    a request that needs an earlier finding looks for it in view first, and when it is
+    not there gets it back: through `recall` when the view names the answer's recall id,
+    else by grep over an archive the view names. `log` records how each need went."""
+
+    def first(step: int) -> AIMessage:
+        calls = steps(step)
+        if not calls:
+            return AIMessage(f"[answer {step}] {answer(step)} {finding(step)}")
+        return _call(calls[0][0], calls[0][1], f"{calls[0][0]}-{step}-0")
+
+    def fetch(step: int, messages: list[BaseMessage]) -> AIMessage | None:
+        t = needed(step, back)
+        if t is None:
+            return None
+        view = "\n".join(str(m.content) for m in messages)
+        if finding(t) in view:
+            log[step] = VISIBLE
+            return None
+        named = re.search(rf'\[answer {t}\][^\n]*?recall\("([^"]+)"\)', view)
+        if named:
+            return _call("recall", {"id": named.group(1)}, f"find-{step}-{t}")
+        if "/conversation_history" in view:
+            args = {"pattern": f"Finding F{t}:", "path": "/conversation_history", "output_mode": "content"}
+            return _call("grep", args, f"find-{step}-{t}")
+        log[step] = LOST
+        return None
 
     def script(messages: list[BaseMessage]) -> AIMessage:
         last = messages[-1]
@@ -91,19 +151,18 @@ def stepped(
             step = _step_of(str(last.content))
             if step is None:
                 return AIMessage("Ready.")
-            calls = steps(step)
-            return (
-                _call(calls[0][0], calls[0][1], f"{calls[0][0]}-{step}-0")
-                if calls
-                else AIMessage(answer(step))
-            )
+            return fetch(step, messages) or first(step)
         if isinstance(last, ToolMessage):
+            if last.tool_call_id.startswith("find-"):
+                step, t = _parts(last.tool_call_id)
+                log[step] = RECALLED if finding(t) in str(last.content) else LOST
+                return first(step)
             step, k = _parts(last.tool_call_id)
             calls = steps(step)
             if k + 1 < len(calls):
                 tool_name, args = calls[k + 1]
                 return _call(tool_name, args, f"{tool_name}-{step}-{k + 1}")
-            return AIMessage(answer(step))
+            return AIMessage(f"[answer {step}] {answer(step)} {finding(step)}")
         return AIMessage("Ready.")
 
     return script
@@ -148,7 +207,11 @@ def coding(steps: int = 30) -> Session:
         f"[step {s}] Add feature {s}: follow mod{s % 8}.py, then " + prose(("request", s), 160)
         for s in range(steps)
     ]
-    return Session("coding", requests, stepped(calls, answer), files=modules)
+    # Six calls a step: a need reaches 18 calls back.
+    log: dict[int, str] = {}
+    return Session(
+        "coding", with_needs(requests, 3), stepped(calls, answer, 3, log), files=modules, findings=log
+    )
 
 
 # --- research: large web results, notes written to a file ---------------------------
@@ -175,7 +238,11 @@ def research(questions: int = 36) -> Session:
         return f"Answer to question {s}: " + prose(("finding", s), 700)
 
     requests = [f"[step {s}] Research question {s}: " + prose(("ask", s), 200) for s in range(questions)]
-    return Session("research", requests, stepped(calls, answer), tools=[web_search])
+    # Five calls a step: a need reaches 20 calls back.
+    log: dict[int, str] = {}
+    return Session(
+        "research", with_needs(requests, 4), stepped(calls, answer, 4, log), tools=[web_search], findings=log
+    )
 
 
 # --- the coding session in Chinese: about a token a character -----------------------
@@ -204,7 +271,10 @@ def chinese(steps: int = 30) -> Session:
         return f"第 {s} 步完成。" + prose(("回答", s), 400, HAN, "")
 
     requests = [f"[步骤 {s}] 请实现功能 {s}。" + prose(("请求", s), 200, HAN, "") for s in range(steps)]
-    return Session("chinese", requests, stepped(calls, answer), files=modules)
+    log: dict[int, str] = {}
+    return Session(
+        "chinese", with_needs(requests, 4), stepped(calls, answer, 4, log), files=modules, findings=log
+    )
 
 
 # --- chat: long text, no tools ------------------------------------------------------
@@ -215,7 +285,9 @@ def chat(turns: int = 160) -> Session:
         return f"About point {s}: " + prose(("reply", s), 3_000)
 
     requests = [f"[step {s}] " + prose(("message", s), 300) for s in range(turns)]
-    return Session("chat", requests, stepped(lambda s: [], answer))
+    # One call a step: a need reaches 20 calls back.
+    log: dict[int, str] = {}
+    return Session("chat", with_needs(requests, 20), stepped(lambda s: [], answer, 20, log), findings=log)
 
 
 # --- the bundled sessions, replayed -------------------------------------------------
