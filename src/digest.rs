@@ -236,24 +236,8 @@ pub fn digest(msgs: &[&Message], previous: Option<&str>, max_width: usize) -> St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::ToolCall;
+    use crate::render::tests::{ai_call, tool};
     use serde_json::json;
-
-    fn ai_call(id: &str, name: &str, args: serde_json::Value) -> Message {
-        let mut m = Message::text(Role::Ai, "");
-        m.tool_calls.push(ToolCall {
-            id: Some(id.into()),
-            name: name.into(),
-            args,
-        });
-        m
-    }
-
-    fn tool(id: &str, text: &str) -> Message {
-        let mut m = Message::text(Role::Tool, text);
-        m.tool_call_id = Some(id.into());
-        m
-    }
 
     #[test]
     fn a_digest_keeps_users_verbatim_and_a_line_a_step() {

@@ -157,10 +157,15 @@ impl Compaction {
         self.price(p) + p.read * (self.size_with - self.prefix).max(0.0) * calls.max(0.0)
     }
 
+    /// The reads paid since the last compaction for what has grown.
+    pub fn paid(&self, p: &Pricing) -> f64 {
+        p.read * self.grown_reads
+    }
+
     /// Whether compacting now pays: it makes the view smaller, and the reads paid
     /// since the last compaction for what has grown reach its price.
     pub fn due(&self, p: &Pricing) -> bool {
-        self.size_with < self.size_without && p.read * self.grown_reads >= self.price(p)
+        self.size_with < self.size_without && self.paid(p) >= self.price(p)
     }
 }
 

@@ -89,12 +89,13 @@ pub fn transcript(msgs: &[&Message], first: usize) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::message::ToolCall;
     use serde_json::json;
 
-    fn ai_call(id: &str, name: &str, args: Value) -> Message {
+    /// An AI message with one tool call (shared with the digest's tests).
+    pub(crate) fn ai_call(id: &str, name: &str, args: Value) -> Message {
         let mut m = Message::text(Role::Ai, "");
         m.tool_calls.push(ToolCall {
             id: Some(id.into()),
@@ -104,7 +105,8 @@ mod tests {
         m
     }
 
-    fn tool(id: &str, text: &str) -> Message {
+    /// A tool result for the call `id`.
+    pub(crate) fn tool(id: &str, text: &str) -> Message {
         let mut m = Message::text(Role::Tool, text);
         m.tool_call_id = Some(id.into());
         m

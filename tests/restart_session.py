@@ -1,7 +1,10 @@
 """One process of the restart test: run a DeepAgents session on a SQLite checkpointer
 and report what the model saw, as JSON on stdout.
 
-    python -m tests.restart_session DB ROOT FIRST LAST
+    python -m tests.restart_session DB ROOT FIRST LAST [priced]
+
+With ``priced`` the model reports an Anthropic provider and usage, and its window is so
+large that only the price model compacts.
 """
 
 from __future__ import annotations
@@ -17,14 +20,19 @@ from langchain.agents.middleware import TodoListMiddleware
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from tests.scripted import ScriptedChatModel, model_calls
+from tests.scripted import ProviderChatModel, ScriptedChatModel, model_calls
 
 
 def main() -> None:
     db, root, first, last = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    priced = sys.argv[5:] == ["priced"]
     conn = sqlite3.connect(db, check_same_thread=False)
     backend = LocalShellBackend(root_dir=root, virtual_mode=True)
-    model = ScriptedChatModel(profile={"max_input_tokens": 30_000})
+    model: ScriptedChatModel | ProviderChatModel = (
+        ProviderChatModel(profile={"max_input_tokens": 1_000_000})
+        if priced
+        else ScriptedChatModel(profile={"max_input_tokens": 30_000})
+    )
     agent = create_deep_agent(
         model=model,
         backend=backend,
@@ -36,7 +44,7 @@ def main() -> None:
     for step in range(first, last + 1):
         agent.invoke({"messages": [HumanMessage(f"Please do step {step}.")]}, cfg)
     after = agent.get_state(cfg).values
-    calls = model_calls(model)
+    calls = [c.messages for c in model.calls] if isinstance(model, ProviderChatModel) else model_calls(model)
     first_call = [m for m in calls[0] if not isinstance(m, SystemMessage)]
 
     def event_of(state: dict) -> dict | None:
@@ -50,7 +58,12 @@ def main() -> None:
                 "event_after": event_of(after),
                 "raw_ids_before": [m.id for m in before.get("messages", [])],
                 "first_call": [{"id": m.id, "content": str(m.content)} for m in first_call],
-                "summary_calls": len(model.summary_calls),
+                "summary_calls": len(getattr(model, "summary_calls", [])),
+                "last_call": [str(m.content) for m in calls[-1]],
+                "counters": {
+                    k: (after.get("_fastcompact") or {}).get(k)
+                    for k in ("calls_since_compaction", "grown_reads", "base_size")
+                },
             }
         )
     )

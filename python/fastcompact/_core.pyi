@@ -217,9 +217,10 @@ class PlanSettings:
         summary_input: float = 0.0,
         summary_cached: float = 0.0,
         summary_output: float = 0.0,
-    ) -> tuple[float, bool, float] | None:
-        """A compaction's price, whether it is due, and its cost over ``cycle`` calls,
-        by the settings' price model; ``None`` without one."""
+    ) -> tuple[float, bool, float, float] | None:
+        """A compaction's price, whether it is due, its cost over ``cycle`` calls, and
+        the reads paid for what has grown, by the settings' price model; ``None``
+        without one."""
     @property
     def resolved(self) -> dict[str, Any]:
         """The settings as ``CompactionConfig.resolved()`` gave them."""

@@ -21,12 +21,12 @@ from fastcompact import _core, media, storage, summarize
 from fastcompact.config import CompactionConfig, ContextSize
 from fastcompact.helpers import count_tokens, find_cutoff
 from fastcompact.passes import _settings
+from fastcompact.schedule import SPAN_PRICE_KEY, PricedSchedule
 from fastcompact.state import (
     EVENT_KEY,
     STATE_KEY,
     Turn,
     count_of,
-    growth,
     newest_request,
     sent_size,
     thread_name,
@@ -42,13 +42,6 @@ BACKOFF_MESSAGES = 10
 # Widths a token when the digest must fit what the window leaves: fewer than the 4 a
 # width is made for, so that it fits under a denser tokenizer too.
 DIGEST_WIDTH_PER_TOKEN = 3
-# A model summary's expected length, for its price: the user messages it quotes (and
-# the earlier summary it carries on), and a tenth of the rest, within these bounds (in
-# tokens).
-SUMMARY_SHARE = 0.10
-SUMMARY_TOKENS = (200, 2_000)
-# The instruction after the agent's input in a summary request that shares its cache.
-IN_PLACE_TOKENS = 400
 
 
 class WindowTooSmallError(ContextOverflowError):
@@ -105,12 +98,12 @@ class Outcome:
 
 def summarizer_failed(error: Exception) -> Exception:
     logger.warning(
-        "fastcompact: the summarizer failed (%s: %s); using the fallback summary", type(error).__name__, error
+        "fastcompact: the summarizer failed (%s: %s); using the digest", type(error).__name__, error
     )
     return error
 
 
-class CompactionSteps:
+class CompactionSteps(PricedSchedule):
     """The steps of a compaction, over the settings of the middleware that runs them
     (its config, backend, models and summary prompt)."""
 
@@ -245,110 +238,6 @@ class CompactionSteps:
         span = [m for m in draft.span if not summarize.is_summary(m)]
         return summarize.digest(span, draft.previous_summary, budget)
 
-    # --- the price model's schedule --------------------------------------------------
-
-    def _priced(self, request: ModelRequest, turn: Turn) -> Draft | None:
-        """The compaction the price model says pays now, or ``None``: the span before
-        the turn in progress (its newest user message) becomes a digest or a summary,
-        whichever ``summarizer`` says (``auto``: the one that costs less over the cycle),
-        once the reads paid since the last compaction for what has grown reach its
-        price. No price model, nothing before the turn, or no saving: ``None``."""
-        if turn.pricing is None:
-            return None
-        settings = self._plan_settings(turn.window, turn.pricing)
-        start = newest_request(turn.view)
-        if start is None:
-            return None
-        size = float(sent_size(turn.plan))
-        grown, cycle = growth(turn.counters, size)
-        prefix = float(self._true_size(request, turn, []))
-        kept = float(self._true_size(request, turn, turn.view[start:])) - prefix
-        # What stays is rewritten whatever replaces the span: a lower bound of the price.
-        bound = settings.compaction(
-            size_without=size, size_with=prefix + kept, prefix=prefix, grown_reads=grown, cycle=cycle
-        )
-        if bound is None or not bound[1]:
-            return None
-        draft = self._draft(request, turn, forced=False, cut=start)
-        if draft is None:
-            return None
-        draft = dataclasses.replace(draft, priced=True, reads=[])
-        return self._cheaper(request, turn, settings, draft, size, prefix, grown, cycle, due=True)
-
-    def _cheaper(
-        self,
-        request: ModelRequest,
-        turn: Turn,
-        settings: _core.PlanSettings,
-        draft: Draft,
-        size: float,
-        prefix: float,
-        grown: float,
-        cycle: float,
-        *,
-        due: bool,
-    ) -> Draft | None:
-        """``draft`` with the summarizer that costs less over the cycle (a digest or the
-        model, as ``summarizer`` allows); with ``due``, ``None`` unless that one is due."""
-        path = self._longest_archive_path(draft)
-
-        def priced(view: list[Any], **call: float) -> tuple[float, bool, float] | None:
-            with_it = float(self._true_size(request, turn, view)) + call.pop("output", 0.0)
-            return settings.compaction(
-                size_without=size, size_with=with_it, prefix=prefix, grown_reads=grown, cycle=cycle, **call
-            )
-
-        def framed(text: str) -> list[Any]:
-            return [summarize.summary_message(text, file_path=path, todos=draft.todos), *draft.kept]
-
-        options: list[tuple[bool, tuple[float, bool, float] | None]] = []
-        if self._config.summarizer != "model" or not draft.use_llm:
-            options.append((False, priced(framed(self._digest(request, turn, draft)))))
-        if draft.use_llm:
-            span = float(self._true_size(request, turn, draft.span)) - prefix
-            quoted = [m for m in draft.span if getattr(m, "type", None) == "human"]
-            verbatim = float(self._true_size(request, turn, quoted)) - prefix if quoted else 0.0
-            notes = min(max((span - verbatim) * SUMMARY_SHARE, SUMMARY_TOKENS[0]), SUMMARY_TOKENS[1])
-            output = verbatim + notes
-            shares = self._shares_cache(request)
-            call = {
-                "summary_input": (size if shares else span) + IN_PLACE_TOKENS,
-                "summary_cached": size if shares else 0.0,
-                "summary_output": output,
-            }
-            options.append((True, priced(framed(""), output=output, **call)))
-        known = [(llm, c) for llm, c in options if c is not None]
-        if not known:
-            return draft if not due else None
-        llm, (_, is_due, _) = min(known, key=lambda o: o[1][2])
-        if due and not is_due:
-            return None
-        return dataclasses.replace(draft, use_llm=llm)
-
-    def _by_price(self, request: ModelRequest, turn: Turn, draft: Draft) -> Draft:
-        """A trigger's ``draft`` with the summarizer the price model finds cheaper, for
-        ``auto`` (as it is otherwise)."""
-        if turn.pricing is None or self._config.summarizer != "auto" or not draft.use_llm:
-            return draft
-        settings = self._plan_settings(turn.window, turn.pricing)
-        size = float(sent_size(turn.plan))
-        grown, cycle = growth(turn.counters, size)
-        prefix = float(self._true_size(request, turn, []))
-        chosen = self._cheaper(request, turn, settings, draft, size, prefix, grown, cycle, due=False)
-        return chosen or draft
-
-    def _shares_cache(self, request: ModelRequest) -> bool:
-        """Whether the summary can be asked in the agent's own request (then the
-        provider reads it from its prompt cache): the summary model is the agent's,
-        and no summary prompt or trimming of its own is set."""
-        chosen = self.summary_model or self.model
-        return (
-            (chosen is None or chosen is request.model)
-            and hasattr(request.model, "invoke")
-            and self.summary_prompt is None
-            and self.trim_tokens_to_summarize is None
-        )
-
     def _longest_archive_path(self, draft: Draft) -> str | None:
         """The longest name the archive of ``draft`` may get (a summary names it)."""
         if self.backend is None or not draft.leaving:
@@ -426,6 +315,7 @@ class CompactionSteps:
             counters["archives"] = draft.number
         # The reads the next compaction must pay for start again from this view.
         counters["base_size"], counters["grown_reads"], counters["calls_since_compaction"] = tokens, 0.0, 0
+        counters.pop(SPAN_PRICE_KEY, None)
         if under_trigger or draft.priced:
             counters.pop("backoff_until", None)
         else:
@@ -488,7 +378,7 @@ class CompactionSteps:
                 )
                 if outcome.committed:
                     if failed is not error:
-                        logger.warning("fastcompact: %s; used the fallback summary", failed)
+                        logger.warning("fastcompact: %s; used the digest", failed)
                     return outcome, text, failed, files, strict
         assert outcome is not None
         return outcome, fallback, error, [], True

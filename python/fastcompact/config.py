@@ -357,7 +357,14 @@ class MicrocompactConfig(_Watched):
 class RestorationConfig(_Watched):
     """After a summary: re-read up to ``max_files`` recently read files (each within
     ``per_file_chars``, all within ``file_budget_chars``) and the current plan. The
-    skill budgets have no effect (kept for compact-middleware; giving one warns)."""
+    skill budgets have no effect (kept for compact-middleware; giving one warns).
+
+    A compaction the price model schedules (see ``CompactionConfig.summarizer``) keeps
+    the turn in progress whole and restores files only with ``on_schedule``: then the
+    files read in the last turn it compacted and not read again since. The session
+    benchmark measured both; restoring cost more and kept nothing a later step needed
+    that the digest's recall ids did not give back.
+    """
 
     enabled: bool = True
     max_files: int = 5
@@ -366,11 +373,13 @@ class RestorationConfig(_Watched):
     skill_budget_chars: int = 25_000
     per_skill_chars: int = 5_000
     restore_plans: bool = True
+    on_schedule: bool = False
 
     def __post_init__(self) -> None:
         o = "RestorationConfig"
         _check_bool(o, "enabled", self.enabled)
         _check_bool(o, "restore_plans", self.restore_plans)
+        _check_bool(o, "on_schedule", self.on_schedule)
         for name in (
             "max_files",
             "file_budget_chars",
@@ -401,7 +410,7 @@ class CompactionConfig(_Watched):
     max_output_tokens_for_summary: int = 20_000
     max_consecutive_failures: int = 3
     # After that many failures in a row, the summarizer rests until the conversation
-    # has grown by this many messages (the fallback summary is used meanwhile).
+    # has grown by this many messages (the digest is used meanwhile).
     failure_cooldown_messages: int = 100
     ptl_max_retries: int = 3
     token_budget: TokenBudgetConfig = field(default_factory=TokenBudgetConfig)

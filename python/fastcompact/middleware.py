@@ -1,5 +1,6 @@
-"""``CompactionMiddleware``: the cheap passes every model call and, when they are not
-enough, a summary; ``CompactionToolMiddleware``: the same compaction as a tool.
+"""``CompactionMiddleware``: the cheap passes every model call and, when the price model
+says it pays or the trigger says it must, a compaction (a digest or a summary);
+``CompactionToolMiddleware``: the same compaction as a tool.
 
 Everything a conversation needs lives in the graph state (``_summarization_event`` in
 DeepAgents' shape, ``_fastcompact`` for counters and the last plan), so one instance
@@ -176,10 +177,11 @@ class CompactionMiddleware(CompactionSteps, AgentMiddleware):
     """Keeps an agent inside its context window.
 
     Every model call: the effective view is rebuilt from the state's last compaction
-    event, the core plans the cheap passes, and the model gets the edited view. When
-    that is still over the trigger, the older span is archived through ``backend``,
-    summarized, and replaced by a summary message (with recently read files and the todo
-    list restored); the event goes to the graph state.
+    event, the core plans the cheap passes, and the model gets the edited view. When the
+    price model says a compaction pays (the span before the turn in progress), or the
+    view is still over the trigger, the older span is archived through ``backend`` and
+    replaced by a digest or a summary (``CompactionConfig.summarizer``); the event goes
+    to the graph state.
 
     Args:
         model: The model that writes summaries (a chat model or ``"provider:name"``);

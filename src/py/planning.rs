@@ -50,8 +50,9 @@ impl PlanSettings {
     }
 
     /// A compaction priced by these settings' price model: its price, whether it is
-    /// due, and its cost over a cycle of `cycle` later calls (see
-    /// `economics::Compaction`); `None` without a price model.
+    /// due, its cost over a cycle of `cycle` later calls (see `economics::Compaction`),
+    /// and the reads paid for what has grown (what its price is weighed against);
+    /// `None` without a price model.
     #[pyo3(signature = (*, size_without, size_with, prefix, grown_reads, cycle, summary_input=0.0, summary_cached=0.0, summary_output=0.0))]
     #[allow(clippy::too_many_arguments)]
     fn compaction(
@@ -64,7 +65,7 @@ impl PlanSettings {
         summary_input: f64,
         summary_cached: f64,
         summary_output: f64,
-    ) -> Option<(f64, bool, f64)> {
+    ) -> Option<(f64, bool, f64, f64)> {
         let p = self.config.pricing?;
         let c = crate::economics::Compaction {
             size_without,
@@ -75,7 +76,7 @@ impl PlanSettings {
             summary_output,
             grown_reads,
         };
-        Some((c.price(&p), c.due(&p), c.cost_over(&p, cycle)))
+        Some((c.price(&p), c.due(&p), c.cost_over(&p, cycle), c.paid(&p)))
     }
 
     /// The settings as `CompactionConfig.resolved()` gave them.

@@ -1,0 +1,175 @@
+"""When the price model says a compaction pays, and which summarizer costs less: the
+schedule :class:`~fastcompact.compaction.CompactionSteps` follows with a price model.
+
+A compaction is priced in the core (``PlanSettings.compaction``): what stays is written
+to the cache anew, a model summary's call costs its input and output, a digest no call.
+It is due once the reads paid since the last compaction for what the view has grown by
+reach that price; the span before the turn in progress is compacted then.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from langchain.agents.middleware.types import ModelRequest
+
+from fastcompact import _core, storage, summarize
+from fastcompact.state import Turn, growth, newest_request, sent_size
+
+if TYPE_CHECKING:
+    from fastcompact.compaction import Draft
+    from fastcompact.config import CompactionConfig
+
+# A model summary's expected length, for its price: the user messages it quotes (and
+# the earlier summary it carries on), and a tenth of the rest, within these bounds (in
+# tokens).
+SUMMARY_SHARE = 0.10
+SUMMARY_TOKENS = (200, 2_000)
+# The instruction after the agent's input in a summary request that shares its cache.
+IN_PLACE_TOKENS = 400
+# In the counters: the span's own part of the last compaction priced in this cycle.
+SPAN_PRICE_KEY = "span_price"
+
+
+class PricedSchedule:
+    """The schedule's steps, over the steps of a compaction (the middleware's)."""
+
+    _config: CompactionConfig
+    model: Any
+    summary_model: Any
+    summary_prompt: str | None
+    trim_tokens_to_summarize: int | None
+
+    if TYPE_CHECKING:
+
+        def _plan_settings(self, window: int | None, pricing: str | None) -> _core.PlanSettings: ...
+        def _true_size(self, request: ModelRequest, turn: Turn, view: list[Any]) -> int: ...
+        def _draft(
+            self, request: ModelRequest, turn: Turn, *, forced: bool, cut: int | None = None
+        ) -> Draft | None: ...
+        def _digest(self, request: ModelRequest, turn: Turn, draft: Draft) -> str: ...
+        def _longest_archive_path(self, draft: Draft) -> str | None: ...
+
+    def _priced(self, request: ModelRequest, turn: Turn) -> Draft | None:
+        """The compaction the price model says pays now, or ``None``: the span before
+        the turn in progress (its newest user message) becomes a digest or a summary,
+        whichever ``summarizer`` says (``auto``: the one that costs less over the cycle),
+        once the reads paid since the last compaction for what has grown reach its
+        price. No price model, nothing before the turn, or no saving: ``None``."""
+        if turn.pricing is None:
+            return None
+        settings = self._plan_settings(turn.window, turn.pricing)
+        start = newest_request(turn.view)
+        if start is None:
+            return None
+        size = float(sent_size(turn.plan))
+        grown, cycle = growth(turn.counters, size)
+        prefix = float(self._true_size(request, turn, []))
+        kept = float(self._true_size(request, turn, turn.view[start:])) - prefix
+        # A lower bound of the price, so that the digest is not made on every call: what
+        # stays is rewritten whatever replaces the span, and the span's own part of the
+        # price, last worked out in this cycle, has only grown since.
+        bound = settings.compaction(
+            size_without=size, size_with=prefix + kept, prefix=prefix, grown_reads=grown, cycle=cycle
+        )
+        if bound is None:
+            return None
+        price_kept, _, _, paid = bound
+        span_price = turn.counters.get(SPAN_PRICE_KEY)
+        floor = price_kept + (float(span_price) if isinstance(span_price, int | float) else 0.0)
+        if paid < floor or size <= prefix + kept:
+            return None
+        draft = self._draft(request, turn, forced=False, cut=start)
+        if draft is None:
+            return None
+        draft = dataclasses.replace(draft, priced=True, reads=self._scheduled_reads(draft))
+        return self._cheaper(request, turn, settings, draft, size, prefix, grown, cycle, due=True)
+
+    def _scheduled_reads(self, draft: Draft) -> list[str]:
+        """The files a scheduled compaction restores: none, unless ``on_schedule``; then
+        those read in the last turn it compacts (its newest request on) and not since."""
+        restoration = self._config.restoration
+        if not (restoration.enabled and restoration.on_schedule):
+            return []
+        last = newest_request(draft.leaving)
+        turn = draft.leaving[last:] if last is not None else draft.leaving
+        return storage.recent_reads(turn, draft.kept, restoration.max_files)
+
+    def _cheaper(
+        self,
+        request: ModelRequest,
+        turn: Turn,
+        settings: _core.PlanSettings,
+        draft: Draft,
+        size: float,
+        prefix: float,
+        grown: float,
+        cycle: float,
+        *,
+        due: bool,
+    ) -> Draft | None:
+        """``draft`` with the summarizer that costs less over the cycle (a digest or the
+        model, as ``summarizer`` allows); with ``due``, ``None`` unless that one is due."""
+        path = self._longest_archive_path(draft)
+
+        def priced(view: list[Any], **call: float) -> tuple[float, bool, float, float] | None:
+            with_it = float(self._true_size(request, turn, view)) + call.pop("output", 0.0)
+            return settings.compaction(
+                size_without=size, size_with=with_it, prefix=prefix, grown_reads=grown, cycle=cycle, **call
+            )
+
+        def framed(text: str) -> list[Any]:
+            return [summarize.summary_message(text, file_path=path, todos=draft.todos), *draft.kept]
+
+        options: list[tuple[bool, tuple[float, bool, float, float] | None]] = []
+        if self._config.summarizer != "model" or not draft.use_llm:
+            options.append((False, priced(framed(self._digest(request, turn, draft)))))
+        if draft.use_llm:
+            span = float(self._true_size(request, turn, draft.span)) - prefix
+            quoted = [m for m in draft.span if getattr(m, "type", None) == "human"]
+            verbatim = float(self._true_size(request, turn, quoted)) - prefix if quoted else 0.0
+            notes = min(max((span - verbatim) * SUMMARY_SHARE, SUMMARY_TOKENS[0]), SUMMARY_TOKENS[1])
+            output = verbatim + notes
+            shares = self._shares_cache(request)
+            call = {
+                "summary_input": (size if shares else span) + IN_PLACE_TOKENS,
+                "summary_cached": size if shares else 0.0,
+                "summary_output": output,
+            }
+            options.append((True, priced(framed(""), output=output, **call)))
+        known = [(llm, c) for llm, c in options if c is not None]
+        if not known:
+            return draft if not due else None
+        # The span's part of the cheapest price: the next calls' lower bound.
+        kept_price = priced(list(draft.kept))
+        if kept_price is not None:
+            turn.counters[SPAN_PRICE_KEY] = max(min(c[0] for _, c in known) - kept_price[0], 0.0)
+        llm, (_, is_due, _, _) = min(known, key=lambda o: o[1][2])
+        if due and not is_due:
+            return None
+        return dataclasses.replace(draft, use_llm=llm)
+
+    def _by_price(self, request: ModelRequest, turn: Turn, draft: Draft) -> Draft:
+        """A trigger's ``draft`` with the summarizer the price model finds cheaper, for
+        ``auto`` (as it is otherwise)."""
+        if turn.pricing is None or self._config.summarizer != "auto" or not draft.use_llm:
+            return draft
+        settings = self._plan_settings(turn.window, turn.pricing)
+        size = float(sent_size(turn.plan))
+        grown, cycle = growth(turn.counters, size)
+        prefix = float(self._true_size(request, turn, []))
+        chosen = self._cheaper(request, turn, settings, draft, size, prefix, grown, cycle, due=False)
+        return chosen or draft
+
+    def _shares_cache(self, request: ModelRequest) -> bool:
+        """Whether the summary can be asked in the agent's own request (then the
+        provider reads it from its prompt cache): the summary model is the agent's,
+        and no summary prompt or trimming of its own is set."""
+        chosen = self.summary_model or self.model
+        return (
+            (chosen is None or chosen is request.model)
+            and hasattr(request.model, "invoke")
+            and self.summary_prompt is None
+            and self.trim_tokens_to_summarize is None
+        )
