@@ -79,7 +79,7 @@ class PassThrough(AgentMiddleware):
 
 
 def _stack(
-    side: str, summarizer: BilledModel, backend: Any, trigger: float | None = None
+    side: str, summarizer: BilledModel, backend: Any, trigger: float | None = None, restore: bool = False
 ) -> tuple[list[Any], Callable[..., Any]]:
     """The middleware list of one side, and how it gets a cleared result back (or None)."""
     if side == "none":
@@ -109,7 +109,10 @@ def _stack(
     if side == "fastcompact":
         import fastcompact
 
-        config = fastcompact.CompactionConfig(trigger=("fraction", trigger)) if trigger else None
+        config = fastcompact.CompactionConfig(
+            trigger=("fraction", trigger) if trigger else None,
+            restoration=fastcompact.RestorationConfig(on_schedule=restore),
+        )
         # Summaries by the agent's own model, in its own request (its prompt cache).
         mw = fastcompact.CompactionMiddleware(backend=backend, config=config)
         return [mw, fastcompact.RecallMiddleware()], _fastcompact_recall
@@ -153,7 +156,7 @@ class Outcome:
     seconds: float
 
 
-def run(session: Session, side: str, trigger: float | None = None) -> Outcome:
+def run(session: Session, side: str, trigger: float | None = None, restore: bool = False) -> Outcome:
     started = time.perf_counter()
     root = Path(tempfile.mkdtemp(prefix=f"fc-session-{session.name}-"))
     for path, text in session.files.items():
@@ -165,7 +168,7 @@ def run(session: Session, side: str, trigger: float | None = None) -> Outcome:
     provider = Provider(window=WINDOW, user_texts=session.requests)
     model = BilledModel(provider=provider, script=session.script, profile=profile)
     summarizer = BilledModel(provider=provider, summarizer=True, profile=profile)
-    middleware, recall = _stack(side, summarizer, backend, trigger)
+    middleware, recall = _stack(side, summarizer, backend, trigger, restore)
     agent = create_deep_agent(
         model=model,
         backend=backend,
@@ -306,12 +309,20 @@ def main() -> None:
     parser.add_argument(
         "--fastcompact-trigger", type=float, help="fastcompact's summary trigger, a fraction of the window"
     )
+    parser.add_argument(
+        "--fastcompact-restore",
+        action="store_true",
+        help="fastcompact restores recently read files after a scheduled compaction too",
+    )
     args = parser.parse_args()
     outcomes = []
     for name in args.sessions:
         session = SESSIONS[name]()
         for side in args.sides:
-            o = run(session, side, args.fastcompact_trigger if side == "fastcompact" else None)
+            ours = side == "fastcompact"
+            o = run(
+                session, side, args.fastcompact_trigger if ours else None, ours and args.fastcompact_restore
+            )
             outcomes.append(o)
             print(
                 f"{name:>9} {side:>18}: {o.calls} calls, bill {o.bill['anthropic']:.3f}, "
