@@ -21,7 +21,7 @@ from fastcompact import _core, media, storage, summarize
 from fastcompact.config import CompactionConfig, ContextSize
 from fastcompact.helpers import count_tokens, find_cutoff
 from fastcompact.passes import _settings
-from fastcompact.schedule import SPAN_PRICE_KEY, PricedSchedule
+from fastcompact.schedule import KEPT_PRICE_KEY, SPAN_PRICE_KEY, PricedSchedule
 from fastcompact.state import (
     EVENT_KEY,
     STATE_KEY,
@@ -316,6 +316,7 @@ class CompactionSteps(PricedSchedule):
         # The reads the next compaction must pay for start again from this view.
         counters["base_size"], counters["grown_reads"], counters["calls_since_compaction"] = tokens, 0.0, 0
         counters.pop(SPAN_PRICE_KEY, None)
+        counters.pop(KEPT_PRICE_KEY, None)
         if under_trigger or draft.priced:
             counters.pop("backoff_until", None)
         else:

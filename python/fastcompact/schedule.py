@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from langchain.agents.middleware.types import ModelRequest
 
 from fastcompact import _core, storage, summarize
+from fastcompact.helpers import count_tokens
 from fastcompact.state import Turn, growth, newest_request, sent_size
 
 if TYPE_CHECKING:
@@ -28,8 +29,10 @@ SUMMARY_SHARE = 0.10
 SUMMARY_TOKENS = (200, 2_000)
 # The instruction after the agent's input in a summary request that shares its cache.
 IN_PLACE_TOKENS = 400
-# In the counters: the span's own part of the last compaction priced in this cycle.
+# In the counters: the span's own part of the last compaction priced in this cycle, and
+# the rewrite of the turn in progress as last priced (with its request's id).
 SPAN_PRICE_KEY = "span_price"
+KEPT_PRICE_KEY = "kept_price"
 
 
 class PricedSchedule:
@@ -60,25 +63,41 @@ class PricedSchedule:
         if turn.pricing is None:
             return None
         settings = self._plan_settings(turn.window, turn.pricing)
+        size = float(sent_size(turn.plan))
+        grown, cycle = growth(turn.counters, size)
+        # Lower bounds of the price, so that most calls cost next to nothing: the span's
+        # own part of the price, last worked out in this cycle, has only grown since;
+        # and what stays is rewritten whatever replaces the span.
+        found = turn.counters.get(SPAN_PRICE_KEY)
+        span_price = float(found) if isinstance(found, int | float) else 0.0
+        reads = settings.compaction(
+            size_without=size, size_with=size, prefix=0.0, grown_reads=grown, cycle=cycle
+        )
+        if reads is None or reads[3] < span_price:
+            return None
         start = newest_request(turn.view)
         if start is None:
             return None
-        size = float(sent_size(turn.plan))
-        grown, cycle = growth(turn.counters, size)
-        prefix = float(self._true_size(request, turn, []))
-        kept = float(self._true_size(request, turn, turn.view[start:])) - prefix
-        # A lower bound of the price, so that the digest is not made on every call: what
-        # stays is rewritten whatever replaces the span, and the span's own part of the
-        # price, last worked out in this cycle, has only grown since.
+        # The rewrite of the turn in progress, which only grows until the next request:
+        # while the reads paid are short of it as last worked out, it is not counted again.
+        request_id = getattr(turn.view[start], "id", None)
+        last = turn.counters.get(KEPT_PRICE_KEY)
+        if isinstance(last, list) and len(last) == 2 and last[0] == request_id and request_id:
+            if isinstance(last[1], int | float) and reads[3] < last[1] + span_price:
+                return None
+        # The turn in progress alone, as the provider counts it (the prefix cancels out
+        # of what its rewrite costs).
+        kept = turn.plan.ratio * count_tokens(turn.view[start:], model=request.model)
         bound = settings.compaction(
-            size_without=size, size_with=prefix + kept, prefix=prefix, grown_reads=grown, cycle=cycle
+            size_without=size, size_with=kept, prefix=0.0, grown_reads=grown, cycle=cycle
         )
         if bound is None:
             return None
-        price_kept, _, _, paid = bound
-        span_price = turn.counters.get(SPAN_PRICE_KEY)
-        floor = price_kept + (float(span_price) if isinstance(span_price, int | float) else 0.0)
-        if paid < floor or size <= prefix + kept:
+        turn.counters[KEPT_PRICE_KEY] = [request_id, bound[0]]
+        if bound[3] < bound[0] + span_price:
+            return None
+        prefix = float(self._true_size(request, turn, []))
+        if size <= prefix + kept:
             return None
         draft = self._draft(request, turn, forced=False, cut=start)
         if draft is None:
