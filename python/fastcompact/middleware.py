@@ -33,7 +33,7 @@ from langchain_core.messages import SystemMessage, ToolMessage
 from langgraph.types import Command
 from typing_extensions import Unpack
 
-from fastcompact import steps, storage, summarize
+from fastcompact import _core, steps, storage, summarize
 from fastcompact.compaction import (
     CompactionSteps,
     Draft,
@@ -271,6 +271,7 @@ class CompactionMiddleware(CompactionSteps, AgentMiddleware):
         # cache, which follows any later change to it.
         self._config = copy.deepcopy(config) if config is not None else CompactionConfig()
         self._pricing_by_model: dict[int, tuple[Any, str | None]] = {}
+        self._count_options: dict[int, tuple[Any, _core.CountOptions]] = {}
         self.tools = []
         # Resolved "provider:name" models; shared by every conversation.
         self._models: dict[str, Any] = {}

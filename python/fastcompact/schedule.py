@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from langchain.agents.middleware.types import ModelRequest
 
 from fastcompact import _core, storage, summarize
-from fastcompact.helpers import count_tokens
+from fastcompact.helpers import _counting
 from fastcompact.state import Turn, growth, newest_request, sent_size
 
 if TYPE_CHECKING:
@@ -43,6 +43,8 @@ class PricedSchedule:
     summary_model: Any
     summary_prompt: str | None
     trim_tokens_to_summarize: int | None
+    # Counting options by model (see _message_tokens).
+    _count_options: dict[int, tuple[Any, _core.CountOptions]]
 
     if TYPE_CHECKING:
 
@@ -87,7 +89,7 @@ class PricedSchedule:
                 return None
         # The turn in progress alone, as the provider counts it (the prefix cancels out
         # of what its rewrite costs).
-        kept = turn.plan.ratio * count_tokens(turn.view[start:], model=request.model)
+        kept = turn.plan.ratio * self._message_tokens(request.model, turn.view[start:])
         bound = settings.compaction(
             size_without=size, size_with=kept, prefix=0.0, grown_reads=grown, cycle=cycle
         )
@@ -104,6 +106,16 @@ class PricedSchedule:
             return None
         draft = dataclasses.replace(draft, priced=True, reads=self._scheduled_reads(draft))
         return self._cheaper(request, turn, settings, draft, size, prefix, grown, cycle, due=True)
+
+    def _message_tokens(self, model: Any, messages: list[Any]) -> int:
+        """The estimate of ``messages`` alone, with the counting options of ``model``
+        made once (the check runs on every call)."""
+        found = self._count_options.get(id(model))
+        if found is None or found[0] is not model:
+            if len(self._count_options) >= 64:  # models made per call: keep a few
+                self._count_options.clear()
+            found = self._count_options[id(model)] = (model, _counting({"model": model}, "count_tokens"))
+        return _core.count_tokens(messages, found[1])
 
     def _scheduled_reads(self, draft: Draft) -> list[str]:
         """The files a scheduled compaction restores: none, unless ``on_schedule``; then
