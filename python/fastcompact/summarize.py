@@ -294,7 +294,10 @@ def digest(messages: Sequence[Any], previous_summary: str | None, max_width: int
         >>> text = digest([HumanMessage("list it"), AIMessage("", tool_calls=[call]),
         ...                ToolMessage("a.py b.py", tool_call_id="c1")], None, 10_000)
         >>> print(text.split("\\n\\n", 1)[1], end="")
-        User: list it
+        ## User messages, verbatim and in order
+        list it
+        <BLANKLINE>
+        ## Agent steps, oldest first (recall("<id>") returns one in full)
         - ls {"path":"/"} → a.py b.py recall("c1")
     """
     return _core.digest(list(messages), previous_summary, max_width)
