@@ -19,6 +19,7 @@ from langchain_core.messages import ToolMessage
 
 from fastcompact import _core, media, storage, summarize
 from fastcompact.config import CompactionConfig, ContextSize
+from fastcompact.draft import Draft
 from fastcompact.helpers import count_tokens, find_cutoff
 from fastcompact.passes import _settings
 from fastcompact.schedule import KEPT_PRICE_KEY, SPAN_PRICE_KEY, PricedSchedule
@@ -64,28 +65,6 @@ class WindowTooSmallError(ContextOverflowError):
             f"in progress {turn:,}, with everything older summarized. Use a model with a larger "
             "window (its profile's max_input_tokens), a shorter system prompt or fewer tools."
         )
-
-
-@dataclasses.dataclass
-class Draft:
-    """A compaction worked out, before its I/O (summary call, archive, file reads)."""
-
-    state_cutoff: int
-    leaving: list[Any]
-    span: list[Any]
-    kept: list[Any]
-    thread: str
-    number: int
-    previous_summary: str | None
-    todos: list[Any]
-    reads: list[str]
-    use_llm: bool
-    forced: bool
-    # The summarizer is resting after failures (the digest stands in for it).
-    paused: bool = False
-    # Due by the price model (it commits whenever it makes the view smaller), rather
-    # than by the trigger.
-    priced: bool = False
 
 
 @dataclasses.dataclass

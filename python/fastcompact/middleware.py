@@ -34,13 +34,9 @@ from langgraph.types import Command
 from typing_extensions import Unpack
 
 from fastcompact import _core, steps, storage, summarize
-from fastcompact.compaction import (
-    CompactionSteps,
-    Draft,
-    Outcome,
-    WindowTooSmallError,
-)
+from fastcompact.compaction import CompactionSteps, Outcome, WindowTooSmallError
 from fastcompact.config import CompactionConfig, ContextSize, Trigger, pricing_of, pricing_of_responses
+from fastcompact.draft import Draft
 from fastcompact.helpers import find_cutoff
 from fastcompact.passes import _edit_message, _plan_of, _run, _view_of
 from fastcompact.recall import RECALL_DESCRIPTION, recall

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 from langchain.agents.middleware.types import ModelRequest
 
 from fastcompact import _core, storage, summarize
+from fastcompact.draft import Draft
 from fastcompact.helpers import _counting
 from fastcompact.state import Turn, growth, newest_request, sent_size
 
 if TYPE_CHECKING:
-    from fastcompact.compaction import Draft
     from fastcompact.config import CompactionConfig
 
 # A model summary's expected length, for its price: the user messages it quotes (and
