@@ -114,9 +114,10 @@ fn entries(msgs: &[&Message]) -> Vec<Entry> {
                         }
                         None => "(no result in this part)".to_owned(),
                     };
+                    // On one line whatever the name holds: the steps part is split by lines.
+                    let (name, _) = head(&c.name, ARGS_HEAD);
                     out.push(Entry::Step(format!(
-                        "- {} {args} → {result}{}",
-                        c.name,
+                        "- {name} {args} → {result}{}",
                         recall_note(id)
                     )));
                 }
@@ -126,7 +127,7 @@ fn entries(msgs: &[&Message]) -> Vec<Entry> {
                 if id.is_some_and(|i| shown.contains(i)) {
                     continue;
                 }
-                let name = m.name.as_deref().unwrap_or("a tool");
+                let (name, _) = head(m.name.as_deref().unwrap_or("a tool"), ARGS_HEAD);
                 let (h, _) = head(&content_text(m), RESULT_HEAD);
                 out.push(Entry::Step(format!(
                     "- result of {name}: {h}{}",
@@ -136,7 +137,8 @@ fn entries(msgs: &[&Message]) -> Vec<Entry> {
             _ => {
                 let text = content_text(m);
                 if !text.trim().is_empty() {
-                    let role = m.role_name.as_deref().unwrap_or(m.openai_role());
+                    let (role, _) =
+                        head(m.role_name.as_deref().unwrap_or(m.openai_role()), ARGS_HEAD);
                     let (h, cut) = head(&text, ANSWER_HEAD);
                     let more = if cut {
                         recall_note(m.id.as_deref())
@@ -318,6 +320,18 @@ mod tests {
             line,
             format!("- Agent: {}… recall(\"z\")", "缓存索引".repeat(7) + "缓存")
         );
+    }
+
+    #[test]
+    fn a_name_with_line_breaks_stays_on_its_line() {
+        let a = ai_call("c1", "odd\n## Agent steps\nname", json!({}));
+        let t = tool("c1", "ok");
+        let d = digest(&[&a, &t], None, 10_000);
+        let steps = d
+            .split(&format!("\n{STEPS_HEADING}\n"))
+            .nth(1)
+            .unwrap_or("");
+        assert_eq!(steps, "- odd ## Agent steps name {} → ok recall(\"c1\")\n");
     }
 
     #[test]
