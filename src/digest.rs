@@ -73,6 +73,22 @@ fn recall_note(id: Option<&str>) -> String {
     }
 }
 
+/// The line of what `m` said, under `who`: the head of its text, with the recall id
+/// when the head cuts it short; none for an empty text.
+fn said_line(who: &str, m: &Message) -> Option<Entry> {
+    let text = content_text(m);
+    if text.trim().is_empty() {
+        return None;
+    }
+    let (h, cut) = head(&text, ANSWER_HEAD);
+    let more = if cut {
+        recall_note(m.id.as_deref())
+    } else {
+        String::new()
+    };
+    Some(Entry::Step(format!("- {who}: {h}{more}")))
+}
+
 fn entries(msgs: &[&Message]) -> Vec<Entry> {
     // Results by the id of the call they answer, and which of them a call's line shows.
     let mut results: HashMap<&str, &Message> = HashMap::new();
@@ -92,16 +108,7 @@ fn entries(msgs: &[&Message]) -> Vec<Entry> {
                 }
             }
             Role::Ai => {
-                let text = content_text(m);
-                if !text.trim().is_empty() {
-                    let (h, cut) = head(&text, ANSWER_HEAD);
-                    let more = if cut {
-                        recall_note(m.id.as_deref())
-                    } else {
-                        String::new()
-                    };
-                    out.push(Entry::Step(format!("- Agent: {h}{more}")));
-                }
+                out.extend(said_line("Agent", m));
                 for c in &m.tool_calls {
                     let (args, _) = head(&c.args.to_string(), ARGS_HEAD);
                     let id = c.id.as_deref();
@@ -135,18 +142,8 @@ fn entries(msgs: &[&Message]) -> Vec<Entry> {
                 )));
             }
             _ => {
-                let text = content_text(m);
-                if !text.trim().is_empty() {
-                    let (role, _) =
-                        head(m.role_name.as_deref().unwrap_or(m.openai_role()), ARGS_HEAD);
-                    let (h, cut) = head(&text, ANSWER_HEAD);
-                    let more = if cut {
-                        recall_note(m.id.as_deref())
-                    } else {
-                        String::new()
-                    };
-                    out.push(Entry::Step(format!("- {role}: {h}{more}")));
-                }
+                let (role, _) = head(m.role_name.as_deref().unwrap_or(m.openai_role()), ARGS_HEAD);
+                out.extend(said_line(&role, m));
             }
         }
     }

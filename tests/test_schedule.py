@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from pydantic import Field
 
 from tests.scripted import ProviderChatModel, ScriptedChatModel, pair_problems
 
@@ -226,3 +227,62 @@ def test_auto_and_model_compact_on_the_schedule_too(tmp_path: Path, summarizer: 
 def test_the_summarizer_setting_is_checked():
     with pytest.raises(ValueError, match="summarizer: expected one of model, digest, auto"):
         CompactionConfig(summarizer="llm")
+
+
+@pytest.mark.parametrize("on_schedule", [False, True])
+def test_a_scheduled_compaction_restores_files_only_when_asked(tmp_path: Path, on_schedule: bool):
+    from fastcompact import RestorationConfig
+
+    model = ProviderChatModel(script=_reading_script, profile={"max_input_tokens": 1_000_000})
+    restoration = RestorationConfig(on_schedule=on_schedule)
+    agent = _priced_agent(tmp_path, model, summarizer="digest", restoration=restoration)
+    cfg = {"configurable": {"thread_id": f"restore-{on_schedule}"}}
+    for k in range(30):
+        agent.invoke({"messages": [HumanMessage(f"Read file {k}.")]}, cfg)
+    state = agent.get_state(cfg).values
+    event = state[EVENT_KEY]
+    assert event["fastcompact"]["priced"] is True
+    restored = event["fastcompact"]["restored_files"]
+    if not on_schedule:
+        assert restored == []
+        return
+    # The file read in the last turn it compacted, and its text attached to the summary.
+    last = max(i for i, m in enumerate(state["messages"][: event["cutoff_index"]]) if m.type == "human")
+    wanted = re.search(r"file (\d+)", str(state["messages"][last].content))
+    assert wanted is not None and restored == [f"/f{wanted.group(1)}.txt"]
+    assert f'<file path="/f{wanted.group(1)}.txt">' in event["summary_message"].content
+
+
+class _AnthropicScripted(ScriptedChatModel):
+    """A scripted model that names itself as ChatAnthropic does, recording the keywords
+    each summary request is sent with."""
+
+    summary_keywords: list[dict[str, Any]] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "anthropic-chat"
+
+    def _generate(self, messages: list[Any], stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+        from tests.scripted import is_summary_call
+
+        if is_summary_call(run_manager):
+            self.summary_keywords.append(dict(kw))
+        return super()._generate(messages, stop, run_manager, **kw)
+
+
+@pytest.mark.parametrize(
+    ("pricing", "cache"),
+    [(None, {"type": "ephemeral"}), ("anthropic-1h", {"type": "ephemeral", "ttl": "1h"})],
+)
+def test_an_anthropic_model_is_asked_to_cache_the_summary_request(tmp_path: Path, pricing: Any, cache: Any):
+    model = _AnthropicScripted(profile={"max_input_tokens": 12_000})
+    backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
+    mw = CompactionMiddleware(backend=backend, config=CompactionConfig(summarizer="model", pricing=pricing))
+    agent = create_deep_agent(model=model, backend=backend, middleware=[mw], checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": "cache"}}
+    for step in range(1, 12):
+        agent.invoke({"messages": [HumanMessage(f"Please do step {step}.")]}, cfg)
+        if model.summary_keywords:
+            break
+    assert model.summary_keywords and model.summary_keywords[0].get("cache_control") == cache

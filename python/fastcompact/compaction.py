@@ -206,7 +206,9 @@ class CompactionSteps(PricedSchedule):
     def _digest(self, request: ModelRequest, turn: Turn, draft: Draft) -> str:
         """The digest of the span, merged with the earlier summary: its step lines
         within a share of the window, and never more than the window leaves once the
-        system prompt, the tools and the kept messages are in."""
+        system prompt, the tools and the kept messages are in. Made once a draft."""
+        if draft.digest is not None:
+            return draft.digest
         budget = summarize.digest_budget(turn.window)
         if turn.window is not None:
             frame = summarize.summary_message(
@@ -370,6 +372,7 @@ class CompactionSteps(PricedSchedule):
         reads and the archive write are made together (at the same time when async): a
         compaction that gets this far commits (see :meth:`_hopeless`), so the archive is
         never written for nothing."""
+        draft = dataclasses.replace(draft, digest=self._digest(request, turn, draft))
         hopeless = self._hopeless(request, turn, draft)
         if hopeless is not None:
             return hopeless

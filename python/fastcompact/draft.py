@@ -29,3 +29,6 @@ class Draft:
     # Due by the price model (it commits whenever it makes the view smaller), rather
     # than by the trigger.
     priced: bool = False
+    # The digest of the span, once made (pricing, the hopeless check and the fallback
+    # all use the same one).
+    digest: str | None = None

@@ -155,11 +155,13 @@ class PricedSchedule:
 
         options: list[tuple[bool, tuple[float, bool, float, float] | None]] = []
         if self._config.summarizer != "model" or not draft.use_llm:
-            options.append((False, priced(framed(self._digest(request, turn, draft)))))
+            draft = dataclasses.replace(draft, digest=self._digest(request, turn, draft))
+            options.append((False, priced(framed(draft.digest or ""))))
         if draft.use_llm:
-            span = float(self._true_size(request, turn, draft.span)) - prefix
+            ratio = turn.plan.ratio
+            span = ratio * self._message_tokens(request.model, draft.span)
             quoted = [m for m in draft.span if getattr(m, "type", None) == "human"]
-            verbatim = float(self._true_size(request, turn, quoted)) - prefix if quoted else 0.0
+            verbatim = ratio * self._message_tokens(request.model, quoted)
             notes = min(max((span - verbatim) * SUMMARY_SHARE, SUMMARY_TOKENS[0]), SUMMARY_TOKENS[1])
             output = verbatim + notes
             shares = self._shares_cache(request)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NotRequired
 from langchain.agents.middleware.types import AgentState, PrivateStateAttr
 
 from fastcompact.passes import Plan
+from fastcompact.summarize import is_summary
 
 if TYPE_CHECKING:
     from fastcompact._core import _Progress
@@ -169,8 +170,6 @@ def grow(counters: dict[str, Any], size: float) -> None:
 def newest_request(view: list[Any]) -> int | None:
     """Where the turn in progress starts: the index of the newest user message that is
     not a summary, when something older than it can be compacted."""
-    from fastcompact.summarize import is_summary
-
     for i in range(len(view) - 1, 0, -1):
         m = view[i]
         if getattr(m, "type", None) == "human" and not is_summary(m):

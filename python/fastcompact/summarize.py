@@ -240,18 +240,14 @@ def summarize_in_place(
     model last saw them, ``model`` bound to its tools) followed by ``instruction``: the
     provider reads all but the instruction from its prompt cache. ``kwargs`` go to the
     call (a ``cache_control``, say). Raises what the model raises, or ``SummaryError``."""
-    prompt = [*sent, instruction]
-    reply = yield Io(
-        lambda: model.invoke(prompt, config=summary_config(), **kwargs),
-        lambda: model.ainvoke(prompt, config=summary_config(), **kwargs),
-    )
+    reply = yield _invoked(model, [*sent, instruction], **kwargs)
     return _checked(reply)
 
 
-def _invoked(model: Any, prompt: list[Any]) -> Io:
+def _invoked(model: Any, prompt: list[Any], **kwargs: Any) -> Io:
     return Io(
-        lambda: model.invoke(prompt, config=summary_config()),
-        lambda: model.ainvoke(prompt, config=summary_config()),
+        lambda: model.invoke(prompt, config=summary_config(), **kwargs),
+        lambda: model.ainvoke(prompt, config=summary_config(), **kwargs),
     )
 
 
