@@ -22,6 +22,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from fastcompact import count_text_tokens
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
@@ -123,8 +124,10 @@ class Provider:
         budget = min(int(SUMMARY_SHARE * input_tokens), SUMMARY_MAX_TOKENS)
         rng = random.Random(input_tokens)
         notes: list[str] = []
-        while self.meter(" ".join(notes)) < budget:
+        written = 0
+        while written < budget:
             notes.append(" ".join(rng.choice(WORDS) for _ in range(12)) + ".")
+            written += count_text_tokens(notes[-1] + " ", "o200k_base")
         return (
             "The user's messages so far, verbatim:\n"
             + "\n".join(f"- {u}" for u in kept)
