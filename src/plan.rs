@@ -1,14 +1,17 @@
 //! The per-turn cascade: the cheap passes in order over the effective view, then
 //! whether a summary is still needed and where it would cut.
 
-use std::collections::HashSet;
+use std::hash::Hasher;
+use std::sync::Arc;
 
 use crate::calibration::{anchored_total, Anchored, Calibration};
 use crate::config::PlanConfig;
 use crate::cutoff::{any_clause_fires, find_cutoff, Clause, PairShape, Size};
 use crate::economics::Batch;
 use crate::message::Message;
-use crate::passes::{self, Change, Edit, Memos, Pass, Skeleton, View};
+use crate::passes::{
+    self, Change, Edit, EditKeys, FastHasher, Memos, Pass, SettledRun, Skeleton, View,
+};
 use crate::tokens::{HeuristicParams, Measure};
 
 /// What one pass did.
@@ -134,7 +137,7 @@ fn run_passes<'m>(
     ctx: &Ctx<'_, 'm>,
     upto: usize,
     cfg: &PlanConfig,
-    gate: Option<&HashSet<(Pass, usize)>>,
+    gate: Option<&EditKeys>,
 ) -> Passed {
     let n = upto.min(ctx.msgs.len());
     let mut tokens = ctx.tokens[..n].to_vec();
@@ -179,7 +182,7 @@ fn run_passes<'m>(
             }
         };
         if let (Some(gate), true) = (gate, batched(pass)) {
-            new.retain(|e| gate.contains(&(e.pass, e.index)));
+            new.retain(|e| gate.contains(e.pass, e.index));
         }
         for e in &new {
             if e.index < n {
@@ -218,12 +221,52 @@ fn run_passes<'m>(
 }
 
 /// The batched edits of a run, as the gate of later runs.
-fn batched_keys(edits: &[Edit]) -> HashSet<(Pass, usize)> {
-    edits
-        .iter()
-        .filter(|e| batched(e.pass))
-        .map(|e| (e.pass, e.index))
-        .collect()
+fn batched_keys(edits: &[Edit]) -> EditKeys {
+    EditKeys::of(edits.iter().filter(|e| batched(e.pass)))
+}
+
+/// The batched edits of the passes over the first `upto` (settled) messages: kept in
+/// the conversation's memos, so that the calls between two batches, which keep the
+/// same prefix settled, do not run the passes over it again.
+fn settled_edits(ctx: &Ctx<'_, '_>, upto: usize, cfg: &PlanConfig) -> Arc<SettledRun> {
+    let key = settled_key(ctx, upto);
+    if let Some(run) = ctx.memo.settled_run(upto, key, cfg) {
+        return run;
+    }
+    let run = Arc::new(SettledRun {
+        upto,
+        key,
+        config: cfg.clone(),
+        edits: batched_keys(&run_passes(ctx, upto, cfg, None).edits),
+    });
+    ctx.memo.keep_settled_run(Arc::clone(&run));
+    run
+}
+
+/// What a run of the passes over the first `upto` messages reads besides those
+/// messages (whose changes drop the memo) and the settings (compared whole): the
+/// fixed prefix, the window, the counting parameters, each message's tokens (they
+/// follow the encoding) and where each is archived. Times are read by the time-gap
+/// pass alone, whose edits are not batched.
+fn settled_key(ctx: &Ctx<'_, '_>, upto: usize) -> u64 {
+    let mut h = FastHasher::default();
+    h.write_u64(upto as u64);
+    h.write_u64(ctx.fixed.to_bits());
+    h.write_u64(ctx.max_input_tokens.map_or(0, |w| w.wrapping_add(1)));
+    h.write_u64(passes::params_key(ctx.params));
+    for t in &ctx.tokens[..upto.min(ctx.tokens.len())] {
+        h.write_u64(t.to_bits());
+    }
+    for a in &ctx.archive[..upto.min(ctx.archive.len())] {
+        match a {
+            Some(path) => {
+                h.write_u8(1);
+                h.write(path.as_bytes());
+            }
+            None => h.write_u8(0),
+        }
+    }
+    h.finish()
 }
 
 /// With a price model the passes act on whatever they may: the price model, not a
@@ -314,21 +357,26 @@ fn plan_with(input: PlanInput<'_, '_>, memo: &Memos, cfg: &PlanConfig) -> Plan {
             let cfg = priced(cfg);
             let settled = input.settled.unwrap_or(0).min(n);
             let kept = if settled > 0 {
-                batched_keys(&run_passes(&ctx, settled, &cfg, None).edits)
+                settled_edits(&ctx, settled, &cfg)
             } else {
-                HashSet::new()
+                Arc::new(SettledRun {
+                    upto: 0,
+                    key: 0,
+                    config: PlanConfig::default(),
+                    edits: EditKeys::default(),
+                })
             };
             let full = run_passes(&ctx, n, &cfg, None);
             let first_new = full
                 .edits
                 .iter()
-                .filter(|e| batched(e.pass) && !kept.contains(&(e.pass, e.index)))
+                .filter(|e| batched(e.pass) && !kept.edits.contains(e.pass, e.index))
                 .map(|e| e.index)
                 .min();
             match first_new {
                 None => (full, settled, None, false),
                 Some(p) => {
-                    let stay = run_passes(&ctx, n, &cfg, Some(&kept));
+                    let stay = run_passes(&ctx, n, &cfg, Some(&kept.edits));
                     let without = truth.of(&stay.tokens, n);
                     let scale = without.calibration;
                     let with = without.total - scale.ratio * (stay.total - full.total);

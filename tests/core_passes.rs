@@ -2,9 +2,10 @@
 //! never touch roles, ids or pairs.
 
 use fastcompact::config::PlanConfig;
-use fastcompact::cutoff::Size;
+use fastcompact::cutoff::{Clause, Size};
+use fastcompact::economics::Pricing;
 use fastcompact::message::{Message, Role, ToolCall};
-use fastcompact::passes::{Change, Pass};
+use fastcompact::passes::{Change, Memos, Pass};
 use fastcompact::plan::{plan, Plan, PlanInput};
 use fastcompact::tally::measure;
 use fastcompact::tokens::HeuristicParams;
@@ -29,6 +30,16 @@ fn result(id: &str, name: &str, text: &str) -> Message {
 }
 
 fn run(msgs: &[Message], cfg: &PlanConfig) -> Plan {
+    run_with(msgs, cfg, None, None)
+}
+
+/// A plan with the settled prefix of an earlier plan and the memos of earlier calls.
+fn run_with(
+    msgs: &[Message],
+    cfg: &PlanConfig,
+    settled: Option<usize>,
+    memos: Option<&Memos>,
+) -> Plan {
     let p = HeuristicParams::default();
     plan(
         PlanInput {
@@ -46,12 +57,12 @@ fn run(msgs: &[Message], cfg: &PlanConfig) -> Plan {
             now: None,
             archive: Vec::new(),
             shapes: None,
-            memos: None,
+            memos,
             usage: Vec::new(),
             min_anchor: 0,
             prior: Default::default(),
             usage_of_unedited: false,
-            settled: None,
+            settled,
             calls_before: 0,
         },
         cfg,
@@ -188,5 +199,78 @@ proptest! {
         }
         let again = run(&edited, &cfg);
         prop_assert!(again.edits.is_empty(), "second plan edited {:?}", again.edits);
+    }
+}
+
+/// The eager passes under a price model: batches commit when they pay.
+fn priced() -> PlanConfig {
+    let mut c = eager();
+    c.pricing = Pricing::preset("anthropic");
+    // A small trigger presses batches in short sessions too.
+    c.trigger = vec![Clause(vec![Size::Tokens(150)])];
+    c
+}
+
+/// A session planned call by call as the middleware plans it: each call one more
+/// message, the settled prefix carried over, and the memos kept (or made afresh).
+fn planned_calls(msgs: &[Message], keep_memos: bool) -> Vec<Plan> {
+    let cfg = priced();
+    let mut memos = Memos::default();
+    let mut settled = None;
+    let mut plans = Vec::new();
+    for n in 1..=msgs.len() {
+        let fresh;
+        let m = if keep_memos {
+            memos.resize(n);
+            &memos
+        } else {
+            fresh = Memos::new(n);
+            &fresh
+        };
+        let p = run_with(&msgs[..n], &cfg, settled, Some(m));
+        settled = Some(p.settled);
+        plans.push(p);
+    }
+    plans
+}
+
+#[test]
+fn a_settled_prefix_is_remembered_until_a_message_in_it_changes() {
+    let msgs = session(&[Step::Read(1), Step::Read(2), Step::Human, Step::Read(3)]);
+    let cfg = priced();
+    let mut memos = Memos::new(msgs.len());
+    assert_eq!(memos.settled_upto(), None);
+    let first = run_with(&msgs, &cfg, Some(5), Some(&memos));
+    assert_eq!(memos.settled_upto(), Some(5));
+    assert_eq!(run_with(&msgs, &cfg, Some(5), Some(&memos)), first);
+    // A change after the prefix leaves it; one inside it, or a shorter list, drops it.
+    memos.reset(7);
+    assert_eq!(memos.settled_upto(), Some(5));
+    memos.reset(4);
+    assert_eq!(memos.settled_upto(), None);
+    assert_eq!(run_with(&msgs, &cfg, Some(5), Some(&memos)), first);
+    memos.truncate(3);
+    assert_eq!(memos.settled_upto(), None);
+    // Another prefix, or other settings, replace it.
+    memos.resize(msgs.len());
+    let _ = run_with(&msgs, &cfg, Some(5), Some(&memos));
+    let other = run_with(&msgs, &cfg, Some(3), Some(&memos));
+    assert_eq!(memos.settled_upto(), Some(3));
+    assert_eq!(other, run_with(&msgs, &cfg, Some(3), None));
+    let mut unpriced_keep = cfg.clone();
+    unpriced_keep.clearing.keep_recent = 3;
+    assert_eq!(
+        run_with(&msgs, &unpriced_keep, Some(3), Some(&memos)),
+        run_with(&msgs, &unpriced_keep, Some(3), None)
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn remembered_settled_runs_plan_as_fresh_ones_do(steps in steps()) {
+        let msgs = session(&steps);
+        prop_assert_eq!(planned_calls(&msgs, true), planned_calls(&msgs, false));
     }
 }

@@ -42,6 +42,38 @@ impl Pass {
     }
 }
 
+/// A set of edits by `(pass, index)`, packed into one sorted vector: a plan asks it
+/// for every batched edit of a run, and a conversation keeps one between calls.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EditKeys(Vec<u64>);
+
+impl EditKeys {
+    /// The keys of `edits`.
+    pub fn of<'e>(edits: impl IntoIterator<Item = &'e Edit>) -> Self {
+        let mut keys: Vec<u64> = edits.into_iter().map(|e| pack(e.pass, e.index)).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        EditKeys(keys)
+    }
+
+    pub fn contains(&self, pass: Pass, index: usize) -> bool {
+        self.0.binary_search(&pack(pass, index)).is_ok()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// One key per `(pass, index)`: six passes fit in the low three bits.
+fn pack(pass: Pass, index: usize) -> u64 {
+    ((index as u64) << 3) | pass as u64
+}
+
 /// What an edit changes.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Change {

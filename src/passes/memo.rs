@@ -1,9 +1,10 @@
 //! What the passes worked out about each message and reuse on later turns.
 
 use std::hash::Hasher;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use super::*;
+use crate::config::PlanConfig;
 use crate::tokens::HeuristicParams;
 
 /// What the passes worked out about each message of a conversation and can reuse on
@@ -25,6 +26,20 @@ pub struct Memos {
     pub truncated: Vec<OnceLock<(u64, Option<Shortened>)>>,
     /// The collapse note on a result, under the key of the run's messages.
     pub note: Vec<OnceLock<(u64, Keyed)>>,
+    /// The batched edits of the passes over the settled prefix, for the calls that
+    /// keep the same prefix settled (most calls between two batches).
+    settled: Mutex<Option<Arc<SettledRun>>>,
+}
+
+/// The batched edits a run of the passes made over a conversation's first `upto`
+/// messages, with what the run read besides those messages.
+#[derive(Debug)]
+pub struct SettledRun {
+    pub upto: usize,
+    /// A fingerprint of the sizes, window, archive and counting the run read.
+    pub key: u64,
+    pub config: PlanConfig,
+    pub edits: EditKeys,
 }
 
 /// Do `$op` with `$v` bound to each kind's vector in turn: the one list of the kinds,
@@ -68,7 +83,8 @@ impl Memos {
     }
 
     pub fn truncate(&mut self, n: usize) {
-        each_kind!(self, v => v.truncate(n));
+        each_kind!(&mut *self, v => v.truncate(n));
+        self.forget_settled_from(n);
     }
 
     /// Keep `n` messages' memos; new ones start empty.
@@ -86,11 +102,47 @@ impl Memos {
     /// collapse note: its key would no longer match, and an empty memo can keep the
     /// next one).
     pub fn forget_call(&mut self, i: usize) {
+        self.forget_settled_from(i);
         forget(&mut self.cleared, i);
         forget(&mut self.cleared_tokens, i);
         forget(&mut self.superseded, i);
         forget(&mut self.read_key, i);
         forget(&mut self.note, i);
+    }
+
+    /// The run kept for the first `upto` messages, if it was made under `key` and
+    /// `config`.
+    pub fn settled_run(
+        &self,
+        upto: usize,
+        key: u64,
+        config: &PlanConfig,
+    ) -> Option<Arc<SettledRun>> {
+        let kept = self.settled.lock().unwrap_or_else(PoisonError::into_inner);
+        kept.as_ref()
+            .filter(|r| r.upto == upto && r.key == key && r.config == *config)
+            .map(Arc::clone)
+    }
+
+    /// How many messages the kept run covers, if one is kept.
+    pub fn settled_upto(&self) -> Option<usize> {
+        let kept = self.settled.lock().unwrap_or_else(PoisonError::into_inner);
+        kept.as_ref().map(|r| r.upto)
+    }
+
+    pub fn keep_settled_run(&self, run: Arc<SettledRun>) {
+        *self.settled.lock().unwrap_or_else(PoisonError::into_inner) = Some(run);
+    }
+
+    /// Message `i` changed or went: a run over it no longer holds.
+    fn forget_settled_from(&mut self, i: usize) {
+        let kept = self
+            .settled
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        if kept.as_ref().is_some_and(|r| i < r.upto) {
+            *kept = None;
+        }
     }
 }
 
