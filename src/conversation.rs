@@ -32,6 +32,11 @@ pub struct Conversation<E> {
     pub measures: Vec<Measure>,
     /// Every tool result before this index has its link in its skeleton.
     pub links_upto: usize,
+    /// The binding's identity of each entry's object (its address), dense: a warm call
+    /// compares the list against these without reading an entry or an object.
+    pub identities: Vec<usize>,
+    /// Where the next rotating recheck starts (see `Conversation::rechecked`).
+    pub sweep_from: usize,
 }
 
 impl<E> Default for Conversation<E> {
@@ -44,6 +49,65 @@ impl<E> Default for Conversation<E> {
             tokens_of: None,
             measures: Vec::new(),
             links_upto: 0,
+            identities: Vec::new(),
+            sweep_from: 0,
+        }
+    }
+}
+
+/// The newest entries a warm call rechecks in full on every call (see `Recheck`).
+pub const RECHECK_NEWEST: usize = 16;
+/// How many older entries each warm call rechecks in full, in rotation.
+pub const RECHECK_SWEEP: usize = 64;
+
+/// Which entries of an unchanged prefix a warm call still checks in full (the
+/// content each holds, and what it was read for): the newest, and a window that
+/// moves on every call.
+///
+/// An unchanged prefix is one whose list items are the very objects cached, a check
+/// that reads only the list. It catches a message replaced or removed (LangGraph's
+/// `add_messages` replaces a message by id with a new object, and `RemoveMessage`
+/// takes it out), any insertion and any reordering. What it can miss: an object
+/// edited in place (its `content` reassigned, a content list or `tool_calls`
+/// mutated). Such an edit to one of the `RECHECK_NEWEST` newest entries is caught at
+/// once; to an older one, within `len / RECHECK_SWEEP` calls, when the sweep reaches
+/// it. Callers whose messages may be edited in place check every entry instead.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recheck {
+    pub newest_from: usize,
+    pub sweep: std::ops::Range<usize>,
+}
+
+impl Recheck {
+    pub fn contains(&self, i: usize) -> bool {
+        i >= self.newest_from || self.sweep.contains(&i)
+    }
+}
+
+impl<E> Conversation<E> {
+    /// How many leading entries are still the list's items, `item_at(i)` giving the
+    /// identity of the list's item `i` (`None` past its end).
+    pub fn unchanged_prefix(&self, item_at: impl Fn(usize) -> Option<usize>) -> usize {
+        self.identities
+            .iter()
+            .enumerate()
+            .take_while(|&(i, &id)| item_at(i) == Some(id))
+            .count()
+    }
+
+    /// The entries of an unchanged prefix of `same` entries to check in full this
+    /// call; the sweep moves on.
+    pub fn rechecked(&mut self, same: usize) -> Recheck {
+        let newest_from = same.saturating_sub(RECHECK_NEWEST);
+        if self.sweep_from >= newest_from {
+            self.sweep_from = 0;
+        }
+        let start = self.sweep_from;
+        let end = (start + RECHECK_SWEEP).min(newest_from);
+        self.sweep_from = end;
+        Recheck {
+            newest_from,
+            sweep: start..end,
         }
     }
 }
@@ -79,6 +143,7 @@ impl<E> Conversation<E> {
     /// skeleton and memos.
     pub fn update(mut self, len: usize, with_messages: bool) -> Update<E> {
         self.entries.truncate(len);
+        self.identities.truncate(len);
         self.skeletons.truncate(len);
         self.memos.truncate(len);
         // Room for the next turns' messages too: a conversation grows a little every
@@ -87,6 +152,7 @@ impl<E> Conversation<E> {
         let room = len + len / 4 + 8;
         if self.entries.capacity() < len {
             self.entries.reserve_exact(room - self.entries.len());
+            self.identities.reserve_exact(room - self.identities.len());
         }
         if with_messages && self.skeletons.capacity() < len {
             self.skeletons.reserve_exact(room - self.skeletons.len());
@@ -126,18 +192,32 @@ impl<E> Update<E> {
         self.conversation.entries.get_mut(i)
     }
 
-    /// Message `i` was read anew: `entry` replaces what was kept for it (or follows
-    /// the entries, for a new message). What depended on the old message goes with it:
-    /// its skeleton (replaced by `skeleton`) and memos, the dense tokens and measures
-    /// from `i` on, and the links of the results after it.
-    pub fn put(&mut self, i: usize, entry: E, skeleton: Skeleton) {
+    /// Entry `i` now stands for an equal object of this `identity` (its counts and
+    /// memos hold).
+    pub fn adopted(&mut self, i: usize, identity: usize) {
+        if let Some(id) = self.conversation.identities.get_mut(i) {
+            *id = identity;
+        }
+    }
+
+    /// Message `i` (of this `identity`) was read anew: `entry` replaces what was kept
+    /// for it (or follows the entries, for a new message). What depended on the old
+    /// message goes with it: its skeleton (replaced by `skeleton`) and memos, the dense
+    /// tokens and measures from `i` on, and the links of the results after it.
+    pub fn put(&mut self, i: usize, entry: E, identity: usize, skeleton: Skeleton) {
         let c = &mut self.conversation;
         match c.entries.get_mut(i) {
             Some(slot) => {
                 *slot = entry;
+                if let Some(id) = c.identities.get_mut(i) {
+                    *id = identity;
+                }
                 self.first_replaced.get_or_insert(i);
             }
-            None => c.entries.push(entry),
+            None => {
+                c.entries.push(entry);
+                c.identities.push(identity);
+            }
         }
         c.links_upto = c.links_upto.min(i);
         c.tokens.truncate(i);
@@ -158,6 +238,7 @@ impl<E> Update<E> {
         } = self;
         let c = &mut conversation;
         c.entries.truncate(n);
+        c.identities.truncate(n);
         c.skeletons.truncate(n);
         c.memos.truncate(n);
         if with_messages {
@@ -239,7 +320,7 @@ mod tests {
             if update.entry(i).is_some_and(|e| e.0 == id) {
                 continue;
             }
-            update.put(i, entry(id), linked());
+            update.put(i, entry(id), id as usize, linked());
             read.push(i);
         }
         let mut conv = update.finish(ids.len());
@@ -304,7 +385,7 @@ mod tests {
     fn counting_alone_keeps_no_skeletons() {
         let mut update = Conversation::default().update(3, false);
         for id in 0..3 {
-            update.put(id as usize, entry(id), Skeleton::default());
+            update.put(id as usize, entry(id), id as usize, Skeleton::default());
         }
         let conv = update.finish(3);
         assert_eq!(ids(&conv), vec![0, 1, 2]);
@@ -323,5 +404,40 @@ mod tests {
         let halved = conv.tokens_for(Encoding::Heuristic, &other).to_vec();
         assert_ne!(by_default, halved);
         assert_eq!(conv.tokens_of, Some((Encoding::Heuristic, other)));
+    }
+
+    #[test]
+    fn an_unchanged_prefix_ends_at_the_first_other_object() {
+        let (conv, _) = read(Conversation::default(), &[1, 2, 3, 4]);
+        let list = |ids: &'static [usize]| move |i: usize| ids.get(i).copied();
+        assert_eq!(conv.unchanged_prefix(list(&[1, 2, 3, 4, 5])), 4);
+        assert_eq!(conv.unchanged_prefix(list(&[1, 2, 9, 4])), 2);
+        assert_eq!(conv.unchanged_prefix(list(&[1, 2])), 2);
+        assert_eq!(conv.unchanged_prefix(list(&[])), 0);
+        // A replaced entry takes the new object's identity.
+        let (conv, _) = read(conv, &[1, 2, 9, 4]);
+        assert_eq!(conv.unchanged_prefix(list(&[1, 2, 9, 4])), 4);
+    }
+
+    #[test]
+    fn the_sweep_reaches_every_entry_and_the_newest_every_call() {
+        let mut conv: Conversation<E> = Conversation::default();
+        let same = 1_000;
+        let mut seen = vec![0usize; same];
+        let calls = (same - RECHECK_NEWEST).div_ceil(RECHECK_SWEEP);
+        for _ in 0..calls {
+            let r = conv.rechecked(same);
+            assert_eq!(r.newest_from, same - RECHECK_NEWEST);
+            for (i, n) in seen.iter_mut().enumerate() {
+                *n += usize::from(r.contains(i));
+            }
+        }
+        assert!(seen.iter().all(|&n| n >= 1));
+        assert!(seen[same - RECHECK_NEWEST..].iter().all(|&n| n == calls));
+        // Then it starts over; a shorter prefix keeps it in range.
+        assert_eq!(conv.rechecked(same).sweep, 0..RECHECK_SWEEP);
+        let r = conv.rechecked(10);
+        assert_eq!((r.newest_from, r.sweep.clone()), (0, 0..0));
+        assert!((0..10).all(|i| r.contains(i)));
     }
 }

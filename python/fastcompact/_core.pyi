@@ -60,6 +60,9 @@ class CountOptions:
         tool_json: Callable[[Any], str | None],
         system: Any,
         cache_key: str | None,
+        # False: messages are replaced, never edited in place (graph state); a warm
+        # call rechecks the content of the newest and a rotating few only.
+        in_place_edits: bool = True,
     ) -> CountOptions: ...
 
 @final

@@ -109,9 +109,11 @@ def _check_keywords(options: Mapping[str, Any], allowed: Any, where: str) -> Non
             raise TypeError(f"{where}() got an unexpected keyword argument {name!r}")
 
 
-def _counting(options: Mapping[str, Any], where: str) -> _core.CountOptions:
+def _counting(options: Mapping[str, Any], where: str, *, in_place_edits: bool = True) -> _core.CountOptions:
     """The core's counting options from a helper's keywords (any left out take their
-    defaults)."""
+    defaults). ``in_place_edits=False`` for messages from graph state, which are
+    replaced rather than edited in place: a warm call then rechecks the content of
+    the newest messages and of a rotating few, not of every one."""
     _check_keywords(options, CountingOptions, where)
     encoding = options.get("encoding", "heuristic")
     if not isinstance(encoding, str):
@@ -140,6 +142,7 @@ def _counting(options: Mapping[str, Any], where: str) -> _core.CountOptions:
         tool_json=_tool_json,
         system=system,
         cache_key=options.get("cache_key"),
+        in_place_edits=in_place_edits,
     )
 
 

@@ -274,7 +274,8 @@ def _run(
     return _core.plan(
         msgs,
         settings,
-        _counting({**counting, "use_usage": progress is not None}, "plan"),
+        # The middleware's messages come from graph state (see `_counting`).
+        _counting({**counting, "use_usage": progress is not None}, "plan", in_place_edits=progress is None),
         max_input_tokens=max_input_tokens,
         now=options.get("now"),
         timestamps=None if timestamps is None else list(timestamps),

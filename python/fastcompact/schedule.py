@@ -114,7 +114,10 @@ class PricedSchedule:
         if found is None or found[0] is not model:
             if len(self._count_options) >= 64:  # models made per call: keep a few
                 self._count_options.clear()
-            found = self._count_options[id(model)] = (model, _counting({"model": model}, "count_tokens"))
+            found = self._count_options[id(model)] = (
+                model,
+                _counting({"model": model}, "count_tokens", in_place_edits=False),
+            )
         return _core.count_tokens(messages, found[1])
 
     def _scheduled_reads(self, draft: Draft) -> list[str]:

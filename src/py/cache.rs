@@ -279,6 +279,9 @@ pub struct Want {
     pub message: bool,
     /// The usage the message reports.
     pub usage: bool,
+    /// Check every message's content, not only the newest and a sweep's (see
+    /// `conversation::Recheck`).
+    pub recheck_all: bool,
 }
 
 impl Want {
@@ -292,7 +295,19 @@ impl Want {
 
 /// Read `items` against the conversation's cached entries, converting only messages
 /// not seen before, edited since, or lacking something `want` asks for.
-pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Want) -> Res<ReadSet> {
+pub fn read_with_cache(
+    list: &Bound<'_, PyList>,
+    mut cached: Conversation,
+    want: Want,
+) -> Res<ReadSet> {
+    // The leading entries whose objects are still the list's items, found from the
+    // list alone: only those `recheck` names are checked further.
+    let (same, recheck) = if want.recheck_all {
+        (0, None)
+    } else {
+        let same = cached.unchanged_prefix(|i| item_address(list, i));
+        (same, Some(cached.rechecked(same)))
+    };
     // Entries are updated in place: a warm turn touches only what changed.
     let mut update = cached.update(list.len(), want.message);
     let mut fresh = Vec::new();
@@ -309,6 +324,11 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
                 break;
             }
         }
+        let unchanged = i < same && recheck.as_ref().is_some_and(|r| !r.contains(i));
+        if unchanged && update.entry(i).is_some_and(|e| want.satisfied_by(e)) {
+            i += 1;
+            continue;
+        }
         let Ok(item) = list.get_item(i) else { break };
         let reusable = update
             .entry(i)
@@ -319,6 +339,7 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
         }
         if let Some(e) = update.entry_mut(i) {
             if want.satisfied_by(e) && e.adopt_equal(&item) {
+                update.adopted(i, item.as_ptr() as usize);
                 i += 1;
                 continue;
             }
@@ -346,13 +367,31 @@ pub fn read_with_cache(list: &Bound<'_, PyList>, cached: Conversation, want: Wan
             let scanned = scan_message(&item, want.shape, want.usage).map_err(|e| e.at(i))?;
             Entry::new(&item, scanned.origin, scanned.counts, scanned.shape)
         };
-        update.put(i, entry, skeleton);
+        update.put(i, entry, item.as_ptr() as usize, skeleton);
         i += 1;
     }
+    // Entries skipped unread stand for items a shortened list no longer has.
+    let n = i.min(list.len());
+    fresh.retain(|(j, _)| *j < n);
     Ok(ReadSet {
-        kept: update.finish(i),
+        kept: update.finish(n),
         fresh,
     })
+}
+
+/// The address of the list's item `i`, without taking a reference to it (that would
+/// write to the item, a cache miss per message on a warm call). Only ever compared.
+fn item_address(list: &Bound<'_, PyList>, i: usize) -> Option<usize> {
+    if i >= list.len() {
+        return None;
+    }
+    let at = isize::try_from(i).ok()?;
+    // SAFETY: `list` is a live list we hold a reference to, with the GIL held, and
+    // `at` is within its length (read just above, with no Python code run since), so
+    // PyList_GetItem returns a borrowed pointer to a live item without setting an
+    // error. The pointer is compared, never followed.
+    let item = unsafe { pyo3::ffi::PyList_GetItem(list.as_ptr(), at) };
+    (!item.is_null()).then_some(item as usize)
 }
 
 /// The process-wide cache type the bindings keep.

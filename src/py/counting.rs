@@ -36,12 +36,15 @@ pub(super) struct Opts {
     pub(super) tool_json: Py<PyAny>,
     pub(super) system: Option<Py<PyAny>>,
     pub(super) cache_key: Option<String>,
+    /// The caller may edit a message object in place between calls (see
+    /// `conversation::Recheck`); messages from graph state are replaced instead.
+    pub(super) in_place_edits: bool,
 }
 
 #[pymethods]
 impl Opts {
     #[new]
-    #[pyo3(signature = (*, encoding, chars_per_token, anthropic, use_usage, tools, tool_json, system, cache_key))]
+    #[pyo3(signature = (*, encoding, chars_per_token, anthropic, use_usage, tools, tool_json, system, cache_key, in_place_edits=true))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         encoding: String,
@@ -52,6 +55,7 @@ impl Opts {
         tool_json: Py<PyAny>,
         system: Option<Py<PyAny>>,
         cache_key: Option<String>,
+        in_place_edits: bool,
     ) -> Self {
         Opts {
             encoding,
@@ -62,6 +66,7 @@ impl Opts {
             tool_json,
             system,
             cache_key,
+            in_place_edits,
         }
     }
 }
@@ -113,6 +118,7 @@ pub(super) fn count(
         shape: shapes,
         message: messages_too,
         usage: opts.use_usage,
+        recheck_all: opts.in_place_edits,
     };
     let mut read = cache::read_with_cache(&list, cached, want)?;
     if enc != Encoding::Heuristic && !read.fresh.is_empty() {

@@ -1,0 +1,122 @@
+"""The conversation cache on messages from graph state: a warm call checks the list's
+items by identity and rechecks the content of only the newest messages and a rotating
+few (see `conversation::Recheck`). Every way LangGraph changes a list is caught, so
+warm counts and plans equal cold ones; an object edited in place is caught when the
+recheck reaches it."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from fastcompact import CompactionConfig, _core
+from fastcompact.helpers import _counting
+from fastcompact.samples import coding_session
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
+from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
+
+# The core's rechecks (src/conversation.rs).
+RECHECK_NEWEST = 16
+RECHECK_SWEEP = 64
+
+_STATE = _counting({}, "count_tokens", in_place_edits=False)
+_SETTINGS = _core.PlanSettings(CompactionConfig().resolved(20_000, "anthropic"))
+_fresh = itertools.count()
+
+
+def _cold_opts() -> _core.CountOptions:
+    """Counting options under a key never used before: an empty cache entry."""
+    return _counting({"cache_key": f"cold-{next(_fresh)}"}, "count_tokens")
+
+
+def _plan_key(outcome: _core.PlanOutcome) -> list[tuple[int, str, str, str]]:
+    return [(e.index, e.pass_name, e.field, repr(e.value)) for e in outcome.edits]
+
+
+def _warm_equals_cold(msgs: list[Any], key: str) -> None:
+    warm = _counting({"cache_key": key}, "count_tokens", in_place_edits=False)
+    assert _core.count_tokens(msgs, warm) == _core.count_tokens(msgs, _cold_opts())
+    planned = _core.plan(msgs, _SETTINGS, warm, max_input_tokens=20_000)
+    cold = _core.plan(msgs, _SETTINGS, _cold_opts(), max_input_tokens=20_000)
+    assert _plan_key(planned) == _plan_key(cold)
+    assert planned.tokens_after == cold.tokens_after
+
+
+_ops = st.lists(
+    st.tuples(
+        st.sampled_from(["append", "replace", "remove", "summarize", "other"]),
+        st.integers(0, 10**6),
+    ),
+    min_size=1,
+    max_size=10,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(_ops)
+def test_every_way_langgraph_changes_a_list_is_counted_and_planned_as_cold(ops: list[Any]) -> None:
+    """Append, replace by id (a new object under the same id), `RemoveMessage`, a
+    summary that removes everything and adds the kept messages back (reordered
+    objects), and a second conversation sharing message objects, counted in turns."""
+    msgs = add_messages([], coding_session(120, seed=3))
+    other = list(msgs[:60])
+    extra = coding_session(60, seed=4)
+    for k, (op, pick) in enumerate(ops):
+        ids = [m.id for m in msgs]
+        if op == "append":
+            msgs = add_messages(msgs, [extra[pick % len(extra)].model_copy(update={"id": f"new-{k}"})])
+        elif op == "replace":
+            i = pick % len(msgs)
+            new = msgs[i].model_copy(update={"content": f"replaced {pick} " * (pick % 40)})
+            msgs = add_messages(msgs, [new])
+            assert msgs[i] is new
+        elif op == "remove":
+            msgs = add_messages(msgs, [RemoveMessage(id=ids[pick % len(ids)])])
+        elif op == "summarize":
+            kept = msgs[-(pick % 30) - 1 :]
+            summary = HumanMessage(f"summary {pick}", id=f"summary-{k}")
+            msgs = add_messages(msgs, [RemoveMessage(id=REMOVE_ALL_MESSAGES), summary, *kept])
+        else:
+            other = [*other[: pick % len(other)], *msgs[-5:]]
+            _warm_equals_cold(other, "shared-other")
+        _warm_equals_cold(msgs, "shared-main")
+
+
+def test_the_newest_messages_edited_in_place_are_caught_at_once() -> None:
+    msgs = coding_session(500, seed=11)
+    _core.count_tokens(msgs, _STATE)
+    for back in range(1, RECHECK_NEWEST + 1):
+        msgs[-back].content = f"edited in place {back} " * 3
+        assert _core.count_tokens(msgs, _STATE) == _core.count_tokens(msgs, _cold_opts())
+
+
+def test_an_older_message_edited_in_place_is_caught_within_a_sweep() -> None:
+    """What the identity check misses, the sweep finds within len / RECHECK_SWEEP calls;
+    a caller that edits messages in place (the default options) is exact at once."""
+    msgs = coding_session(1_000, seed=12)
+    _core.count_tokens(msgs, _STATE)
+    msgs[100].content = "edited in place, long ago " * 20
+    truth = _core.count_tokens(msgs, _cold_opts())
+    calls = -(-(len(msgs) - RECHECK_NEWEST) // RECHECK_SWEEP)
+    seen = [_core.count_tokens(msgs, _STATE) for _ in range(calls)]
+    assert seen[-1] == truth
+    # Caught once, and then kept.
+    assert seen.index(truth) < calls and all(s == truth for s in seen[seen.index(truth) :])
+    exact = _counting({"cache_key": "exact"}, "count_tokens")
+    _core.count_tokens(msgs, exact)
+    msgs[200].content = "edited again " * 30
+    assert _core.count_tokens(msgs, exact) == _core.count_tokens(msgs, _cold_opts())
+
+
+def test_a_message_replaced_in_the_list_is_caught_at_once_anywhere() -> None:
+    msgs = coding_session(1_000, seed=13)
+    _core.count_tokens(msgs, _STATE)
+    for i in (0, 1, 333, 900):
+        msgs[i] = AIMessage(f"replaced {i} " * (i % 17 + 1))
+        assert _core.count_tokens(msgs, _STATE) == _core.count_tokens(msgs, _cold_opts())
+    msgs.insert(500, HumanMessage("inserted"))
+    assert _core.count_tokens(msgs, _STATE) == _core.count_tokens(msgs, _cold_opts())
+    del msgs[10:20]
+    assert _core.count_tokens(msgs, _STATE) == _core.count_tokens(msgs, _cold_opts())
