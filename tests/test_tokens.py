@@ -640,3 +640,25 @@ def test_reasoning_blocks_count_their_text_as_thinking_blocks_do():
         assert count_tokens(reasoning, encoding=enc) == count_tokens(
             [{"role": "assistant", "content": [{"type": "text", "text": text}]}], encoding=enc
         )
+
+
+def test_message_sizes_read_as_the_list_they_stand_for():
+    """A breakdown's messages are built on demand, and read as a list of
+    `MessageTokens` would: indices, slices, equality, and the largest by rank."""
+    msgs = coding_session(300, seed=21)
+    sizes = token_breakdown(msgs).messages
+    as_list = list(sizes)
+    assert len(sizes) == len(msgs) == len(as_list)
+    assert [m.index for m in as_list] == list(range(len(msgs)))
+    assert sizes == as_list and as_list == sizes
+    assert sizes[-1] == as_list[-1] and sizes[10:20:3] == as_list[10:20:3]
+    with pytest.raises(IndexError):
+        sizes[len(msgs)]
+    assert sizes != as_list[:-1]
+    ranked = sorted(as_list, key=lambda m: (-m.tokens, m.index))
+    for n in (0, 1, 5, len(msgs) + 3):
+        assert sizes.largest(n) == ranked[:n]
+    # Equal sizes rank by position.
+    tied = token_breakdown([HumanMessage("same"), HumanMessage("same"), HumanMessage("x")]).messages
+    assert [m.index for m in tied.largest(2)] == [0, 1]
+    assert sizes.tokens == [m.tokens for m in as_list]

@@ -8,10 +8,11 @@ tuples and bare strings (human turns), mixed freely.
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias, TypedDict
+from typing import Any, Literal, TypeAlias, TypedDict, overload
 
 from typing_extensions import Unpack
 
@@ -221,15 +222,70 @@ class MessageTokens:
     tool: str | None = None
 
 
-def message_tokens(breakdown: _core.Breakdown) -> list[MessageTokens]:
+class MessageSizes(Sequence[MessageTokens]):
+    """Each message's tokens, role and tool, as a read-only sequence of
+    :class:`MessageTokens` built only when one is looked at: a long conversation's
+    breakdown is mostly summed and ranked, rarely read message by message.
+
+    Example:
+        >>> from fastcompact.samples import coding_session
+        >>> sizes = token_breakdown(coding_session(200, seed=1)).messages
+        >>> len(sizes), sizes[0].index, sizes[-1].index
+        (200, 0, 199)
+        >>> sizes.largest(1)[0].tokens == max(sizes.tokens)
+        True
+    """
+
+    __slots__ = ("_roles", "_tools", "tokens")
+
+    def __init__(self, breakdown: _core.Breakdown) -> None:
+        #: Each message's tokens, in order.
+        self.tokens: list[int] = breakdown.per_message
+        self._roles = breakdown.roles
+        self._tools = breakdown.tool_names
+        if not len(self.tokens) == len(self._roles) == len(self._tools):
+            raise ValueError("a breakdown's per-message lists differ in length")
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    @overload
+    def __getitem__(self, i: int) -> MessageTokens: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[MessageTokens]: ...
+    def __getitem__(self, i: int | slice) -> MessageTokens | list[MessageTokens]:
+        if isinstance(i, slice):
+            return [self._at(j) for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError("message index out of range")
+        return self._at(i)
+
+    def _at(self, i: int) -> MessageTokens:
+        return MessageTokens(index=i, role=self._roles[i], tokens=self.tokens[i], tool=self._tools[i])
+
+    def largest(self, n: int = 5) -> list[MessageTokens]:
+        """The ``n`` largest messages, largest first (the first of equal ones first)."""
+        # As `sorted(..., reverse=True)[:n]`, which keeps equal ones in order.
+        order = heapq.nlargest(n, range(len(self)), key=self.tokens.__getitem__)
+        return [self._at(i) for i in order]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"MessageSizes({plural(len(self), 'message')})"
+
+
+def message_tokens(breakdown: _core.Breakdown) -> MessageSizes:
     """Each message's tokens, role and tool, from the core's breakdown (as counting
     and planning return it)."""
-    return [
-        MessageTokens(index=i, role=role, tokens=tokens, tool=tool)
-        for i, (role, tokens, tool) in enumerate(
-            zip(breakdown.roles, breakdown.per_message, breakdown.tool_names, strict=True)
-        )
-    ]
+    return MessageSizes(breakdown)
 
 
 @dataclass(frozen=True)
@@ -241,7 +297,7 @@ class TokenBreakdown:
 
     total: int
     system_and_tools: int
-    messages: list[MessageTokens] = field(repr=False)
+    messages: Sequence[MessageTokens] = field(repr=False)
     per_role: dict[str, int]
     per_tool: dict[str, int]
 
@@ -249,6 +305,8 @@ class TokenBreakdown:
         """The ``n`` largest messages, largest first."""
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             raise _input_error("n", f"expected an int >= 0, got {n!r}")
+        if isinstance(self.messages, MessageSizes):
+            return self.messages.largest(n)
         return sorted(self.messages, key=lambda m: (-m.tokens, m.index))[:n]
 
     def __str__(self) -> str:

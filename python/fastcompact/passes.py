@@ -177,15 +177,16 @@ def plan(
     raw = _run(_as_list(messages), config, **options)
     found = _plan_of(raw)
     # The plan's own counts: the core returns them beside the plan, nothing is recounted.
-    sizes = message_tokens(raw.breakdown) if raw.breakdown is not None else []
+    sizes = None if raw.breakdown is None else message_tokens(raw.breakdown)
+    tokens = [] if sizes is None else sizes.tokens
     cut = found.summary_cutoff or 0
     window = options.get("max_input_tokens")
     resolved = (config or _DEFAULT_CONFIG).resolved(window)
     return replace(
         found,
-        largest=tuple(sorted(sizes, key=lambda m: (-m.tokens, m.index))[:5]),
-        summarized_tokens=sum(m.tokens for m in sizes[:cut]),
-        kept_tokens=sum(m.tokens for m in sizes[cut:]),
+        largest=() if sizes is None else tuple(sizes.largest(5)),
+        summarized_tokens=sum(tokens[:cut]),
+        kept_tokens=sum(tokens[cut:]),
         max_input_tokens=window,
         trigger_tokens=pictures.trigger_tokens(resolved["trigger"], window),
     )
