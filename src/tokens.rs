@@ -281,7 +281,15 @@ pub struct Breakdown {
 }
 
 pub fn breakdown(shapes: &[&PairShape], per_message: &[f64]) -> Breakdown {
-    let mut out = Breakdown::default();
+    let mut out = Breakdown {
+        roles: Vec::with_capacity(shapes.len()),
+        tool_names: Vec::with_capacity(shapes.len()),
+        ..Breakdown::default()
+    };
+    // Summed under borrowed names, owned once at the end: a long conversation has a
+    // handful of roles and tools and thousands of messages.
+    let mut per_role: HashMap<&'static str, f64> = HashMap::new();
+    let mut per_tool: HashMap<&str, f64> = HashMap::new();
     let mut call_names: HashMap<&str, &str> = HashMap::new();
     for (shape, tokens) in shapes.iter().zip(per_message) {
         for (id, name) in &shape.calls {
@@ -294,24 +302,32 @@ pub fn breakdown(shapes: &[&PairShape], per_message: &[f64]) -> Breakdown {
             shape.role.map_or("unknown", Role::type_name)
         };
         out.roles.push(role);
-        *out.per_role.entry(role.to_owned()).or_default() += tokens;
+        *per_role.entry(role).or_default() += tokens;
         let tool = shape.is_result.then(|| {
             shape
                 .tool_name
-                .clone()
+                .as_deref()
                 .or_else(|| {
                     shape
                         .results
                         .iter()
-                        .find_map(|id| call_names.get(id.as_str()).map(|n| (*n).to_owned()))
+                        .find_map(|id| call_names.get(id.as_str()).copied())
                 })
-                .unwrap_or_else(|| "unknown".to_owned())
+                .unwrap_or("unknown")
         });
-        if let Some(t) = &tool {
-            *out.per_tool.entry(t.clone()).or_default() += tokens;
+        if let Some(t) = tool {
+            *per_tool.entry(t).or_default() += tokens;
         }
-        out.tool_names.push(tool);
+        out.tool_names.push(tool.map(str::to_owned));
     }
+    out.per_role = per_role
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+    out.per_tool = per_tool
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
     out
 }
 

@@ -8,7 +8,6 @@ tuples and bare strings (human turns), mixed freely.
 
 from __future__ import annotations
 
-import heapq
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -236,15 +235,15 @@ class MessageSizes(Sequence[MessageTokens]):
         True
     """
 
-    __slots__ = ("_roles", "_tools", "tokens")
+    __slots__ = ("_breakdown", "_roles", "_tools", "tokens")
 
     def __init__(self, breakdown: _core.Breakdown) -> None:
+        self._breakdown = breakdown
         #: Each message's tokens, in order.
         self.tokens: list[int] = breakdown.per_message
-        self._roles = breakdown.roles
-        self._tools = breakdown.tool_names
-        if not len(self.tokens) == len(self._roles) == len(self._tools):
-            raise ValueError("a breakdown's per-message lists differ in length")
+        # Read from the core when a message is first looked at.
+        self._roles: list[str] | None = None
+        self._tools: list[str | None] | None = None
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -263,13 +262,15 @@ class MessageSizes(Sequence[MessageTokens]):
         return self._at(i)
 
     def _at(self, i: int) -> MessageTokens:
+        if self._roles is None or self._tools is None:
+            self._roles, self._tools = self._breakdown.roles, self._breakdown.tool_names
         return MessageTokens(index=i, role=self._roles[i], tokens=self.tokens[i], tool=self._tools[i])
 
     def largest(self, n: int = 5) -> list[MessageTokens]:
         """The ``n`` largest messages, largest first (the first of equal ones first)."""
-        # As `sorted(..., reverse=True)[:n]`, which keeps equal ones in order.
-        order = heapq.nlargest(n, range(len(self)), key=self.tokens.__getitem__)
-        return [self._at(i) for i in order]
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise _input_error("n", f"expected an int >= 0, got {n!r}")
+        return [self._at(i) for i in self._breakdown.largest(n)]
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Sequence) or isinstance(other, str | bytes):
@@ -303,10 +304,10 @@ class TokenBreakdown:
 
     def largest(self, n: int = 5) -> list[MessageTokens]:
         """The ``n`` largest messages, largest first."""
-        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-            raise _input_error("n", f"expected an int >= 0, got {n!r}")
         if isinstance(self.messages, MessageSizes):
             return self.messages.largest(n)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise _input_error("n", f"expected an int >= 0, got {n!r}")
         return sorted(self.messages, key=lambda m: (-m.tokens, m.index))[:n]
 
     def __str__(self) -> str:

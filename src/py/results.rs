@@ -212,6 +212,21 @@ pub(super) struct Breakdown {
     per_tool: BTreeMap<String, u64>,
 }
 
+#[pymethods]
+impl Breakdown {
+    /// The indices of the `n` largest messages, largest first (equal ones in order).
+    fn largest(&self, n: usize) -> Vec<usize> {
+        let key = |i: &usize| (std::cmp::Reverse(self.per_message[*i]), *i);
+        let mut order: Vec<usize> = (0..self.per_message.len()).collect();
+        if n < order.len() {
+            order.select_nth_unstable_by_key(n, key);
+            order.truncate(n);
+        }
+        order.sort_unstable_by_key(key);
+        order
+    }
+}
+
 impl Breakdown {
     pub(super) fn new(
         total: f64,
