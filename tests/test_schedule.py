@@ -194,6 +194,21 @@ def test_a_digest_comes_when_it_pays_far_below_the_trigger_and_keeps_the_turn(tm
     assert counters["calls_since_compaction"] < len(model.calls)
 
 
+def test_the_schedules_counts_take_no_conversations_place_in_the_cache(tmp_path: Path):
+    """The slices the schedule prices (the turn in progress, the span) are counted
+    once, not cached: each would otherwise take a conversation's place."""
+    fastcompact.clear_cache()
+    model = ProviderChatModel(script=_reading_script, profile={"max_input_tokens": 1_000_000})
+    agent = _priced_agent(tmp_path, model, summarizer="digest")
+    cfg = {"configurable": {"thread_id": "cached"}}
+    for k in range(30):
+        agent.invoke({"messages": [HumanMessage(f"Read file {k}, please.")]}, cfg)
+    assert agent.get_state(cfg).values[EVENT_KEY] is not None
+    # The conversation as planned (before and after its compaction) and the fixed
+    # prefix's count, not a slice per turn.
+    assert fastcompact.cache_info()[0] <= 4
+
+
 def test_without_a_price_model_the_trigger_decides(tmp_path: Path):
     model = ProviderChatModel(
         script=_reading_script,

@@ -63,6 +63,8 @@ class CountOptions:
         # False: messages are replaced, never edited in place (graph state); a warm
         # call rechecks the content of the newest and a rotating few only.
         in_place_edits: bool = True,
+        # False: a one-off count of a list built for the occasion, kept out of the cache.
+        remember: bool = True,
     ) -> CountOptions: ...
 
 @final

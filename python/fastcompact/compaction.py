@@ -20,7 +20,7 @@ from langchain_core.messages import ToolMessage
 from fastcompact import _core, media, storage, summarize
 from fastcompact.config import CompactionConfig, ContextSize
 from fastcompact.draft import Draft
-from fastcompact.helpers import count_tokens, find_cutoff
+from fastcompact.helpers import count_once, count_tokens, find_cutoff
 from fastcompact.passes import _settings
 from fastcompact.schedule import KEPT_PRICE_KEY, SPAN_PRICE_KEY, PricedSchedule
 from fastcompact.state import (
@@ -110,7 +110,7 @@ class CompactionSteps(PricedSchedule):
         start = len(span)
         total = 0
         for i in range(len(span) - 1, -1, -1):
-            total += count_tokens([span[i]])
+            total += count_once([span[i]])
             if total > limit and start < len(span):
                 break
             start = i
@@ -175,7 +175,7 @@ class CompactionSteps(PricedSchedule):
     def _true_size(self, request: ModelRequest, turn: Turn, view: list[Any]) -> int:
         """The size the provider will see of ``view`` with the request's system prompt
         and tools: the estimate calibrated as the conversation's usage says."""
-        estimate = count_tokens(view, system=request.system_message, tools=request.tools, model=request.model)
+        estimate = count_once(view, system=request.system_message, tools=request.tools, model=request.model)
         return math.ceil(turn.plan.offset + estimate * turn.plan.ratio)
 
     def _over_window(self, turn: Turn) -> bool:

@@ -109,11 +109,15 @@ def _check_keywords(options: Mapping[str, Any], allowed: Any, where: str) -> Non
             raise TypeError(f"{where}() got an unexpected keyword argument {name!r}")
 
 
-def _counting(options: Mapping[str, Any], where: str, *, in_place_edits: bool = True) -> _core.CountOptions:
+def _counting(
+    options: Mapping[str, Any], where: str, *, in_place_edits: bool = True, remember: bool = True
+) -> _core.CountOptions:
     """The core's counting options from a helper's keywords (any left out take their
     defaults). ``in_place_edits=False`` for messages from graph state, which are
     replaced rather than edited in place: a warm call then rechecks the content of
-    the newest messages and of a rotating few, not of every one."""
+    the newest messages and of a rotating few, not of every one. ``remember=False``
+    for a one-off count of a list built for the occasion (a slice, a candidate view):
+    the cache keeps conversations, and such a list would take one's place."""
     _check_keywords(options, CountingOptions, where)
     encoding = options.get("encoding", "heuristic")
     if not isinstance(encoding, str):
@@ -143,6 +147,7 @@ def _counting(options: Mapping[str, Any], where: str, *, in_place_edits: bool = 
         system=system,
         cache_key=options.get("cache_key"),
         in_place_edits=in_place_edits,
+        remember=remember,
     )
 
 
@@ -209,6 +214,13 @@ def count_tokens(messages: Iterable[Any], **options: Unpack[CountingOptions]) ->
     """
     opts = _counting(options, "count_tokens")
     return _core.count_tokens(_as_list(messages), opts)
+
+
+def count_once(messages: Iterable[Any], **options: Unpack[CountingOptions]) -> int:
+    """:func:`count_tokens` of a list built for the occasion (a slice of a
+    conversation, a candidate view), kept out of the conversation cache: each such
+    list would otherwise take a conversation's place in it."""
+    return _core.count_tokens(_as_list(messages), _counting(options, "count_tokens", remember=False))
 
 
 @dataclass(frozen=True)

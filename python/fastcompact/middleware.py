@@ -328,6 +328,7 @@ class CompactionMiddleware(CompactionSteps, AgentMiddleware):
                 tools=request.tools,
                 timestamps=timestamps,
                 model=request.model,
+                cache_key=_cache_key(raw),
                 make_edited=_edit_message,
                 progress=progress,
             )
@@ -490,6 +491,14 @@ class CompactionMiddleware(CompactionSteps, AgentMiddleware):
     ) -> ModelResponse | ExtendedModelResponse:
         """The async form of :meth:`wrap_model_call`."""
         return await steps.arun(self._model_call(request, handler))
+
+
+def _cache_key(raw: list[Any]) -> str | None:
+    """The conversation's key in the cache: its first message's id, which a summary
+    leaves in state, so that each compaction (a view starting with a new summary)
+    updates the conversation's entry instead of leaving it behind for another."""
+    first_id = getattr(raw[0], "id", None) if raw else None
+    return f"conversation {first_id}" if isinstance(first_id, str) and first_id else None
 
 
 def _handled(handler: Callable[[ModelRequest], Any], request: ModelRequest) -> Io:

@@ -108,15 +108,16 @@ class PricedSchedule:
         return self._cheaper(request, turn, settings, draft, size, prefix, grown, cycle, due=True)
 
     def _message_tokens(self, model: Any, messages: list[Any]) -> int:
-        """The estimate of ``messages`` alone, with the counting options of ``model``
-        made once (the check runs on every call)."""
+        """The estimate of ``messages`` alone (a slice of the view, kept out of the
+        cache), with the counting options of ``model`` made once (the check runs on
+        every call)."""
         found = self._count_options.get(id(model))
         if found is None or found[0] is not model:
             if len(self._count_options) >= 64:  # models made per call: keep a few
                 self._count_options.clear()
             found = self._count_options[id(model)] = (
                 model,
-                _counting({"model": model}, "count_tokens", in_place_edits=False),
+                _counting({"model": model}, "count_tokens", remember=False),
             )
         return _core.count_tokens(messages, found[1])
 

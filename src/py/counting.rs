@@ -39,12 +39,16 @@ pub(super) struct Opts {
     /// The caller may edit a message object in place between calls (see
     /// `conversation::Recheck`); messages from graph state are replaced instead.
     pub(super) in_place_edits: bool,
+    /// Keep what was read in the conversation cache; `false` for one-off counts of
+    /// lists built for the occasion (a slice, a candidate view), which would otherwise
+    /// each take a conversation's place in it.
+    pub(super) remember: bool,
 }
 
 #[pymethods]
 impl Opts {
     #[new]
-    #[pyo3(signature = (*, encoding, chars_per_token, anthropic, use_usage, tools, tool_json, system, cache_key, in_place_edits=true))]
+    #[pyo3(signature = (*, encoding, chars_per_token, anthropic, use_usage, tools, tool_json, system, cache_key, in_place_edits=true, remember=true))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         encoding: String,
@@ -56,6 +60,7 @@ impl Opts {
         system: Option<Py<PyAny>>,
         cache_key: Option<String>,
         in_place_edits: bool,
+        remember: bool,
     ) -> Self {
         Opts {
             encoding,
@@ -67,6 +72,7 @@ impl Opts {
             system,
             cache_key,
             in_place_edits,
+            remember,
         }
     }
 }
@@ -97,6 +103,8 @@ pub(super) struct Counted {
     pub(super) fixed: f64,
     pub(super) total: f64,
     pub(super) read: ReadSet,
+    /// Whether `store` keeps it (see `Opts::remember`).
+    pub(super) remember: bool,
 }
 
 /// Read (through the cache), count and total `messages`; the caller gets the read
@@ -112,7 +120,11 @@ pub(super) fn count(
     let p = opts.params()?;
     let list = read::as_list(messages)?;
     let key = cache::conversation_key(opts.cache_key.as_deref(), &list);
-    let cached = conversation_cache().take(key);
+    let cached = if opts.remember {
+        conversation_cache().take(key)
+    } else {
+        cache::Conversation::default()
+    };
     let want = cache::Want {
         bpe: (enc != Encoding::Heuristic).then_some(enc),
         shape: shapes,
@@ -159,12 +171,15 @@ pub(super) fn count(
             fixed,
             total,
             read,
+            remember: opts.remember,
         },
     ))
 }
 
 pub(super) fn store(key: u64, counted: Counted) {
-    conversation_cache().put(key, counted.read.kept);
+    if counted.remember {
+        conversation_cache().put(key, counted.read.kept);
+    }
 }
 /// Where the counted tokens go, per role and per tool (`None` if an entry was read
 /// without its pair shape).

@@ -1,0 +1,316 @@
+"""Scale: one middleware instance serving many conversations, as a LangGraph server
+runs it, side by side with DeepAgents' built-in `SummarizationMiddleware`.
+
+Run from the repository root after `pip install ".[bench]"`:
+
+    python benches/bench_scale.py            # 1,000 conversations of 1,000 messages
+    python benches/bench_scale.py --quick    # 100 conversations
+
+Each side's middleware and its first request are captured from a real
+`create_deep_agent` (default tools, `StateBackend`, a model that reports an Anthropic
+provider and a window no conversation reaches); every later request is that one with
+another conversation's messages and state, and the state each response updates is
+kept for the conversation's next call. The model is a handler that answers at once
+(or after 5 ms, awaited, in the async part). Figures:
+
+- interleaved: every conversation's first call, then warm calls on conversations
+  picked at random, each one message longer than its last: p50 / p99 of the time in
+  `wrap_model_call`, and how many garbage collections ran inside the first calls;
+- memory: the process's resident set before the first calls, after them, and after
+  the cache is cleared, per cached message;
+- 100,000 messages: one conversation's cold call and its warm calls;
+- threads: warm calls over 100 conversations from one thread and from eight;
+- async: 64 tasks, each awaiting `awrap_model_call` on a conversation of its own with a
+  model that takes 5 ms: the latency added to the model's 5 ms, p50.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import os
+import random
+import statistics
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import fastcompact
+from bench_middleware import WINDOW, Answering, _agent, _middleware_class
+from fastcompact.samples import coding_session
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+SIDES = ("fastcompact", "deepagents")
+MODEL_SECONDS = 0.005
+
+
+def capture(side: str) -> tuple[Any, Any]:
+    """The side's middleware instance and the request it got, from a real agent."""
+    cls = _middleware_class(side)
+    seen: dict[str, Any] = {}
+    original = cls.wrap_model_call
+
+    def wrap(self: Any, request: Any, handler: Any) -> Any:
+        seen.setdefault("call", (self, request))
+        return original(self, request, handler)
+
+    cls.wrap_model_call = wrap  # type: ignore[method-assign]
+    try:
+        agent = _agent(side, Answering(profile={"max_input_tokens": WINDOW}))
+        agent.invoke({"messages": [HumanMessage("hello")]})
+    finally:
+        cls.wrap_model_call = original  # type: ignore[method-assign]
+    return seen["call"]
+
+
+def answer(request: Any) -> AIMessage:
+    return AIMessage("ok")
+
+
+async def answer_later(request: Any) -> AIMessage:
+    await asyncio.sleep(MODEL_SECONDS)
+    return AIMessage("ok")
+
+
+class Server:
+    """One side's middleware serving conversations: each keeps its messages and the
+    state the middleware's responses update."""
+
+    def __init__(self, side: str) -> None:
+        self.side = side
+        self.middleware, self.request = capture(side)
+        self.conversations: dict[int, tuple[list[BaseMessage], dict[str, Any]]] = {}
+
+    def add(self, key: int, messages: list[BaseMessage]) -> None:
+        self.conversations[key] = (messages, dict(self.request.state))
+
+    def _request(self, key: int) -> Any:
+        messages, state = self.conversations[key]
+        return self.request.override(messages=messages, state={**state, "messages": messages})
+
+    def _keep(self, key: int, result: Any) -> None:
+        command = getattr(result, "command", None)
+        update = getattr(command, "update", None)
+        if isinstance(update, dict):
+            state = self.conversations[key][1]
+            state.update({k: v for k, v in update.items() if k != "messages"})
+
+    def call(self, key: int) -> float:
+        request = self._request(key)
+        t = time.perf_counter()
+        result = self.middleware.wrap_model_call(request, answer)
+        elapsed = time.perf_counter() - t
+        self._keep(key, result)
+        return elapsed
+
+    async def acall(self, key: int) -> float:
+        """The time the call added to the model's."""
+        request = self._request(key)
+        t = time.perf_counter()
+        result = await self.middleware.awrap_model_call(request, answer_later)
+        elapsed = time.perf_counter() - t - MODEL_SECONDS
+        self._keep(key, result)
+        return elapsed
+
+    def grow(self, key: int, n: int) -> None:
+        messages, state = self.conversations[key]
+        self.conversations[key] = ([*messages, HumanMessage(f"and then step {n}, please")], state)
+
+
+def conversations(count: int, length: int) -> Iterator[list[BaseMessage]]:
+    """`count` conversations of `length` messages, every one its own objects (copies of
+    a few sessions, each with ids of its own)."""
+    bases = [coding_session(length, seed=s) for s in range(min(count, 8))]
+    for k in range(count):
+        base = bases[k % len(bases)]
+        yield [m.model_copy(update={"id": f"c{k}-{m.id}"}) for m in base]
+
+
+def rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@contextmanager
+def collections_counted() -> Iterator[list[float]]:
+    """The durations of the garbage collections that run meanwhile."""
+    pauses: list[float] = []
+    started: list[float] = []
+
+    def on_gc(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            started.append(time.perf_counter())
+        elif started:
+            pauses.append(time.perf_counter() - started.pop())
+
+    gc.callbacks.append(on_gc)
+    try:
+        yield pauses
+    finally:
+        gc.callbacks.remove(on_gc)
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))] * 1e3
+
+
+def interleaved(side: str, count: int, length: int, warm_calls: int) -> dict[str, Any]:
+    fastcompact.clear_cache()
+    gc.collect()
+    server = Server(side)
+    for k, messages in enumerate(conversations(count, length)):
+        server.add(k, messages)
+    gc.collect()
+    before = rss()
+    with collections_counted() as pauses:
+        first = [server.call(k) for k in range(count)]
+    after = rss()
+    rng = random.Random(7)
+    warm = []
+    for n in range(warm_calls):
+        k = rng.randrange(count)
+        server.grow(k, n)
+        warm.append(server.call(k))
+    fastcompact.clear_cache()
+    gc.collect()
+    return {
+        "first": first,
+        "warm": warm,
+        "collections": len(pauses),
+        "collection_ms": sum(pauses) * 1e3,
+        "grown": after - before,
+        "left": rss() - before,
+        "messages": count * length,
+    }
+
+
+def long_conversation(side: str, length: int, calls: int) -> tuple[float, float]:
+    """(cold, median warm) seconds on one conversation of `length` messages."""
+    fastcompact.clear_cache()
+    server = Server(side)
+    server.add(0, next(conversations(1, length)))
+    cold = server.call(0)
+    warm = []
+    for n in range(calls):
+        server.grow(0, n)
+        warm.append(server.call(0))
+    return cold, statistics.median(warm)
+
+
+def threaded(side: str, threads: int, count: int, length: int, calls: int) -> float:
+    """Warm calls a second, `calls` of them spread over `threads` threads, each serving
+    conversations of its own."""
+    fastcompact.clear_cache()
+    server = Server(side)
+    for k, messages in enumerate(conversations(count, length)):
+        server.add(k, messages)
+    for k in range(count):
+        server.call(k)
+    mine = [[k for k in range(count) if k % threads == t] for t in range(threads)]
+
+    def work(t: int) -> None:
+        keys = mine[t]
+        for n in range(calls // threads):
+            k = keys[n % len(keys)]
+            server.grow(k, n)
+            server.call(k)
+
+    pool = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+    start = time.perf_counter()
+    for p in pool:
+        p.start()
+    for p in pool:
+        p.join()
+    return calls / (time.perf_counter() - start)
+
+
+def concurrent(side: str, tasks: int, length: int, rounds: int) -> float:
+    """p50 ms added to a 5 ms model by `tasks` tasks calling at once."""
+    fastcompact.clear_cache()
+    server = Server(side)
+    for k, messages in enumerate(conversations(tasks, length)):
+        server.add(k, messages)
+    for k in range(tasks):
+        server.call(k)
+    added: list[float] = []
+
+    async def task(k: int) -> None:
+        for n in range(rounds):
+            server.grow(k, n)
+            added.append(await server.acall(k))
+
+    async def main() -> None:
+        await asyncio.gather(*(task(k) for k in range(tasks)))
+
+    asyncio.run(main())
+    return statistics.median(added) * 1e3
+
+
+def table(rows: list[tuple[str, Callable[[str], str]]]) -> None:
+    print("| | " + " | ".join(SIDES) + " |")
+    print("|---|" + "---:|" * len(SIDES))
+    for label, cell in rows:
+        print(f"| {label} | " + " | ".join(cell(s) for s in SIDES) + " |")
+    print()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    count = 100 if args.quick else 1_000
+    long = 20_000 if args.quick else 100_000
+    fastcompact.set_cache_capacity(max(count, 1_000))
+    print(f"One middleware serving {count:,} conversations of 1,000 messages (ms unless said):")
+    print()
+    r = {s: interleaved(s, count, 1_000, 2 * count) for s in SIDES}
+    k = {s: long_conversation(s, long, 5) for s in SIDES}
+    t1 = {s: threaded(s, 1, 100, 1_000, 1_000) for s in SIDES}
+    t8 = {s: threaded(s, 8, 100, 1_000, 1_000) for s in SIDES}
+    a = {s: concurrent(s, 64, 1_000, 5) for s in SIDES}
+    table(
+        [
+            (
+                "warm interleaved call, p50 / p99",
+                lambda s: f"{pct(r[s]['warm'], 0.5):.2f} / {pct(r[s]['warm'], 0.99):.2f}",
+            ),
+            (
+                "first call of a conversation, p50 / p99",
+                lambda s: f"{pct(r[s]['first'], 0.5):.2f} / {pct(r[s]['first'], 0.99):.2f}",
+            ),
+            (
+                "garbage collections in the first calls (ms in them)",
+                lambda s: f"{r[s]['collections']} ({r[s]['collection_ms']:.0f})",
+            ),
+            (
+                "memory grown by the first calls, bytes per message",
+                lambda s: f"{r[s]['grown'] / r[s]['messages']:,.0f}",
+            ),
+            (
+                "memory still held after clearing the cache, bytes per message",
+                lambda s: f"{r[s]['left'] / r[s]['messages']:,.0f}",
+            ),
+            (f"{long:,}-message conversation, warm call", lambda s: f"{k[s][1] * 1e3:.1f}"),
+            (f"{long:,}-message conversation, cold call", lambda s: f"{k[s][0] * 1e3:.0f}"),
+            ("1 thread, warm calls/s", lambda s: f"{t1[s]:,.0f}"),
+            ("8 threads, warm calls/s", lambda s: f"{t8[s]:,.0f} ({t8[s] / t1[s]:.2f}x)"),
+            ("async, 64 tasks, 5 ms model: added latency p50", lambda s: f"{a[s]:.1f}"),
+        ]
+    )
+    fc, da = "fastcompact", "deepagents"
+    print("Bars:")
+    print(f"- warm interleaved p99 under 10 ms: {pct(r[fc]['warm'], 0.99):.2f} ms")
+    first, theirs = pct(r[fc]["first"], 0.5), pct(r[da]["first"], 0.5)
+    print(f"- first call p50 at or below DeepAgents' p50: {first:.2f} vs {theirs:.2f} ms")
+    ratio, warm = k[da][1] / k[fc][1], k[fc][1] * 1e3
+    print(f"- {long:,}-message warm call under 20 ms and 30x below DeepAgents: {warm:.1f} ms, {ratio:.1f}x")
+    print(f"- at most 400 B per cached message: {r[fc]['grown'] / r[fc]['messages']:,.0f} B")
+    print(f"- 8 threads at least 1.3x one thread's calls/s: {t8[fc] / t1[fc]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
