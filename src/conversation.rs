@@ -30,6 +30,9 @@ pub struct Conversation<E> {
     /// The measures of the first entries, dense for the passes; cut back like
     /// `tokens`, extended by `fill_measures`.
     pub measures: Vec<Measure>,
+    /// The provider usage each of the first entries reports, dense (an anchor is looked
+    /// for on every planned call); cut back like `tokens`, extended by `fill_usage`.
+    pub usage: Vec<Option<(u64, u64)>>,
     /// Every tool result before this index has its link in its skeleton.
     pub links_upto: usize,
     /// The binding's identity of each entry's object (its address), dense: a warm call
@@ -37,6 +40,9 @@ pub struct Conversation<E> {
     pub identities: Vec<usize>,
     /// Where the next rotating recheck starts (see `Conversation::rechecked`).
     pub sweep_from: usize,
+    /// What every entry was read for, as the binding encodes it: a call that wants no
+    /// more need not ask each entry.
+    pub read_for: u8,
 }
 
 impl<E> Default for Conversation<E> {
@@ -48,9 +54,11 @@ impl<E> Default for Conversation<E> {
             tokens: Vec::new(),
             tokens_of: None,
             measures: Vec::new(),
+            usage: Vec::new(),
             links_upto: 0,
             identities: Vec::new(),
             sweep_from: 0,
+            read_for: 0,
         }
     }
 }
@@ -134,6 +142,14 @@ impl<E: Counted> Conversation<E> {
         let have = self.measures.len();
         let more = self.entries[have..].iter().map(|e| e.counts().measure);
         self.measures.extend(more);
+    }
+
+    /// Bring `usage` up to the entries (read with their usage).
+    pub fn fill_usage(&mut self) {
+        self.usage.truncate(self.entries.len());
+        let have = self.usage.len();
+        let more = self.entries[have..].iter().map(|e| e.counts().usage());
+        self.usage.extend(more);
     }
 }
 
@@ -222,6 +238,7 @@ impl<E> Update<E> {
         c.links_upto = c.links_upto.min(i);
         c.tokens.truncate(i);
         c.measures.truncate(i);
+        c.usage.truncate(i);
         if self.with_messages || i < c.skeletons.len() {
             set_at(&mut c.skeletons, i, skeleton);
         }
@@ -257,6 +274,7 @@ impl<E> Update<E> {
         }
         c.tokens.truncate(n);
         c.measures.truncate(n);
+        c.usage.truncate(n);
         c.links_upto = c.links_upto.min(n);
         conversation
     }

@@ -68,7 +68,7 @@ pub struct PlanInput<'a, 'm> {
     /// What earlier turns worked out per message, when the caller keeps it.
     pub memos: Option<&'m Memos>,
     /// Per message, the provider usage it reports (empty: none is known).
-    pub usage: Vec<Option<(u64, u64)>>,
+    pub usage: &'a [Option<(u64, u64)>],
     /// Usage before this index counted another view (before the last summary or batch).
     pub min_anchor: usize,
     /// How usage related to the estimate on an earlier view (the plain estimate when
@@ -345,7 +345,7 @@ fn plan_with(input: PlanInput<'_, '_>, memo: &Memos, cfg: &PlanConfig) -> Plan {
     };
     let truth = Truth {
         fixed: input.fixed,
-        usage: &input.usage,
+        usage: input.usage,
         min_anchor: input.min_anchor,
         prior: input.prior,
         unedited: input.usage_of_unedited.then_some(tokens.as_slice()),

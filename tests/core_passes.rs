@@ -58,7 +58,7 @@ fn run_with(
             archive: Vec::new(),
             shapes: None,
             memos,
-            usage: Vec::new(),
+            usage: &[],
             min_anchor: 0,
             prior: Default::default(),
             usage_of_unedited: false,

@@ -26,18 +26,24 @@ _SETTINGS = _core.PlanSettings(CompactionConfig().resolved(20_000, "anthropic"))
 _fresh = itertools.count()
 
 
-def _cold_opts() -> _core.CountOptions:
+def _cold_opts(**options: Any) -> _core.CountOptions:
     """Counting options under a key never used before: an empty cache entry."""
-    return _counting({"cache_key": f"cold-{next(_fresh)}"}, "count_tokens")
+    return _counting({**options, "cache_key": f"cold-{next(_fresh)}"}, "count_tokens")
 
 
 def _plan_key(outcome: _core.PlanOutcome) -> list[tuple[int, str, str, str]]:
     return [(e.index, e.pass_name, e.field, repr(e.value)) for e in outcome.edits]
 
 
-def _warm_equals_cold(msgs: list[Any], key: str) -> None:
+# What a call may want of each message: counts under another encoding, the usage.
+_COUNTINGS: list[dict[str, Any]] = [{}, {"encoding": "o200k_base"}, {"use_usage": True}]
+
+
+def _warm_equals_cold(msgs: list[Any], key: str, counting: dict[str, Any] | None = None) -> None:
+    counting = counting or {}
+    warm = _counting({**counting, "cache_key": key}, "count_tokens", in_place_edits=False)
+    assert _core.count_tokens(msgs, warm) == _core.count_tokens(msgs, _cold_opts(**counting))
     warm = _counting({"cache_key": key}, "count_tokens", in_place_edits=False)
-    assert _core.count_tokens(msgs, warm) == _core.count_tokens(msgs, _cold_opts())
     planned = _core.plan(msgs, _SETTINGS, warm, max_input_tokens=20_000)
     cold = _core.plan(msgs, _SETTINGS, _cold_opts(), max_input_tokens=20_000)
     assert _plan_key(planned) == _plan_key(cold)
@@ -48,6 +54,7 @@ _ops = st.lists(
     st.tuples(
         st.sampled_from(["append", "replace", "remove", "summarize", "other"]),
         st.integers(0, 10**6),
+        st.sampled_from(range(len(_COUNTINGS))),
     ),
     min_size=1,
     max_size=10,
@@ -59,11 +66,13 @@ _ops = st.lists(
 def test_every_way_langgraph_changes_a_list_is_counted_and_planned_as_cold(ops: list[Any]) -> None:
     """Append, replace by id (a new object under the same id), `RemoveMessage`, a
     summary that removes everything and adds the kept messages back (reordered
-    objects), and a second conversation sharing message objects, counted in turns."""
+    objects), and a second conversation sharing message objects, counted in turns,
+    each call wanting something else of the messages (another encoding, the usage)
+    before the conversation is planned."""
     msgs = add_messages([], coding_session(120, seed=3))
     other = list(msgs[:60])
     extra = coding_session(60, seed=4)
-    for k, (op, pick) in enumerate(ops):
+    for k, (op, pick, which) in enumerate(ops):
         ids = [m.id for m in msgs]
         if op == "append":
             msgs = add_messages(msgs, [extra[pick % len(extra)].model_copy(update={"id": f"new-{k}"})])
@@ -80,8 +89,8 @@ def test_every_way_langgraph_changes_a_list_is_counted_and_planned_as_cold(ops: 
             msgs = add_messages(msgs, [RemoveMessage(id=REMOVE_ALL_MESSAGES), summary, *kept])
         else:
             other = [*other[: pick % len(other)], *msgs[-5:]]
-            _warm_equals_cold(other, "shared-other")
-        _warm_equals_cold(msgs, "shared-main")
+            _warm_equals_cold(other, "shared-other", _COUNTINGS[which])
+        _warm_equals_cold(msgs, "shared-main", _COUNTINGS[which])
 
 
 def test_the_newest_messages_edited_in_place_are_caught_at_once() -> None:

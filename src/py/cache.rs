@@ -285,6 +285,18 @@ pub struct Want {
 }
 
 impl Want {
+    /// What this asks for, as bits (one per encoding): a conversation keeps the bits
+    /// every entry was read for.
+    fn bits(&self) -> u8 {
+        let enc = match self.bpe {
+            None => 0,
+            Some(Encoding::Heuristic) => 0,
+            Some(Encoding::O200kBase) => 1,
+            Some(Encoding::Cl100kBase) => 2,
+        };
+        enc | u8::from(self.shape) << 2 | u8::from(self.message) << 3 | u8::from(self.usage) << 4
+    }
+
     pub(super) fn satisfied_by(&self, e: &Entry) -> bool {
         self.bpe.is_none_or(|enc| e.counts.bpe(enc).is_some())
             && (!self.shape || e.shape.is_some())
@@ -308,6 +320,11 @@ pub fn read_with_cache(
         let same = cached.unchanged_prefix(|i| item_address(list, i));
         (same, Some(cached.rechecked(same)))
     };
+    // Every entry was read for at least what this call wants: none need be asked.
+    let wanted = want.bits();
+    let read_before = cached.read_for;
+    let all_satisfy = read_before & wanted == wanted;
+    let mut read_any = false;
     // Entries are updated in place: a warm turn touches only what changed.
     let mut update = cached.update(list.len(), want.message);
     let mut fresh = Vec::new();
@@ -325,7 +342,7 @@ pub fn read_with_cache(
             }
         }
         let unchanged = i < same && recheck.as_ref().is_some_and(|r| !r.contains(i));
-        if unchanged && update.entry(i).is_some_and(|e| want.satisfied_by(e)) {
+        if unchanged && (all_satisfy || update.entry(i).is_some_and(|e| want.satisfied_by(e))) {
             i += 1;
             continue;
         }
@@ -368,15 +385,22 @@ pub fn read_with_cache(
             Entry::new(&item, scanned.origin, scanned.counts, scanned.shape)
         };
         update.put(i, entry, item.as_ptr() as usize, skeleton);
+        read_any = true;
         i += 1;
     }
     // Entries skipped unread stand for items a shortened list no longer has.
     let n = i.min(list.len());
     fresh.retain(|(j, _)| *j < n);
-    Ok(ReadSet {
-        kept: update.finish(n),
-        fresh,
-    })
+    let mut kept = update.finish(n);
+    // Each entry was kept because it satisfied `want`, or read anew for it (its BPE
+    // count is set from `fresh` before the conversation is stored); with none read
+    // anew, what they were all read for before still holds.
+    kept.read_for = if read_any {
+        wanted
+    } else {
+        wanted | read_before
+    };
+    Ok(ReadSet { kept, fresh })
 }
 
 /// The address of the list's item `i`, without taking a reference to it (that would

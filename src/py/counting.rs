@@ -158,9 +158,9 @@ pub(super) fn count(
         };
     }
     let total = if opts.use_usage {
-        let usage: Vec<Option<(u64, u64)>> =
-            read.kept.entries.iter().map(|e| e.counts.usage()).collect();
-        crate::calibration::anchored_total(fixed, &per_message, &usage, 0, Default::default()).total
+        read.kept.fill_usage();
+        let usage = &read.kept.usage;
+        crate::calibration::anchored_total(fixed, &per_message, usage, 0, Default::default()).total
     } else {
         (fixed + per_message.iter().sum::<f64>()).ceil()
     };

@@ -123,6 +123,7 @@ pub(super) fn plan<'py>(
     let (key, mut counted) = count(py, messages, &opts, false, true)?;
     // Everything the passes need from the cached entries.
     counted.read.kept.fill_measures();
+    let usage = &counted.read.kept.usage;
     let entries = &counted.read.kept.entries;
     let skeletons = &mut counted.read.kept.skeletons;
     let memos = &counted.read.kept.memos;
@@ -174,11 +175,8 @@ pub(super) fn plan<'py>(
         archive: archive.unwrap_or_default(),
         shapes,
         memos,
-        usage: if opts.use_usage {
-            entries.iter().map(|e| e.counts.usage()).collect()
-        } else {
-            Vec::new()
-        },
+        // Filled by `count` when usage is used.
+        usage: if opts.use_usage { usage } else { &[] },
         min_anchor: progress.min_anchor,
         prior: crate::calibration::Calibration::checked(progress.offset, progress.ratio),
         usage_of_unedited: progress.usage_of_unedited,
