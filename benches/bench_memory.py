@@ -1,4 +1,5 @@
-"""Resident memory over 10,000 conversations: the per-conversation cache is bounded.
+"""Resident memory over 10,000 conversations: the per-conversation cache is bounded
+in bytes.
 
 Run from the repository root:
 
@@ -32,7 +33,7 @@ def rss_mb() -> float:
 
 
 def run(conversations: int, capacity: int, every: int) -> list[tuple[int, float, int]]:
-    fastcompact.set_cache_capacity(capacity)
+    fastcompact.set_cache_capacity(bytes=capacity)
     fastcompact.clear_cache()
     template = coding_session(120, seed=5)
     rows = []
@@ -49,7 +50,7 @@ def run(conversations: int, capacity: int, every: int) -> list[tuple[int, float,
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--capacity", type=int, default=None, help="run one capacity (in this process)")
+    parser.add_argument("--capacity", type=int, default=None, help="run one bound in bytes (in this process)")
     args = parser.parse_args()
     n = 2_000 if args.quick else 10_000
     if args.capacity is not None:
@@ -58,12 +59,10 @@ def main() -> None:
         print(json.dumps({"start": start, "rows": rows}))
         return
     # Each capacity in a process of its own, so that one run's heap does not hide the other's.
-    for capacity in (1_000, 100):
+    for capacity in (256 << 20, 64 << 20):
         cmd = [sys.executable, __file__, "--capacity", str(capacity), *(["--quick"] if args.quick else [])]
         result = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
-        print(
-            f"Cache capacity {capacity:,} conversations (resident {result['start']:.0f} MB before the first):"
-        )
+        print(f"Cache bound {capacity >> 20:,} MB (resident {result['start']:.0f} MB before the first):")
         print()
         print("| conversations seen | resident MB | conversations cached |")
         print("|---:|---:|---:|")

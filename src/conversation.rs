@@ -10,6 +10,12 @@ use crate::tokens::{CachedCounts, Encoding, HeuristicParams, Measure};
 /// What every cached entry carries: the counts of its message.
 pub trait Counted {
     fn counts(&self) -> &CachedCounts;
+
+    /// What the entry holds beyond its own size (a converted message, say), as the
+    /// binding estimates it; weighed once, when the entry is put.
+    fn heap_bytes(&self) -> usize {
+        0
+    }
 }
 
 /// What the cache keeps of one conversation.
@@ -43,6 +49,12 @@ pub struct Conversation<E> {
     /// What every entry was read for, as the binding encodes it: a call that wants no
     /// more need not ask each entry.
     pub read_for: u8,
+    /// What the entries hold beyond their own size (`Counted::heap_bytes`), kept
+    /// up to date as they are put and dropped.
+    pub entry_heap: usize,
+    /// What the binding keeps for the conversation outside the entries' estimates
+    /// (edited copies of messages), as it estimates it.
+    pub held_elsewhere: usize,
 }
 
 impl<E> Default for Conversation<E> {
@@ -59,6 +71,8 @@ impl<E> Default for Conversation<E> {
             identities: Vec::new(),
             sweep_from: 0,
             read_for: 0,
+            entry_heap: 0,
+            held_elsewhere: 0,
         }
     }
 }
@@ -153,12 +167,41 @@ impl<E: Counted> Conversation<E> {
     }
 }
 
-impl<E> Conversation<E> {
+impl<E: Counted> Conversation<E> {
+    /// Drop the entries from `n` on, and their weight.
+    fn drop_entries_from(&mut self, n: usize) {
+        if n < self.entries.len() {
+            let dropped: usize = self.entries[n..].iter().map(Counted::heap_bytes).sum();
+            self.entry_heap = self.entry_heap.saturating_sub(dropped);
+            self.entries.truncate(n);
+        }
+    }
+}
+
+impl<E: Counted> crate::tokens::Weighed for Conversation<E> {
+    /// The vectors as allocated, what the entries hold and what the binding keeps
+    /// beside them; not the memos' texts, which are shared with the edits.
+    fn bytes(&self) -> usize {
+        use crate::tokens::Weighed as W;
+        std::mem::size_of::<Self>()
+            + self.entries.capacity() * std::mem::size_of::<E>()
+            + self.entry_heap
+            + self.held_elsewhere
+            + W::bytes(&self.skeletons)
+            + self.memos.bytes()
+            + W::bytes(&self.tokens)
+            + W::bytes(&self.measures)
+            + W::bytes(&self.usage)
+            + W::bytes(&self.identities)
+    }
+}
+
+impl<E: Counted> Conversation<E> {
     /// Start bringing the cache up to a conversation of `len` messages, read in order
     /// by the caller. `with_messages`: the passes will run, so every entry gets its
     /// skeleton and memos.
     pub fn update(mut self, len: usize, with_messages: bool) -> Update<E> {
-        self.entries.truncate(len);
+        self.drop_entries_from(len);
         self.identities.truncate(len);
         self.skeletons.truncate(len);
         self.memos.truncate(len);
@@ -197,7 +240,7 @@ pub struct Update<E> {
     with_messages: bool,
 }
 
-impl<E> Update<E> {
+impl<E: Counted> Update<E> {
     /// The entry cached for message `i`, if any.
     pub fn entry(&self, i: usize) -> Option<&E> {
         self.conversation.entries.get(i)
@@ -222,8 +265,10 @@ impl<E> Update<E> {
     /// tokens and measures from `i` on, and the links of the results after it.
     pub fn put(&mut self, i: usize, entry: E, identity: usize, skeleton: Skeleton) {
         let c = &mut self.conversation;
+        c.entry_heap += entry.heap_bytes();
         match c.entries.get_mut(i) {
             Some(slot) => {
+                c.entry_heap = c.entry_heap.saturating_sub(slot.heap_bytes());
                 *slot = entry;
                 if let Some(id) = c.identities.get_mut(i) {
                     *id = identity;
@@ -254,7 +299,7 @@ impl<E> Update<E> {
             with_messages,
         } = self;
         let c = &mut conversation;
-        c.entries.truncate(n);
+        c.drop_entries_from(n);
         c.identities.truncate(n);
         c.skeletons.truncate(n);
         c.memos.truncate(n);

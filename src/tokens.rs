@@ -401,23 +401,42 @@ impl CachedCounts {
     }
 }
 
-/// Per-conversation memory of the messages last counted, so that a turn counts only
-/// what it has not seen. Bounded: the least recently used conversation is dropped.
-/// `C` is what is kept of one conversation (the bindings keep each Python object's
-/// identity beside its counts); the cache is only an accelerator, never a source of
-/// truth.
-pub struct ConversationCache<C> {
-    capacity: usize,
-    tick: u64,
-    conversations: HashMap<u64, (u64, C)>,
+/// What a cached conversation takes in memory, as its keeper estimates it.
+pub trait Weighed {
+    fn bytes(&self) -> usize;
 }
 
-impl<C: Default> ConversationCache<C> {
-    pub fn new(capacity: usize) -> Self {
+impl<T> Weighed for Vec<T> {
+    fn bytes(&self) -> usize {
+        self.capacity() * std::mem::size_of::<T>()
+    }
+}
+
+/// Per-conversation memory of the messages last counted, so that a turn counts only
+/// what it has not seen. Bounded in conversations and in bytes (as each conversation
+/// weighs itself): the least recently used conversation goes first. `C` is what is
+/// kept of one conversation (the bindings keep each Python object's identity beside
+/// its counts); the cache is only an accelerator, never a source of truth.
+pub struct ConversationCache<C> {
+    capacity: usize,
+    max_bytes: usize,
+    bytes: usize,
+    tick: u64,
+    /// Each conversation with when it was last put and what it weighed then.
+    conversations: HashMap<u64, (u64, usize, C)>,
+    /// The conversations by when they were last put, oldest first.
+    order: std::collections::BTreeMap<u64, u64>,
+}
+
+impl<C: Default + Weighed> ConversationCache<C> {
+    pub fn new(capacity: usize, max_bytes: usize) -> Self {
         ConversationCache {
             capacity,
+            max_bytes,
+            bytes: 0,
             tick: 0,
             conversations: HashMap::new(),
+            order: std::collections::BTreeMap::new(),
         }
     }
 
@@ -433,48 +452,76 @@ impl<C: Default> ConversationCache<C> {
         self.capacity
     }
 
-    /// Change the bound, dropping the least recently used conversations over it.
-    pub fn set_capacity(&mut self, capacity: usize) {
+    /// What the conversations cached weighed when they were put.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn max_bytes(&self) -> usize {
+        self.max_bytes
+    }
+
+    /// Change the bound in conversations; returns the bytes of those it dropped.
+    pub fn set_capacity(&mut self, capacity: usize) -> usize {
         self.capacity = capacity;
-        self.evict();
+        self.evict()
+    }
+
+    /// Change the bound in bytes; returns the bytes of the conversations it dropped.
+    pub fn set_max_bytes(&mut self, max_bytes: usize) -> usize {
+        self.max_bytes = max_bytes;
+        self.evict()
     }
 
     pub fn clear(&mut self) {
         self.conversations.clear();
+        self.order.clear();
+        self.bytes = 0;
     }
 
     /// Take a conversation out, so the caller can work on it without holding the
     /// cache, then `put` it back.
     pub fn take(&mut self, conversation: u64) -> C {
-        self.conversations
-            .remove(&conversation)
-            .map(|(_, v)| v)
-            .unwrap_or_default()
+        match self.conversations.remove(&conversation) {
+            Some((tick, weight, kept)) => {
+                self.order.remove(&tick);
+                self.bytes -= weight;
+                kept
+            }
+            None => C::default(),
+        }
     }
 
-    pub fn put(&mut self, conversation: u64, kept: C) {
-        if self.capacity == 0 {
-            return;
+    /// Keep a conversation (the most recently used now); returns the bytes of the
+    /// conversations dropped to stay within the bounds, this one's included when it
+    /// alone is over the bound in bytes.
+    pub fn put(&mut self, conversation: u64, kept: C) -> usize {
+        // A conversation put again without a take replaces the one kept.
+        let _ = self.take(conversation);
+        if self.capacity == 0 || self.max_bytes == 0 {
+            return 0;
         }
         self.tick += 1;
-        self.conversations.insert(conversation, (self.tick, kept));
-        self.evict();
+        let weight = kept.bytes();
+        self.bytes += weight;
+        self.order.insert(self.tick, conversation);
+        self.conversations
+            .insert(conversation, (self.tick, weight, kept));
+        self.evict()
     }
 
-    fn evict(&mut self) {
-        while self.conversations.len() > self.capacity {
-            let oldest = self
-                .conversations
-                .iter()
-                .min_by_key(|(_, (t, _))| *t)
-                .map(|(k, _)| *k);
-            match oldest {
-                Some(k) => {
-                    self.conversations.remove(&k);
-                }
-                None => break,
+    fn evict(&mut self) -> usize {
+        let mut dropped = 0;
+        while self.conversations.len() > self.capacity || self.bytes > self.max_bytes {
+            let Some((_, oldest)) = self.order.pop_first() else {
+                break;
+            };
+            if let Some((_, weight, _)) = self.conversations.remove(&oldest) {
+                self.bytes -= weight;
+                dropped += weight;
             }
         }
+        dropped
     }
 }
 
@@ -527,7 +574,8 @@ mod tests {
 
     #[test]
     fn cache_is_bounded_lru() {
-        let mut c: ConversationCache<Vec<(u32, CachedCounts)>> = ConversationCache::new(2);
+        let mut c: ConversationCache<Vec<(u32, CachedCounts)>> =
+            ConversationCache::new(2, usize::MAX);
         c.put(1, vec![(1, CachedCounts::default())]);
         c.put(2, vec![]);
         c.put(3, vec![]);
@@ -540,5 +588,37 @@ mod tests {
         assert!(c.is_empty());
         c.put(5, vec![]);
         assert!(c.is_empty(), "capacity 0 disables the cache");
+    }
+
+    #[test]
+    fn cache_is_bounded_in_bytes() {
+        let item = std::mem::size_of::<u64>();
+        let mut c: ConversationCache<Vec<u64>> = ConversationCache::new(usize::MAX, 10 * item);
+        let of = |n: usize| Vec::<u64>::with_capacity(n);
+        assert_eq!(c.put(1, of(4)), 0);
+        assert_eq!(c.put(2, of(4)), 0);
+        assert_eq!(c.bytes(), 8 * item);
+        // A third goes over: the oldest makes room.
+        assert_eq!(c.put(3, of(4)), 4 * item);
+        assert_eq!((c.len(), c.bytes()), (2, 8 * item));
+        // Using one keeps it: the other is older now.
+        let two = c.take(2);
+        assert_eq!(c.bytes(), 4 * item);
+        c.put(2, two);
+        assert_eq!(c.put(4, of(4)), 4 * item);
+        assert!(c.take(3).capacity() == 0, "the least recently used went");
+        assert_eq!(c.take(2).capacity(), 4);
+        // Alone over the bound, a conversation is not kept (nor the older one).
+        assert_eq!(c.put(5, of(11)), 15 * item);
+        assert!(c.is_empty());
+        // Putting one again replaces it, weighed anew.
+        c.put(6, of(2));
+        c.put(6, of(3));
+        c.put(7, of(4));
+        assert_eq!((c.len(), c.bytes()), (2, 7 * item));
+        assert_eq!(c.set_max_bytes(5 * item), 3 * item);
+        assert_eq!(c.take(7).capacity(), 4);
+        c.clear();
+        assert_eq!((c.len(), c.bytes()), (0, 0));
     }
 }

@@ -12,11 +12,12 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 @pytest.fixture(autouse=True)
 def _fresh_cache():
-    """Each test starts with an empty token cache of the default size."""
-    fastcompact.set_cache_capacity(1_000)
+    """Each test starts with an empty token cache of the default bounds (1 GiB, any
+    number of conversations)."""
+    fastcompact.set_cache_capacity(2**32, bytes=2**30)
     fastcompact.clear_cache()
     yield
-    fastcompact.set_cache_capacity(1_000)
+    fastcompact.set_cache_capacity(2**32, bytes=2**30)
     fastcompact.clear_cache()
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "Encoding",
     "MessageTokens",
     "TokenBreakdown",
+    "cache_bytes",
     "cache_info",
     "clear_cache",
     "count_text_tokens",
@@ -553,17 +554,48 @@ def cache_info() -> tuple[int, int]:
     return _core.cache_info()
 
 
-# More conversations than any machine holds: a larger bound is surely a mistake.
+def cache_bytes() -> tuple[int, int]:
+    """``(bytes held, bound in bytes)`` of the per-conversation token cache, as its
+    conversations weigh themselves (the vectors as allocated, the converted messages,
+    the edited copies kept).
+
+    Example:
+        >>> held, bound = cache_bytes()
+        >>> 0 <= held <= bound
+        True
+    """
+    return _core.cache_bytes()
+
+
+# More than any machine holds: a larger bound is surely a mistake.
 _MAX_CONVERSATIONS = 2**32
+_MAX_BYTES = 2**50
 
 
-def set_cache_capacity(conversations: int) -> None:
-    """Bound the token cache to this many conversations (0 turns it off)."""
-    if isinstance(conversations, bool) or not isinstance(conversations, int) or conversations < 0:
-        raise _input_error("conversations", f"expected a non-negative int, got {conversations!r}")
-    if conversations > _MAX_CONVERSATIONS:
-        raise _input_error("conversations", f"expected at most {_MAX_CONVERSATIONS:,}, got {conversations:,}")
-    _core.set_cache_capacity(conversations)
+def set_cache_capacity(conversations: int | None = None, *, bytes: int | None = None) -> None:
+    """Bound the token cache to this many conversations, to this many bytes, or both
+    (0 turns it off; a bound left out stays as it is). By default it holds up to
+    1 GiB (a few hundred thousand messages of a coding agent) in any number of
+    conversations; the least recently used go first, and what they held is returned
+    to the OS.
+
+    Example:
+        >>> set_cache_capacity(bytes=256 * 2**20)
+        >>> cache_bytes()[1]
+        268435456
+        >>> set_cache_capacity(bytes=2**30)
+    """
+    for name, given, most in (
+        ("conversations", conversations, _MAX_CONVERSATIONS),
+        ("bytes", bytes, _MAX_BYTES),
+    ):
+        if given is None:
+            continue
+        if isinstance(given, bool) or not isinstance(given, int) or given < 0:
+            raise _input_error(name, f"expected a non-negative int, got {given!r}")
+        if given > most:
+            raise _input_error(name, f"expected at most {most:,}, got {given:,}")
+    _core.set_cache_capacity(conversations, bytes)
 
 
 def clear_cache() -> None:

@@ -78,6 +78,19 @@ impl Memos {
         self.cleared.capacity()
     }
 
+    /// The vectors as allocated (not the texts their memos share with the edits).
+    pub fn bytes(&self) -> usize {
+        fn of<T>(v: &Vec<T>) -> usize {
+            v.capacity() * std::mem::size_of::<T>()
+        }
+        of(&self.cleared)
+            + of(&self.cleared_tokens)
+            + of(&self.superseded)
+            + of(&self.read_key)
+            + of(&self.truncated)
+            + of(&self.note)
+    }
+
     pub fn reserve_exact(&mut self, additional: usize) {
         each_kind!(self, v => v.reserve_exact(additional));
     }

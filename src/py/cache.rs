@@ -257,7 +257,23 @@ impl Counted for Entry {
     fn counts(&self) -> &CachedCounts {
         &self.counts
     }
+
+    /// The converted message (its texts and arguments, about a byte a character as
+    /// measured in resident memory) and the pair shape.
+    fn heap_bytes(&self) -> usize {
+        let message = self.message.as_ref().map_or(0, |_| {
+            std::mem::size_of::<Message>() + self.counts.measure.chars as usize
+        });
+        let shape = self.shape.as_ref().map_or(0, |s| {
+            std::mem::size_of::<PairShape>() + 64 * (s.calls.len() + s.results.len())
+        });
+        message + shape
+    }
 }
+
+/// What an edited copy of a message takes on the Python heap (the copied model, its
+/// field dict and the placeholder text), as measured on LangChain messages.
+pub const EDITED_COPY_BYTES: usize = 600;
 
 /// Messages read for this call: cached entries where the same objects were seen
 /// before, fresh ones elsewhere.

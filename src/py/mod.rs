@@ -374,13 +374,29 @@ mod _core {
         (c.len(), c.capacity())
     }
 
+    /// (bytes the cached conversations weigh, bound in bytes).
     #[pyfunction]
-    fn set_cache_capacity(conversations: usize) {
-        conversation_cache().set_capacity(conversations);
+    fn cache_bytes() -> (usize, usize) {
+        let c = conversation_cache();
+        (c.bytes(), c.max_bytes())
+    }
+
+    /// Bound the cache in conversations, in bytes, or both (what is left out stays).
+    #[pyfunction]
+    #[pyo3(signature = (conversations=None, bytes=None))]
+    fn set_cache_capacity(conversations: Option<usize>, bytes: Option<usize>) {
+        let dropped = {
+            let mut c = conversation_cache();
+            conversations.map_or(0, |n| c.set_capacity(n)) + bytes.map_or(0, |b| c.set_max_bytes(b))
+        };
+        if dropped > 0 {
+            return_freed_memory();
+        }
     }
 
     #[pyfunction]
     fn clear_cache() {
         conversation_cache().clear();
+        return_freed_memory();
     }
 }

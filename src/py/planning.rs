@@ -209,7 +209,8 @@ pub(super) fn plan<'py>(
             .then_some(&target as &dyn Fn(usize) -> u64),
     )?;
     if let Some(make) = make_edited {
-        let view = build_view(py, &mut counted.read.kept.entries, &result.edits, make)?;
+        let (view, copies) = build_view(py, &mut counted.read.kept.entries, &result.edits, make)?;
+        counted.read.kept.held_elsewhere = copies * cache::EDITED_COPY_BYTES;
         out.view = Some(view.into_any().unbind());
     }
     // Where the tokens go, from the counts already at hand (for `plan()`'s
@@ -263,19 +264,22 @@ pub(super) fn timestamps_if_any(
 }
 
 /// The model view: the messages, with each edited one replaced by its edited copy,
-/// built by `make` only when its edits differ from last turn's.
+/// built by `make` only when its edits differ from last turn's; and how many edited
+/// copies the entries now keep.
 pub(super) fn build_view<'py>(
     py: Python<'py>,
     entries: &mut [cache::Entry],
     edits: &[crate::passes::Edit],
     make: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, pyo3::types::PyList>> {
+) -> PyResult<(Bound<'py, pyo3::types::PyList>, usize)> {
     use std::hash::Hasher;
     // Edits come pass by pass; a stable sort groups them by message, in pass order.
     let mut sorted: Vec<&crate::passes::Edit> = edits.iter().collect();
     sorted.sort_by_key(|e| e.index);
     let mut pending = sorted.as_slice();
     let mut items: Vec<Bound<'py, PyAny>> = Vec::with_capacity(entries.len());
+    // Every message with edits keeps its copy; the others drop theirs.
+    let mut copies = 0;
     for (i, entry) in entries.iter_mut().enumerate() {
         let len = pending.iter().take_while(|e| e.index == i).count();
         let (group, rest) = pending.split_at(len);
@@ -289,6 +293,7 @@ pub(super) fn build_view<'py>(
             items.push(entry.object(py).clone());
             continue;
         }
+        copies += 1;
         let mut h = crate::passes::FastHasher::default();
         for e in group {
             h.write_u64(edit_fingerprint(e));
@@ -312,5 +317,5 @@ pub(super) fn build_view<'py>(
         entry.edited = Some((fingerprint, edited.clone().unbind()));
         items.push(edited);
     }
-    pyo3::types::PyList::new(py, items)
+    Ok((pyo3::types::PyList::new(py, items)?, copies))
 }
