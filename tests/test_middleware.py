@@ -193,10 +193,14 @@ def test_builtin_summarizer_is_replaced_in_main_agent_and_subagent(
     assert len(ours) == len(model_calls(model))
 
 
-def test_create_agent_async_session(tmp_path: Path):
+@pytest.mark.parametrize("in_thread", [False, True])
+def test_create_agent_async_session(tmp_path: Path, in_thread: bool):
+    """The async session, planned on the event loop and (as measured against it) in a
+    worker thread."""
     model = _model()
     backend = LocalShellBackend(root_dir=tmp_path, virtual_mode=True)
     mw = CompactionMiddleware(backend=backend)
+    mw._plan_in_thread = in_thread
     agent = create_agent(
         model,
         middleware=[FilesystemMiddleware(backend=backend), TodoListMiddleware(), mw],
