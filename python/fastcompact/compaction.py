@@ -20,7 +20,7 @@ from langchain_core.messages import ToolMessage
 from fastcompact import _core, media, storage, summarize
 from fastcompact.config import CompactionConfig, ContextSize
 from fastcompact.draft import Draft
-from fastcompact.helpers import count_once, count_tokens, find_cutoff
+from fastcompact.helpers import count_once, count_tokens, cutoff_once
 from fastcompact.passes import _settings
 from fastcompact.schedule import KEPT_PRICE_KEY, SPAN_PRICE_KEY, PricedSchedule
 from fastcompact.state import (
@@ -133,7 +133,7 @@ class CompactionSteps(PricedSchedule):
         if cut is None:
             cut = turn.plan.summary_cutoff
         if cut is None and forced:
-            cut = find_cutoff(
+            cut = cutoff_once(
                 turn.view,
                 self._resolved(turn.window)["keep"],
                 turn.window,
@@ -193,7 +193,7 @@ class CompactionSteps(PricedSchedule):
             start = newest_request(view)
             deeper: list[ContextSize] = [("messages", len(view) - start)] if start is not None else []
             for keep in [*deeper, ("messages", 1)]:
-                cuts.append(find_cutoff(view, keep, turn.window, model=request.model) or None)
+                cuts.append(cutoff_once(view, keep, turn.window, model=request.model) or None)
         drafts: list[Draft] = []
         for cut in cuts:
             draft = self._draft(request, turn, forced=forced, cut=cut)

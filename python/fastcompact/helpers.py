@@ -398,9 +398,31 @@ def find_cutoff(
         >>> find_cutoff(msgs, keep=("messages", 2))  # would start at the ToolMessage
         1
     """
+    return _cutoff(messages, keep, max_input_tokens, options, remember=True)
+
+
+def cutoff_once(
+    messages: Iterable[Any],
+    keep: ContextSize | None = None,
+    max_input_tokens: int | None = None,
+    **options: Unpack[CountingOptions],
+) -> int:
+    """:func:`find_cutoff` on a list built for the occasion (a compaction's view), kept
+    out of the conversation cache, as :func:`count_once` counts."""
+    return _cutoff(messages, keep, max_input_tokens, options, remember=False)
+
+
+def _cutoff(
+    messages: Iterable[Any],
+    keep: ContextSize | None,
+    max_input_tokens: int | None,
+    options: Mapping[str, Any],
+    *,
+    remember: bool,
+) -> int:
     if keep is None:
         keep = _core.defaults(_window(max_input_tokens))["keep"]
-    opts = _counting(options, "find_cutoff")
+    opts = _counting(options, "find_cutoff", remember=remember)
     # The core checks the size and names the field in its error.
     return _core.find_cutoff(_as_list(messages), keep, _window(max_input_tokens), opts)
 

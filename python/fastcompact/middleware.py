@@ -37,7 +37,7 @@ from fastcompact import _core, steps, storage, summarize
 from fastcompact.compaction import CompactionSteps, Outcome, WindowTooSmallError
 from fastcompact.config import CompactionConfig, ContextSize, Trigger, pricing_of, pricing_of_responses
 from fastcompact.draft import Draft
-from fastcompact.helpers import find_cutoff
+from fastcompact.helpers import cutoff_once
 from fastcompact.passes import _edit_message, _plan_of, _run, _view_of
 from fastcompact.recall import RECALL_DESCRIPTION, recall
 from fastcompact.state import (
@@ -403,7 +403,7 @@ class CompactionMiddleware(CompactionSteps, AgentMiddleware):
         due = settings.trigger_fires(len(turn.view), float(tokens), turn.window)
         cut = turn.plan.summary_cutoff
         if due and cut is None:
-            cut = find_cutoff(turn.view, settings.resolved["keep"], turn.window, model=request.model)
+            cut = cutoff_once(turn.view, settings.resolved["keep"], turn.window, model=request.model)
         turn.plan = dataclasses.replace(
             turn.plan, summary_needed=due, summary_cutoff=cut if due else None, true_tokens=int(tokens)
         )
@@ -618,7 +618,7 @@ class CompactionToolMiddleware(AgentMiddleware):
         )
         if not eligible:
             return request, turn, None
-        cut = find_cutoff(turn.view, mw._resolved(turn.window)["keep"], turn.window)
+        cut = cutoff_once(turn.view, mw._resolved(turn.window)["keep"], turn.window)
         return request, turn, mw._draft(request, turn, forced=False, cut=cut)
 
     def _reply(
