@@ -356,27 +356,21 @@ fn plan_with(input: PlanInput<'_, '_>, memo: &Memos, cfg: &PlanConfig) -> Plan {
         Some(pricing) => {
             let cfg = priced(cfg);
             let settled = input.settled.unwrap_or(0).min(n);
-            let kept = if settled > 0 {
-                settled_edits(&ctx, settled, &cfg)
-            } else {
-                Arc::new(SettledRun {
-                    upto: 0,
-                    key: 0,
-                    config: PlanConfig::default(),
-                    edits: EditKeys::default(),
-                })
-            };
+            // Nothing settled: no edit is kept.
+            let run = (settled > 0).then(|| settled_edits(&ctx, settled, &cfg));
+            let none = EditKeys::default();
+            let kept = run.as_ref().map_or(&none, |r| &r.edits);
             let full = run_passes(&ctx, n, &cfg, None);
             let first_new = full
                 .edits
                 .iter()
-                .filter(|e| batched(e.pass) && !kept.edits.contains(e.pass, e.index))
+                .filter(|e| batched(e.pass) && !kept.contains(e.pass, e.index))
                 .map(|e| e.index)
                 .min();
             match first_new {
                 None => (full, settled, None, false),
                 Some(p) => {
-                    let stay = run_passes(&ctx, n, &cfg, Some(&kept.edits));
+                    let stay = run_passes(&ctx, n, &cfg, Some(kept));
                     let without = truth.of(&stay.tokens, n);
                     let scale = without.calibration;
                     let with = without.total - scale.ratio * (stay.total - full.total);

@@ -104,16 +104,25 @@ def _same(a: BaseMessage, b: BaseMessage) -> bool:
     return key(a) == key(b)
 
 
-def test_the_summary_request_starts_with_the_agents_previous_input(tmp_path: Path):
-    model = ScriptedChatModel(profile={"max_input_tokens": 12_000})
+def _until_summarized(tmp_path: Path, model: Any, config: CompactionConfig, asked: Any) -> dict[str, Any]:
+    """Steps of a DeepAgents session on a small window until ``asked()`` says the model
+    was asked for a summary; the state then."""
     backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
-    mw = CompactionMiddleware(backend=backend, config=CompactionConfig(summarizer="model"))
+    mw = CompactionMiddleware(backend=backend, config=config)
     agent = create_deep_agent(model=model, backend=backend, middleware=[mw], checkpointer=InMemorySaver())
-    cfg = {"configurable": {"thread_id": "in-place"}}
+    cfg = {"configurable": {"thread_id": "summarized"}}
     for step in range(1, 12):
         agent.invoke({"messages": [HumanMessage(f"Please do step {step}.")]}, cfg)
-        if model.summary_requests:
+        if asked():
             break
+    return agent.get_state(cfg).values
+
+
+def test_the_summary_request_starts_with_the_agents_previous_input(tmp_path: Path):
+    model = ScriptedChatModel(profile={"max_input_tokens": 12_000})
+    state = _until_summarized(
+        tmp_path, model, CompactionConfig(summarizer="model"), lambda: model.summary_requests
+    )
     assert model.summary_requests, "no summary was asked"
     request = model.summary_requests[0]
     # The agent's input just before it, message for message, is how the request starts.
@@ -122,7 +131,7 @@ def test_the_summary_request_starts_with_the_agents_previous_input(tmp_path: Pat
     assert all(_same(a, b) for a, b in zip(before, request[: len(before)], strict=True))
     # One instruction follows what the agent was sent, and it names where the kept part starts.
     assert request[-1].type == "human" and "Pause the task" in str(request[-1].content)
-    event = agent.get_state(cfg).values[EVENT_KEY]
+    event = state[EVENT_KEY]
     assert event["fastcompact"]["summarizer"] == "model"
     assert "Summary 1" in event["summary_message"].content
 
@@ -292,12 +301,6 @@ class _AnthropicScripted(ScriptedChatModel):
 )
 def test_an_anthropic_model_is_asked_to_cache_the_summary_request(tmp_path: Path, pricing: Any, cache: Any):
     model = _AnthropicScripted(profile={"max_input_tokens": 12_000})
-    backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
-    mw = CompactionMiddleware(backend=backend, config=CompactionConfig(summarizer="model", pricing=pricing))
-    agent = create_deep_agent(model=model, backend=backend, middleware=[mw], checkpointer=InMemorySaver())
-    cfg = {"configurable": {"thread_id": "cache"}}
-    for step in range(1, 12):
-        agent.invoke({"messages": [HumanMessage(f"Please do step {step}.")]}, cfg)
-        if model.summary_keywords:
-            break
+    config = CompactionConfig(summarizer="model", pricing=pricing)
+    _until_summarized(tmp_path, model, config, lambda: model.summary_keywords)
     assert model.summary_keywords and model.summary_keywords[0].get("cache_control") == cache

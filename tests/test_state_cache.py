@@ -9,8 +9,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from fastcompact import CompactionConfig, _core
-from fastcompact.helpers import _counting
+from fastcompact import CompactionConfig, _core, cache_info, find_cutoff
+from fastcompact.helpers import _counting, count_once, cutoff_once
 from fastcompact.samples import coding_session
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -129,3 +129,11 @@ def test_a_message_replaced_in_the_list_is_caught_at_once_anywhere() -> None:
     assert _core.count_tokens(msgs, _STATE) == _core.count_tokens(msgs, _cold_opts())
     del msgs[10:20]
     assert _core.count_tokens(msgs, _STATE) == _core.count_tokens(msgs, _cold_opts())
+
+
+def test_one_off_counts_and_cuts_take_no_place_in_the_cache():
+    msgs = coding_session(50, seed=14)
+    assert count_once(msgs) == _core.count_tokens(msgs, _cold_opts())
+    assert cutoff_once(msgs, ("messages", 10)) == find_cutoff(msgs, ("messages", 10), cache_key="cut")
+    # Only the conversation `find_cutoff` (and the cold count) named were kept.
+    assert cache_info()[0] == 2

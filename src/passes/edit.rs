@@ -59,14 +59,6 @@ impl EditKeys {
     pub fn contains(&self, pass: Pass, index: usize) -> bool {
         self.0.binary_search(&pack(pass, index)).is_ok()
     }
-
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
 }
 
 /// One key per `(pass, index)`: six passes fit in the low three bits.

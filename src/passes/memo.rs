@@ -42,17 +42,31 @@ pub struct SettledRun {
     pub edits: EditKeys,
 }
 
-/// Do `$op` with `$v` bound to each kind's vector in turn: the one list of the kinds,
-/// so that none is left out when the vectors are sized together.
+/// Do `$op` with `$v` bound to each kind's vector in turn (`shared`: by shared
+/// reference): the one list of the kinds, so that none is left out when the vectors
+/// are sized or weighed together.
 macro_rules! each_kind {
+    (shared $memos:expr, $v:ident => $op:expr) => {
+        each_kind!(@list shared $memos, $v => $op)
+    };
     ($memos:expr, $v:ident => $op:expr) => {
-        each_kind!(@fields $memos, $v => $op;
+        each_kind!(@list mutable $memos, $v => $op)
+    };
+    (@list $mode:ident $memos:expr, $v:ident => $op:expr) => {
+        each_kind!(@fields $mode $memos, $v => $op;
             cleared, cleared_tokens, superseded, read_key, truncated, note)
     };
-    (@fields $memos:expr, $v:ident => $op:expr; $($field:ident),*) => {{
+    (@fields mutable $memos:expr, $v:ident => $op:expr; $($field:ident),*) => {{
         let memos = $memos;
         $({
             let $v = &mut memos.$field;
+            $op;
+        })*
+    }};
+    (@fields shared $memos:expr, $v:ident => $op:expr; $($field:ident),*) => {{
+        let memos = $memos;
+        $({
+            let $v = &memos.$field;
             $op;
         })*
     }};
@@ -80,15 +94,9 @@ impl Memos {
 
     /// The vectors as allocated (not the texts their memos share with the edits).
     pub fn bytes(&self) -> usize {
-        fn of<T>(v: &Vec<T>) -> usize {
-            v.capacity() * std::mem::size_of::<T>()
-        }
-        of(&self.cleared)
-            + of(&self.cleared_tokens)
-            + of(&self.superseded)
-            + of(&self.read_key)
-            + of(&self.truncated)
-            + of(&self.note)
+        let mut n = 0;
+        each_kind!(shared self, v => n += crate::tokens::Weighed::bytes(v));
+        n
     }
 
     pub fn reserve_exact(&mut self, additional: usize) {
