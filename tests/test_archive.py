@@ -1,5 +1,5 @@
 """Archive files: never shared between conversations, never overwritten, and failures
-warned about the way users filter on."""
+warned about the way users filter on; and which files a compaction restores."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ from typing import Any
 from deepagents import create_deep_agent
 from deepagents.backends import FilesystemBackend
 from deepagents.backends.protocol import FileDownloadResponse
-from fastcompact import CompactionMiddleware
-from langchain_core.messages import HumanMessage
+from fastcompact import CompactionMiddleware, storage
+from hypothesis import given
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from tests.scripted import ScriptedChatModel, is_summary_call
@@ -177,3 +179,30 @@ def test_media_that_cannot_be_saved_leaves_a_placeholder_and_the_archive(tmp_pat
     archive = "\n".join(p.read_text() for p in (tmp_path / "conversation_history" / "m").glob("*.md"))
     assert f"[image (image/png, {len(PNG)} bytes) could not be saved: permission_denied]" in archive
     assert "Please do step 1." in archive
+
+
+def _reads(paths: list[list[str]], tool: str = "read_file") -> list[Any]:
+    """An AI message per list, calling `tool` on each of its paths."""
+    calls = [
+        [{"name": tool, "args": {"file_path": p}, "id": f"c{i}-{k}"} for k, p in enumerate(ps)]
+        for i, ps in enumerate(paths)
+    ]
+    return [AIMessage("", tool_calls=c) for c in calls]
+
+
+_paths = st.lists(st.lists(st.sampled_from(["/a", "/b", "/c", "/d", "/e", "/f"]), max_size=3), max_size=12)
+
+
+@given(summarized=_paths, kept=_paths, limit=st.integers(0, 7))
+def test_the_files_restored_are_the_newest_distinct_reads_not_still_in_view(
+    summarized: list[list[str]], kept: list[list[str]], limit: int
+):
+    in_view = {p for ps in kept for p in ps}
+    newest_first = [p for ps in reversed(summarized) for p in reversed(ps) if p not in in_view]
+    expected = list(dict.fromkeys(newest_first))[:limit]
+    assert storage.recent_reads(_reads(summarized), _reads(kept), limit) == expected
+
+
+def test_only_reads_are_restored():
+    span = [*_reads([["/a"]]), *_reads([["/b"]], tool="write_file"), HumanMessage("hi")]
+    assert storage.recent_reads(span, [], 5) == ["/a"]

@@ -218,6 +218,58 @@ def test_the_schedules_counts_take_no_conversations_place_in_the_cache(tmp_path:
     assert fastcompact.cache_info()[0] <= 4
 
 
+def _priced_session(tmp_path: Path) -> tuple[list[int], int]:
+    """How many messages every agent call of a priced reading session sees (ids are
+    random, so token counts move by a few), and the cut of its last compaction."""
+    tmp_path.mkdir()
+    model = ProviderChatModel(script=_reading_script, profile={"max_input_tokens": 1_000_000})
+    agent = _priced_agent(tmp_path, model, summarizer="digest")
+    cfg = {"configurable": {"thread_id": "floor"}}
+    for k in range(30):
+        # Users who explain at length: what stays of the span is mostly their words.
+        brief = f"Read file {k}, please. " + f"Here is why it matters, point {k}. " * 40
+        agent.invoke({"messages": [HumanMessage(brief)]}, cfg)
+    event = agent.get_state(cfg).values[EVENT_KEY]
+    assert event is not None
+    return [len(c.messages) for c in model.calls], event["cutoff_index"]
+
+
+def test_the_span_floor_spares_full_checks_and_moves_no_compaction(tmp_path: Path, monkeypatch: Any):
+    """A cycle's first full check drafts and digests the whole span; the floor (its user
+    messages, rewritten) puts most of those off, never past the call it pays at: every
+    call sees the view it saw without the floor, and the floor never exceeds the price."""
+    from fastcompact.schedule import SPAN_PRICE_KEY, PricedSchedule
+
+    checks: list[tuple[float, float]] = []
+    floor, cheaper = PricedSchedule._span_floor, PricedSchedule._cheaper
+    floors: list[float] = []
+
+    def floored(self: Any, *args: Any) -> float:
+        floors.append(floor(self, *args))
+        return floors[-1]
+
+    def checked(self: Any, request: Any, turn: Any, *args: Any, **kwargs: Any) -> Any:
+        out = cheaper(self, request, turn, *args, **kwargs)
+        checks.append((floors[-1] if floors else 0.0, float(turn.counters.get(SPAN_PRICE_KEY, 0.0))))
+        return out
+
+    monkeypatch.setattr(PricedSchedule, "_cheaper", checked)
+    with monkeypatch.context() as m:
+        m.setattr(PricedSchedule, "_span_floor", lambda self, *args: 0.0)
+        fastcompact.clear_cache()
+        without = _priced_session(tmp_path / "without")
+        full_without = len(checks)
+    checks.clear()
+    monkeypatch.setattr(PricedSchedule, "_span_floor", floored)
+    fastcompact.clear_cache()
+    with_floor = _priced_session(tmp_path / "with")
+    assert with_floor == without
+    assert floors and any(f > 0 for f in floors)
+    assert len(checks) < full_without
+    # What a full check finds the span's part to be is never below the floor.
+    assert all(f <= price + 1e-9 for f, price in checks)
+
+
 def test_without_a_price_model_the_trigger_decides(tmp_path: Path):
     model = ProviderChatModel(
         script=_reading_script,

@@ -13,6 +13,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware.types import ModelRequest
+from langchain_core.messages import HumanMessage
 
 from fastcompact import _core, storage, summarize
 from fastcompact.draft import Draft
@@ -98,6 +99,13 @@ class PricedSchedule:
         turn.counters[KEPT_PRICE_KEY] = [request_id, bound[0]]
         if bound[3] < bound[0] + span_price:
             return None
+        if not isinstance(found, int | float):
+            # The first full check of a cycle drafts and digests the whole span; a floor
+            # of the span's part, kept as its price until then, spares most calls that.
+            span_price = self._span_floor(request, turn, settings, start, kept, bound[0], size, grown, cycle)
+            turn.counters[SPAN_PRICE_KEY] = span_price
+            if bound[3] < bound[0] + span_price:
+                return None
         prefix = float(self._true_size(request, turn, []))
         if size <= prefix + kept:
             return None
@@ -106,6 +114,34 @@ class PricedSchedule:
             return None
         draft = dataclasses.replace(draft, priced=True, reads=self._scheduled_reads(draft))
         return self._cheaper(request, turn, settings, draft, size, prefix, grown, cycle, due=True)
+
+    def _span_floor(
+        self,
+        request: ModelRequest,
+        turn: Turn,
+        settings: _core.PlanSettings,
+        start: int,
+        kept: float,
+        kept_price: float,
+        size: float,
+        grown: float,
+        cycle: float,
+    ) -> float:
+        """A lower bound of the span's part of a compaction's price, in one pass over
+        the span without drafting: its user messages stay whichever summarizer runs (a
+        digest quotes them verbatim, a model summary is asked to), so at least their
+        text is written to the cache anew beside what stays."""
+        quoted = [
+            m.text for m in turn.view[:start] if isinstance(m, HumanMessage) and not summarize.is_summary(m)
+        ]
+        if not quoted:
+            return 0.0
+        # One message, as a summary is: the quotes' own per-message overhead is not paid.
+        tokens = turn.plan.ratio * self._message_tokens(request.model, [HumanMessage("\n\n".join(quoted))])
+        floor = settings.compaction(
+            size_without=size, size_with=kept + tokens, prefix=0.0, grown_reads=grown, cycle=cycle
+        )
+        return 0.0 if floor is None else max(floor[0] - kept_price, 0.0)
 
     def _message_tokens(self, model: Any, messages: list[Any]) -> int:
         """The estimate of ``messages`` alone (a slice of the view, kept out of the

@@ -167,12 +167,16 @@ def recent_reads(summarized: Sequence[Any], kept: Sequence[Any], limit: int) -> 
     out files read again in the kept messages (those reads are still in view)."""
     in_view = {p for m in kept for c in _calls(m) if (p := _read_path(c))}
     out: list[str] = []
+    if limit <= 0:
+        return out
     for m in reversed(summarized):
         for c in reversed(_calls(m)):
             path = _read_path(c)
             if path and path not in out and path not in in_view:
                 out.append(path)
-    return out[:limit]
+                if len(out) == limit:  # the newest are found: older reads cannot displace them
+                    return out
+    return out
 
 
 def _file_text(result: Any) -> str | None:
