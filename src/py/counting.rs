@@ -1,11 +1,11 @@
 //! The counting flow every binding shares: messages read through the conversation
 //! cache, counted, and the cache kept for the next call.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
 use pyo3::prelude::*;
 
+use super::allocator::freed;
 use super::cache::{self, Cache, ReadSet};
 use super::read;
 use super::results::Breakdown;
@@ -18,27 +18,6 @@ pub(super) const DEFAULT_CACHE_BYTES: usize = 1 << 30;
 
 pub(super) static CACHE: LazyLock<Mutex<Cache>> =
     LazyLock::new(|| Mutex::new(Cache::new(usize::MAX, DEFAULT_CACHE_BYTES)));
-
-/// Bytes of evicted conversations not yet handed back to the OS.
-static FREED: AtomicUsize = AtomicUsize::new(0);
-/// How much eviction frees before the allocator is asked to return it: returning
-/// walks the allocator's pages, which costs too much to do on every eviction.
-const RETURN_EVERY: usize = 64 << 20;
-
-/// Note `bytes` freed by evictions; once they add up, return freed memory to the OS.
-pub(super) fn freed(bytes: usize) {
-    if bytes > 0 && FREED.fetch_add(bytes, Ordering::Relaxed) + bytes >= RETURN_EVERY {
-        return_freed_memory();
-    }
-}
-
-/// Ask the allocator to return the memory it holds free to the OS.
-pub(super) fn return_freed_memory() {
-    FREED.store(0, Ordering::Relaxed);
-    // SAFETY: mi_collect has no preconditions: it may be called at any time from any
-    // thread, and only frees pages that hold no live allocation.
-    unsafe { libmimalloc_sys::mi_collect(true) };
-}
 
 pub(super) static TOOL_SCHEMAS: LazyLock<Mutex<super::tool_schemas::ToolSchemas>> =
     LazyLock::new(Mutex::default);

@@ -1,8 +1,10 @@
 //! The Python bindings, compiled with the `python` feature: the only code that
 //! touches pyo3 types. Reading Python messages (`read`, `scan`), the conversation cache
 //! (`cache`), the counting flow (`counting`), planning (`planning`), error conversion
-//! (`errors`), and the module `fastcompact._core` itself.
+//! (`errors`), the memory handed back to the OS (`allocator`), and the module
+//! `fastcompact._core` itself.
 
+mod allocator;
 mod cache;
 mod counting;
 mod errors;
@@ -31,6 +33,7 @@ mod _core {
 
     use crate::tokens::{self, Encoding};
 
+    use super::allocator::return_freed_memory;
     use super::counting::*;
     use super::errors::InputError;
 
