@@ -8,9 +8,11 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import fastcompact
 from deepagents import create_deep_agent
 from deepagents.backends import StateBackend
 from fastcompact import CompactionMiddleware
+from fastcompact.samples import coding_session
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -102,3 +104,26 @@ def test_200_conversations_on_one_instance():
         for step in STEPS:
             alone.invoke(_request(t, step), {"configurable": {"thread_id": t}})
         assert _outcome(alone, t) == together[t], t
+
+
+def _plan_of(messages: list[Any]) -> tuple[Any, ...]:
+    p = fastcompact.plan(messages, max_input_tokens=200_000)
+    edits = [(e.index, e.pass_name, e.field, e.call, str(e.value)) for e in p.edits]
+    return (p.tokens_before, p.tokens_after, p.summary_needed, p.summary_cutoff, edits)
+
+
+def test_eight_threads_plan_100_conversations_as_one_thread_does():
+    """Long plans (a first read of 1,500 messages) run with the interpreter released:
+    eight threads planning their own conversations, each twice, get the plans one
+    thread gets."""
+    sessions = [
+        [m.model_copy(update={"id": f"c{k}-{m.id}"}) for m in coding_session(1_500, seed=k % 5)]
+        for k in range(100)
+    ]
+    fastcompact.clear_cache()
+    alone = [[_plan_of(s), _plan_of(s)] for s in sessions]
+    fastcompact.clear_cache()
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        together = list(pool.map(lambda s: [_plan_of(s), _plan_of(s)], sessions))
+    assert together == alone
+    assert all(a[0][4] for a in alone), "every conversation has edits to compare"

@@ -282,6 +282,8 @@ pub struct ReadSet {
     /// `(index, message)` of each entry converted by this call that still needs its
     /// BPE count.
     pub fresh: Vec<(usize, Arc<Message>)>,
+    /// How many entries this call read anew.
+    pub read_anew: usize,
 }
 
 /// What a caller needs from each message.
@@ -340,7 +342,7 @@ pub fn read_with_cache(
     let wanted = want.bits();
     let read_before = cached.read_for;
     let all_satisfy = read_before & wanted == wanted;
-    let mut read_any = false;
+    let mut read_anew = 0;
     // Entries are updated in place: a warm turn touches only what changed.
     let mut update = cached.update(list.len(), want.message);
     let mut fresh = Vec::new();
@@ -401,7 +403,7 @@ pub fn read_with_cache(
             Entry::new(&item, scanned.origin, scanned.counts, scanned.shape)
         };
         update.put(i, entry, item.as_ptr() as usize, skeleton);
-        read_any = true;
+        read_anew += 1;
         i += 1;
     }
     // Entries skipped unread stand for items a shortened list no longer has.
@@ -411,12 +413,16 @@ pub fn read_with_cache(
     // Each entry was kept because it satisfied `want`, or read anew for it (its BPE
     // count is set from `fresh` before the conversation is stored); with none read
     // anew, what they were all read for before still holds.
-    kept.read_for = if read_any {
+    kept.read_for = if read_anew > 0 {
         wanted
     } else {
         wanted | read_before
     };
-    Ok(ReadSet { kept, fresh })
+    Ok(ReadSet {
+        kept,
+        fresh,
+        read_anew,
+    })
 }
 
 /// The address of the list's item `i`, without taking a reference to it (that would

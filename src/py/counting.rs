@@ -104,8 +104,9 @@ pub(super) struct Counted {
     pub(super) per_message: Vec<f64>,
     /// System prompt and tool schemas.
     pub(super) fixed: f64,
-    pub(super) total: f64,
     pub(super) read: ReadSet,
+    /// Whether the total is anchored on the usage the messages report.
+    use_usage: bool,
     /// Whether `store` keeps it (see `Opts::remember`).
     pub(super) remember: bool,
 }
@@ -160,23 +161,39 @@ pub(super) fn count(
             _ => tokens::bpe_message_tokens(enc, &m, &p) as f64,
         };
     }
-    let total = if opts.use_usage {
+    if opts.use_usage {
         read.kept.fill_usage();
-        let usage = &read.kept.usage;
-        crate::calibration::anchored_total(fixed, &per_message, usage, 0, Default::default()).total
-    } else {
-        (fixed + per_message.iter().sum::<f64>()).ceil()
-    };
+    }
     Ok((
         key,
         Counted {
             per_message,
             fixed,
-            total,
             read,
+            use_usage: opts.use_usage,
             remember: opts.remember,
         },
     ))
+}
+
+impl Counted {
+    /// The total, anchored on reported usage where asked: worked out when a caller
+    /// needs it (a plan for the model view does not), as it reads every message's.
+    pub(super) fn total(&self) -> f64 {
+        if self.use_usage {
+            let usage = &self.read.kept.usage;
+            crate::calibration::anchored_total(
+                self.fixed,
+                &self.per_message,
+                usage,
+                0,
+                Default::default(),
+            )
+            .total
+        } else {
+            (self.fixed + self.per_message.iter().sum::<f64>()).ceil()
+        }
+    }
 }
 
 pub(super) fn store(key: u64, counted: Counted) {
@@ -198,6 +215,6 @@ pub(super) fn breakdown(counted: &Counted) -> Option<Breakdown> {
     let per_message = &counted.per_message;
     (shapes.len() == per_message.len()).then(|| {
         let b = tokens::breakdown(&shapes, per_message);
-        Breakdown::new(counted.total, counted.fixed, per_message, b)
+        Breakdown::new(counted.total(), counted.fixed, per_message, b)
     })
 }

@@ -68,7 +68,7 @@ mod _core {
         opts: PyRef<'_, Opts>,
     ) -> PyResult<u64> {
         let (key, counted) = count(py, messages, &opts, false, false)?;
-        let total = counted.total as u64;
+        let total = counted.total() as u64;
         store(key, counted);
         Ok(total)
     }
@@ -83,7 +83,7 @@ mod _core {
         let (key, counted) = count(py, messages, &opts, true, false)?;
         let b = breakdown(&counted).unwrap_or_else(|| {
             let none = tokens::Breakdown::default();
-            Breakdown::new(counted.total, counted.fixed, &counted.per_message, none)
+            Breakdown::new(counted.total(), counted.fixed, &counted.per_message, none)
         });
         store(key, counted);
         Ok(b)
@@ -130,7 +130,7 @@ mod _core {
             let clauses = sizes::read_triggers(triggers, "trigger")?;
             let (key, counted) = count(py, messages, &opts, false, false)?;
             let n = counted.per_message.len();
-            let fired = cutoff::any_clause_fires(&clauses, n, counted.total, max_input_tokens);
+            let fired = cutoff::any_clause_fires(&clauses, n, counted.total(), max_input_tokens);
             store(key, counted);
             fired
         };
