@@ -11,6 +11,7 @@ use tiktoken_rs::CoreBPE;
 
 use crate::cutoff::PairShape;
 use crate::message::{thinking_text, Block, BlockKind, Content, InputError, Message, Role};
+use crate::passes::FastMap;
 
 /// How tokens are counted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -287,10 +288,11 @@ pub fn breakdown(shapes: &[&PairShape], per_message: &[f64]) -> Breakdown {
         ..Breakdown::default()
     };
     // Summed under borrowed names, owned once at the end: a long conversation has a
-    // handful of roles and tools and thousands of messages.
-    let mut per_role: HashMap<&'static str, f64> = HashMap::new();
-    let mut per_tool: HashMap<&str, f64> = HashMap::new();
-    let mut call_names: HashMap<&str, &str> = HashMap::new();
+    // handful of roles and tools and thousands of messages. Roles are a few fixed
+    // names, found by a short scan; names and call ids go through the fast hash.
+    let mut per_role: Vec<(&'static str, f64)> = Vec::new();
+    let mut per_tool: FastMap<&str, f64> = FastMap::default();
+    let mut call_names: FastMap<&str, &str> = FastMap::default();
     for (shape, tokens) in shapes.iter().zip(per_message) {
         for (id, name) in &shape.calls {
             call_names.insert(id, name);
@@ -302,7 +304,10 @@ pub fn breakdown(shapes: &[&PairShape], per_message: &[f64]) -> Breakdown {
             shape.role.map_or("unknown", Role::type_name)
         };
         out.roles.push(role);
-        *per_role.entry(role).or_default() += tokens;
+        match per_role.iter_mut().find(|(r, _)| *r == role) {
+            Some((_, sum)) => *sum += tokens,
+            None => per_role.push((role, *tokens)),
+        }
         let tool = shape.is_result.then(|| {
             shape
                 .tool_name

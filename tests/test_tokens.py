@@ -651,6 +651,9 @@ def test_message_sizes_read_as_the_list_they_stand_for():
     assert len(sizes) == len(msgs) == len(as_list)
     assert [m.index for m in as_list] == list(range(len(msgs)))
     assert sizes == as_list and as_list == sizes
+    # One message read alone (a picture's few) is the one read with all the others.
+    assert [sizes[i] for i in range(len(sizes))] == as_list
+    assert {m.tool for m in as_list} > {None} and {m.role for m in as_list} >= {"ai", "tool", "human"}
     assert sizes[-1] == as_list[-1] and sizes[10:20:3] == as_list[10:20:3]
     with pytest.raises(IndexError):
         sizes[len(msgs)]

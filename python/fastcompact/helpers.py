@@ -9,7 +9,7 @@ tuples and bare strings (human turns), mixed freely.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, TypedDict, overload
 
@@ -267,7 +267,7 @@ class MessageSizes(Sequence[MessageTokens]):
     def __getitem__(self, i: slice) -> list[MessageTokens]: ...
     def __getitem__(self, i: int | slice) -> MessageTokens | list[MessageTokens]:
         if isinstance(i, slice):
-            return [self._at(j) for j in range(*i.indices(len(self)))]
+            return [self._in_bulk(j) for j in range(*i.indices(len(self)))]
         if i < 0:
             i += len(self)
         if not 0 <= i < len(self):
@@ -275,9 +275,18 @@ class MessageSizes(Sequence[MessageTokens]):
         return self._at(i)
 
     def _at(self, i: int) -> MessageTokens:
+        """One message, read from the core alone (a picture looks at a few)."""
+        role, tool = self._breakdown.at(i) or ("unknown", None)
+        return MessageTokens(index=i, role=role, tokens=self.tokens[i], tool=tool)
+
+    def _in_bulk(self, i: int) -> MessageTokens:
+        """One of many: every message's role and tool are read once, on the first."""
         if self._roles is None or self._tools is None:
             self._roles, self._tools = self._breakdown.roles, self._breakdown.tool_names
         return MessageTokens(index=i, role=self._roles[i], tokens=self.tokens[i], tool=self._tools[i])
+
+    def __iter__(self) -> Iterator[MessageTokens]:
+        return (self._in_bulk(i) for i in range(len(self)))
 
     def largest(self, n: int = 5) -> list[MessageTokens]:
         """The ``n`` largest messages, largest first (the first of equal ones first)."""

@@ -181,7 +181,8 @@ def plan(
     tokens = [] if sizes is None else sizes.tokens
     cut = found.summary_cutoff or 0
     window = options.get("max_input_tokens")
-    resolved = (config or _DEFAULT_CONFIG).resolved(window)
+    # The settings `_run` planned with, kept: resolving them again costs more than a warm plan.
+    resolved = _settings(config or _DEFAULT_CONFIG, _window(window)).resolved
     return replace(
         found,
         largest=() if sizes is None else tuple(sizes.largest(5)),

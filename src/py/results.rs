@@ -214,6 +214,13 @@ pub(super) struct Breakdown {
 
 #[pymethods]
 impl Breakdown {
+    /// Message `i`'s role and tool name (`None` past the end): one message looked at
+    /// without converting every message's.
+    fn at(&self, i: usize) -> Option<(&'static str, Option<&str>)> {
+        let role = *self.roles.get(i)?;
+        Some((role, self.tool_names.get(i)?.as_deref()))
+    }
+
     /// The indices of the `n` largest messages, largest first (equal ones in order).
     fn largest(&self, n: usize) -> Vec<usize> {
         let key = |i: &usize| (std::cmp::Reverse(self.per_message[*i]), *i);
