@@ -240,34 +240,38 @@ def test_the_span_floor_spares_full_checks_and_moves_no_compaction(tmp_path: Pat
     call sees the view it saw without the floor, and the floor never exceeds the price."""
     from fastcompact.schedule import SPAN_PRICE_KEY, PricedSchedule
 
+    # Each full check: the span price it started from (the floor, on a cycle's first)
+    # and the one it found.
     checks: list[tuple[float, float]] = []
-    floor, cheaper = PricedSchedule._span_floor, PricedSchedule._cheaper
-    floors: list[float] = []
+    quoted, cheaper = PricedSchedule._quoted_tokens, PricedSchedule._cheaper
+    floors: list[int] = []
 
-    def floored(self: Any, *args: Any) -> float:
-        floors.append(floor(self, *args))
+    def counted(self: Any, *args: Any) -> int:
+        floors.append(quoted(self, *args))
         return floors[-1]
 
     def checked(self: Any, request: Any, turn: Any, *args: Any, **kwargs: Any) -> Any:
+        before = float(turn.counters.get(SPAN_PRICE_KEY, 0.0))
         out = cheaper(self, request, turn, *args, **kwargs)
-        checks.append((floors[-1] if floors else 0.0, float(turn.counters.get(SPAN_PRICE_KEY, 0.0))))
+        checks.append((before, float(turn.counters.get(SPAN_PRICE_KEY, 0.0))))
         return out
 
     monkeypatch.setattr(PricedSchedule, "_cheaper", checked)
     with monkeypatch.context() as m:
-        m.setattr(PricedSchedule, "_span_floor", lambda self, *args: 0.0)
+        m.setattr(PricedSchedule, "_quoted_tokens", lambda self, *args: 0)
         fastcompact.clear_cache()
         without = _priced_session(tmp_path / "without")
         full_without = len(checks)
     checks.clear()
-    monkeypatch.setattr(PricedSchedule, "_span_floor", floored)
+    monkeypatch.setattr(PricedSchedule, "_quoted_tokens", counted)
     fastcompact.clear_cache()
     with_floor = _priced_session(tmp_path / "with")
     assert with_floor == without
     assert floors and any(f > 0 for f in floors)
     assert len(checks) < full_without
     # What a full check finds the span's part to be is never below the floor.
-    assert all(f <= price + 1e-9 for f, price in checks)
+    assert any(before > 0 for before, _ in checks)
+    assert all(before <= price + 1e-9 for before, price in checks)
 
 
 def test_without_a_price_model_the_trigger_decides(tmp_path: Path):

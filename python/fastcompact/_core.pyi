@@ -87,8 +87,8 @@ class Breakdown:
     def per_role(self) -> dict[str, int]: ...
     @property
     def per_tool(self) -> dict[str, int]: ...
-    def at(self, i: int) -> tuple[str, str | None] | None:
-        """Message ``i``'s role and tool name (``None`` past the end)."""
+    def at(self, i: int) -> tuple[str, str | None]:
+        """Message ``i``'s role and tool name (``IndexError`` past the end)."""
     def largest(self, n: int) -> list[int]:
         """The indices of the ``n`` largest messages, largest first (equal ones in order)."""
 

@@ -276,7 +276,7 @@ class MessageSizes(Sequence[MessageTokens]):
 
     def _at(self, i: int) -> MessageTokens:
         """One message, read from the core alone (a picture looks at a few)."""
-        role, tool = self._breakdown.at(i) or ("unknown", None)
+        role, tool = self._breakdown.at(i)
         return MessageTokens(index=i, role=role, tokens=self.tokens[i], tool=tool)
 
     def _in_bulk(self, i: int) -> MessageTokens:

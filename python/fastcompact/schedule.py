@@ -73,9 +73,14 @@ class PricedSchedule:
         # and what stays is rewritten whatever replaces the span.
         found = turn.counters.get(SPAN_PRICE_KEY)
         span_price = float(found) if isinstance(found, int | float) else 0.0
-        reads = settings.compaction(
-            size_without=size, size_with=size, prefix=0.0, grown_reads=grown, cycle=cycle
-        )
+
+        def leaving(size_with: float) -> tuple[float, bool, float, float] | None:
+            """A compaction that leaves ``size_with`` beside the fixed prefix."""
+            return settings.compaction(
+                size_without=size, size_with=size_with, prefix=0.0, grown_reads=grown, cycle=cycle
+            )
+
+        reads = leaving(size)
         if reads is None or reads[3] < span_price:
             return None
         start = newest_request(turn.view)
@@ -91,18 +96,19 @@ class PricedSchedule:
         # The turn in progress alone, as the provider counts it (the prefix cancels out
         # of what its rewrite costs).
         kept = turn.plan.ratio * self._message_tokens(request.model, turn.view[start:])
-        bound = settings.compaction(
-            size_without=size, size_with=kept, prefix=0.0, grown_reads=grown, cycle=cycle
-        )
+        bound = leaving(kept)
         if bound is None:
             return None
         turn.counters[KEPT_PRICE_KEY] = [request_id, bound[0]]
         if bound[3] < bound[0] + span_price:
             return None
         if not isinstance(found, int | float):
-            # The first full check of a cycle drafts and digests the whole span; a floor
-            # of the span's part, kept as its price until then, spares most calls that.
-            span_price = self._span_floor(request, turn, settings, start, kept, bound[0], size, grown, cycle)
+            # The first full check of a cycle drafts and digests the whole span. Until it
+            # runs, the span's price is at least its user messages rewritten beside what
+            # stays (any summary keeps them), which spares most calls that check.
+            quoted = turn.plan.ratio * self._quoted_tokens(request.model, turn.view[:start])
+            floor = leaving(kept + quoted)
+            span_price = 0.0 if floor is None else max(floor[0] - bound[0], 0.0)
             turn.counters[SPAN_PRICE_KEY] = span_price
             if bound[3] < bound[0] + span_price:
                 return None
@@ -115,33 +121,11 @@ class PricedSchedule:
         draft = dataclasses.replace(draft, priced=True, reads=self._scheduled_reads(draft))
         return self._cheaper(request, turn, settings, draft, size, prefix, grown, cycle, due=True)
 
-    def _span_floor(
-        self,
-        request: ModelRequest,
-        turn: Turn,
-        settings: _core.PlanSettings,
-        start: int,
-        kept: float,
-        kept_price: float,
-        size: float,
-        grown: float,
-        cycle: float,
-    ) -> float:
-        """A lower bound of the span's part of a compaction's price, in one pass over
-        the span without drafting: its user messages stay whichever summarizer runs (a
-        digest quotes them verbatim, a model summary is asked to), so at least their
-        text is written to the cache anew beside what stays."""
-        quoted = [
-            m.text for m in turn.view[:start] if isinstance(m, HumanMessage) and not summarize.is_summary(m)
-        ]
-        if not quoted:
-            return 0.0
-        # One message, as a summary is: the quotes' own per-message overhead is not paid.
-        tokens = turn.plan.ratio * self._message_tokens(request.model, [HumanMessage("\n\n".join(quoted))])
-        floor = settings.compaction(
-            size_without=size, size_with=kept + tokens, prefix=0.0, grown_reads=grown, cycle=cycle
-        )
-        return 0.0 if floor is None else max(floor[0] - kept_price, 0.0)
+    def _quoted_tokens(self, model: Any, span: list[Any]) -> int:
+        """The estimate of the user messages of ``span`` (summaries aside) as one
+        message, as a summary quotes them: a digest verbatim, a model summary asked to."""
+        quoted = [m.text for m in span if isinstance(m, HumanMessage) and not summarize.is_summary(m)]
+        return self._message_tokens(model, [HumanMessage("\n\n".join(quoted))]) if quoted else 0
 
     def _message_tokens(self, model: Any, messages: list[Any]) -> int:
         """The estimate of ``messages`` alone (a slice of the view, kept out of the

@@ -214,11 +214,15 @@ pub(super) struct Breakdown {
 
 #[pymethods]
 impl Breakdown {
-    /// Message `i`'s role and tool name (`None` past the end): one message looked at
-    /// without converting every message's.
-    fn at(&self, i: usize) -> Option<(&'static str, Option<&str>)> {
-        let role = *self.roles.get(i)?;
-        Some((role, self.tool_names.get(i)?.as_deref()))
+    /// Message `i`'s role and tool name: one message looked at without converting
+    /// every message's.
+    fn at(&self, i: usize) -> PyResult<(&'static str, Option<&str>)> {
+        match (self.roles.get(i), self.tool_names.get(i)) {
+            (Some(role), Some(tool)) => Ok((role, tool.as_deref())),
+            _ => Err(pyo3::exceptions::PyIndexError::new_err(
+                "message index out of range",
+            )),
+        }
     }
 
     /// The indices of the `n` largest messages, largest first (equal ones in order).
