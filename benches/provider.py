@@ -40,9 +40,12 @@ PRICES = {
     "none": (1.0, 1.0, 1.0),
 }
 # A realistic summary: about this share of what it reads, at most this many tokens,
-# besides every user message it was handed.
+# besides the user messages it was handed, verbatim, newest first within their own
+# budget (a summary is a model's reply, and a reply has an output budget: a model asked
+# to quote 400 messages quotes what fits).
 SUMMARY_SHARE = 0.10
 SUMMARY_MAX_TOKENS = 2_000
+SUMMARY_QUOTE_TOKENS = 4_000
 
 
 @dataclasses.dataclass
@@ -117,10 +120,17 @@ class Provider:
         return call
 
     def summary(self, messages: list[BaseMessage], input_tokens: int) -> str:
-        """A faithful summary: every user message it was handed, verbatim, and notes of
-        about a tenth of its input (at most 2,000 tokens)."""
+        """A faithful summary: the user messages it was handed, verbatim (the newest
+        within 4,000 tokens, in order), and notes of about a tenth of its input (at most
+        2,000 tokens)."""
         handed = "\n".join(message_text(m) for m in messages)
-        kept = [u for u in self.user_texts if u in handed]
+        kept: list[str] = []
+        quoted = 0
+        for u in reversed([u for u in self.user_texts if u in handed]):
+            quoted += self.meter(u)
+            if quoted > SUMMARY_QUOTE_TOKENS:
+                break
+            kept.append(u)
         budget = min(int(SUMMARY_SHARE * input_tokens), SUMMARY_MAX_TOKENS)
         rng = random.Random(input_tokens)
         notes: list[str] = []
@@ -129,8 +139,8 @@ class Provider:
             notes.append(" ".join(rng.choice(WORDS) for _ in range(12)) + ".")
             written += count_text_tokens(notes[-1] + " ", "o200k_base")
         return (
-            "The user's messages so far, verbatim:\n"
-            + "\n".join(f"- {u}" for u in kept)
+            "The user's messages, verbatim:\n"
+            + "\n".join(f"- {u}" for u in reversed(kept))
             + "\n\nNotes on the work: "
             + " ".join(notes)
         )

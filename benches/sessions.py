@@ -183,7 +183,7 @@ def _parts(call_id: str) -> tuple[int, int]:
 # --- coding: read a module, write a new one, edit it, search, read it back ---------
 
 
-def coding(steps: int = 30) -> Session:
+def coding(steps: int = 30, name: str = "coding") -> Session:
     modules = {f"/src/mod{i}.py": code(("mod", i), 90) for i in range(8)}
 
     def calls(s: int) -> list[tuple[str, dict[str, Any]]]:
@@ -209,9 +209,7 @@ def coding(steps: int = 30) -> Session:
     ]
     # Six calls a step: a need reaches 18 calls back.
     log: dict[int, str] = {}
-    return Session(
-        "coding", with_needs(requests, 3), stepped(calls, answer, 3, log), files=modules, findings=log
-    )
+    return Session(name, with_needs(requests, 3), stepped(calls, answer, 3, log), files=modules, findings=log)
 
 
 # --- research: large web results, notes written to a file ---------------------------
@@ -227,7 +225,7 @@ def web_search(query: str) -> str:
     )
 
 
-def research(questions: int = 36) -> Session:
+def research(questions: int = 36, name: str = "research") -> Session:
     def calls(s: int) -> list[tuple[str, dict[str, Any]]]:
         return [
             ("web_search", {"query": f"question {s} part {k} {WORDS[(s + k) % len(WORDS)]}"})
@@ -241,14 +239,14 @@ def research(questions: int = 36) -> Session:
     # Five calls a step: a need reaches 20 calls back.
     log: dict[int, str] = {}
     return Session(
-        "research", with_needs(requests, 4), stepped(calls, answer, 4, log), tools=[web_search], findings=log
+        name, with_needs(requests, 4), stepped(calls, answer, 4, log), tools=[web_search], findings=log
     )
 
 
 # --- the coding session in Chinese: about a token a character -----------------------
 
 
-def chinese(steps: int = 30) -> Session:
+def chinese(steps: int = 30, name: str = "chinese") -> Session:
     modules = {f"/src/mod{i}.py": code(("模块", i), 90, han=True) for i in range(8)}
 
     def calls(s: int) -> list[tuple[str, dict[str, Any]]]:
@@ -272,22 +270,20 @@ def chinese(steps: int = 30) -> Session:
 
     requests = [f"[步骤 {s}] 请实现功能 {s}。" + prose(("请求", s), 200, HAN, "") for s in range(steps)]
     log: dict[int, str] = {}
-    return Session(
-        "chinese", with_needs(requests, 4), stepped(calls, answer, 4, log), files=modules, findings=log
-    )
+    return Session(name, with_needs(requests, 4), stepped(calls, answer, 4, log), files=modules, findings=log)
 
 
 # --- chat: long text, no tools ------------------------------------------------------
 
 
-def chat(turns: int = 160) -> Session:
+def chat(turns: int = 160, request_chars: int = 300, name: str = "chat") -> Session:
     def answer(s: int) -> str:
         return f"About point {s}: " + prose(("reply", s), 3_000)
 
-    requests = [f"[step {s}] " + prose(("message", s), 300) for s in range(turns)]
+    requests = [f"[step {s}] " + prose(("message", s), request_chars) for s in range(turns)]
     # One call a step: a need reaches 20 calls back.
     log: dict[int, str] = {}
-    return Session("chat", with_needs(requests, 20), stepped(lambda s: [], answer, 20, log), findings=log)
+    return Session(name, with_needs(requests, 20), stepped(lambda s: [], answer, 20, log), findings=log)
 
 
 # --- the bundled sessions, replayed -------------------------------------------------
@@ -377,6 +373,12 @@ SESSIONS: dict[str, Callable[[], Session]] = {
     "research": research,
     "chinese": chinese,
     "chat": chat,
+    # The long sessions: where memory must stay bounded (user messages of the long chat
+    # are about 130 tokens each: 400 of them are more than the window).
+    "coding-long": lambda: coding(300, "coding-long"),
+    "research-long": lambda: research(300, "research-long"),
+    "chinese-long": lambda: chinese(300, "chinese-long"),
+    "chat-long": lambda: chat(400, 780, "chat-long"),
     "bundled-coding": lambda: bundled("coding"),
     "bundled-research": lambda: bundled("research"),
     "bundled-chat": lambda: bundled("chat"),

@@ -254,6 +254,49 @@ impl Default for CollapseConfig {
     }
 }
 
+/// The compacted conversation's memory (see `memory`): each layer's share of the
+/// window, so that a session of any length fits it.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(default)]
+pub struct MemoryConfig {
+    /// The newest user messages, verbatim.
+    pub user_share: f64,
+    /// The agent's newest steps, a line each.
+    pub step_share: f64,
+    /// Older requests in short.
+    pub head_share: f64,
+    /// A model's notes on the older requests.
+    pub note_share: f64,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        MemoryConfig {
+            user_share: 0.20,
+            step_share: 0.05,
+            head_share: 0.05,
+            note_share: 0.10,
+        }
+    }
+}
+
+/// The window a budget assumes when the model's is unknown.
+pub const ASSUMED_WINDOW: u64 = 200_000;
+
+impl MemoryConfig {
+    /// The layers' budgets for a model of this window, in widths (about four a token).
+    pub fn budgets(&self, window: Option<u64>) -> crate::memory::Budgets {
+        let widths = window.unwrap_or(ASSUMED_WINDOW) as f64 * 4.0;
+        let of = |share: f64| (widths * share.clamp(0.0, 1.0)) as usize;
+        crate::memory::Budgets {
+            users: of(self.user_share),
+            steps: of(self.step_share),
+            heads: of(self.head_share),
+            notes: of(self.note_share),
+        }
+    }
+}
+
 /// Pass 5: after an idle gap longer than the provider's cache lifetime, old results
 /// are cleared (the cache is cold anyway).
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]

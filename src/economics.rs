@@ -169,6 +169,35 @@ impl Compaction {
     }
 }
 
+/// A model summary of the memory's older layers (a fold) instead of another digest, as
+/// the session sees it: a digest costs no call, but the memory it leaves is larger, and
+/// every later call reads it until a fold. A fold pays once the reads already paid for
+/// what the memory holds beyond a fold's size, since the last fold, reach the fold's
+/// extra price, and its saving over the calls to come (as many as the session has made
+/// so far) does too: the same two rules as a batch's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Fold {
+    /// The fold's price over the digest's.
+    pub extra: f64,
+    /// How much smaller the next input is after the fold than after the digest.
+    pub smaller_by: f64,
+    /// The tokens read, call after call since the last fold, of what the memory held
+    /// beyond the size a fold leaves.
+    pub grown_reads: f64,
+    /// The calls to come.
+    pub horizon: f64,
+}
+
+impl Fold {
+    pub fn pays(&self, p: &Pricing) -> bool {
+        if self.extra <= 0.0 {
+            return true;
+        }
+        p.read * self.grown_reads >= self.extra
+            && p.read * self.smaller_by.max(0.0) * self.horizon >= self.extra
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -342,5 +371,27 @@ mod tests {
     fn a_batch_that_shrinks_the_suffix_enough_commits_at_once() {
         // Writing the short suffix costs less than reading the long one.
         assert!(batch(30_000.0, 6_000.0, 5_000.0, 0, 0).worth_committing(&ANTHROPIC));
+    }
+
+    #[test]
+    fn a_fold_waits_for_the_reads_it_would_have_saved() {
+        // A fold costs 10,000 more than a digest and leaves the input 4,000 smaller.
+        let fold = |grown_reads: f64, horizon: f64| Fold {
+            extra: 10_000.0,
+            smaller_by: 4_000.0,
+            grown_reads,
+            horizon,
+        };
+        // 0.1 * 99,000 < 10,000: not yet; 0.1 * 100,000 reaches it.
+        assert!(!fold(99_000.0, 100.0).pays(&ANTHROPIC));
+        assert!(fold(100_000.0, 100.0).pays(&ANTHROPIC));
+        // Late in a session too short to come back the saving: 0.1 * 4,000 * 20 < 10,000.
+        assert!(!fold(500_000.0, 20.0).pays(&ANTHROPIC));
+        // A fold that costs no more pays at once.
+        assert!(Fold {
+            extra: -1.0,
+            ..fold(0.0, 0.0)
+        }
+        .pays(&ANTHROPIC));
     }
 }

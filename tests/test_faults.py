@@ -116,9 +116,8 @@ def _slow(prompt: str) -> str:
         (_slow, "TimeoutError: the summarizer timed out"),
         (lambda prompt: "", "SummaryError: the summarizer returned no summary"),
         (lambda prompt: "<analysis>only thinking, never finished", "returned no summary"),
-        (lambda prompt: f"<summary>{'words ' * len(prompt)}</summary>", "would have left the conversation"),
     ],
-    ids=["timeout", "empty", "garbage", "longer-than-input"],
+    ids=["timeout", "empty", "garbage"],
 )
 def test_summarizer_faults_fall_back_and_trip_the_breaker(
     tmp_path: Path, log: list[str], reply: Callable[[str], str], logged: str
@@ -131,7 +130,8 @@ def test_summarizer_faults_fall_back_and_trip_the_breaker(
     )
     event = state["_summarization_event"]
     assert event["fastcompact"]["summarizer"] == "fallback"
-    assert "without a language model" in event["summary_message"].content
+    assert "kept in layers" in event["summary_message"].content
+    assert "Notes on the earlier work" not in event["summary_message"].content
     # Two failures, then the breaker: no more summarizer calls, later compactions still happen.
     assert len(model.summary_calls) == 2
     archives = list((tmp_path / "conversation_history" / "s").glob("*.md"))
@@ -141,12 +141,30 @@ def test_summarizer_faults_fall_back_and_trip_the_breaker(
     _intact(model, state, steps)
 
 
-def test_garbage_that_is_not_empty_is_used_as_the_summary(tmp_path: Path):
+def test_garbage_that_is_not_empty_is_used_as_the_notes(tmp_path: Path):
     model = FaultyModel(profile={"max_input_tokens": WINDOW}, summary_reply=lambda p: "%%% ??? 🙃")
     steps = range(1, 25)
     state = _session(_agent(model, LocalShellBackend(root_dir=tmp_path, virtual_mode=True)), "g", steps)
     event = state["_summarization_event"]
-    assert "<summary>\n%%% ??? 🙃\n</summary>" in event["summary_message"].content
+    assert "## Notes on the earlier work\n%%% ??? 🙃\n" in event["summary_message"].content
+    _intact(model, state, steps)
+
+
+def test_a_summary_longer_than_its_input_is_cut_to_the_notes_share(tmp_path: Path):
+    """Whatever a model writes, the memory keeps its notes within their share of the
+    window (the archive has everything): the summary still commits."""
+    model = FaultyModel(
+        profile={"max_input_tokens": WINDOW},
+        summary_reply=lambda p: f"<summary>{'words ' * len(p)}</summary>",
+    )
+    steps = range(1, 25)
+    state = _session(_agent(model, LocalShellBackend(root_dir=tmp_path, virtual_mode=True)), "l", steps)
+    event = state["_summarization_event"]
+    assert event["fastcompact"]["summarizer"] == "model"
+    content = event["summary_message"].content
+    assert "The notes go on in the archive; they were cut here for space." in content
+    notes = content.split("## Notes on the earlier work\n", 1)[1].split("\n## ", 1)[0]
+    assert len(notes) <= 0.10 * WINDOW * 4
     _intact(model, state, steps)
 
 

@@ -250,7 +250,8 @@ def test_summarizer_failures_fall_back_then_pause(tmp_path: Path):
     # fallback without calling it.
     assert len(model.summary_calls) == 3
     assert compactions > 3
-    assert "without a language model" in event["summary_message"].content
+    assert "kept in layers" in event["summary_message"].content
+    assert "Notes on the earlier work" not in event["summary_message"].content
     assert event["fastcompact"]["summarizer"] == "fallback"
     assert state["_fastcompact"]["llm_paused_until"] > event["created_at_index"]
     # The fallback keeps user messages verbatim; nothing was lost.
@@ -574,4 +575,5 @@ def test_compact_tool_uses_the_window_remembered_from_the_agent(tmp_path: Path):
     reply = [m for m in state["messages"] if getattr(m, "tool_call_id", None) == "c-9"][-1]
     assert reply.content.startswith("Compacted "), reply.content
     # No model of its own: the digest.
-    assert "without a language model" in state["_summarization_event"]["summary_message"].content
+    content = state["_summarization_event"]["summary_message"].content
+    assert "kept in layers" in content and "Notes on the earlier work" not in content

@@ -1,6 +1,5 @@
-"""Compaction decided by the price model: the digest (what it keeps, chained; every step
-recallable), the summary asked in the agent's own request (sharing its prompt cache),
-and the schedule on real DeepAgents graphs."""
+"""Compaction decided by the price model: the summary asked in the agent's own request
+(sharing its prompt cache), and the schedule on real DeepAgents graphs."""
 
 from __future__ import annotations
 
@@ -12,83 +11,13 @@ import fastcompact
 import pytest
 from deepagents import create_deep_agent
 from deepagents.backends import FilesystemBackend
-from fastcompact import CompactionConfig, CompactionMiddleware, RecallMiddleware, summarize
+from fastcompact import CompactionConfig, CompactionMiddleware, RecallMiddleware
 from fastcompact.state import EVENT_KEY, STATE_KEY
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 
 from tests.scripted import ProviderChatModel, ScriptedChatModel, pair_problems
-
-# --- the digest ----------------------------------------------------------------------
-
-_text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=60)
-# User messages as users write them: short, long (over 4,000 characters), with
-# trailing spaces and line breaks, with Markdown lists and headings inside.
-_user = st.one_of(
-    _text,
-    _text.map(lambda t: t + "   "),
-    st.integers(4_001, 9_000).map(lambda n: ("long request " * (n // 13 + 1))[:n]),
-    _text.map(lambda t: f"do this:\n- {t}\n## Agent steps\n- and that  \n"),
-)
-
-
-def _session(users: list[str], seed: int) -> list[BaseMessage]:
-    """A conversation: each user message, then tool steps and an answer."""
-    out: list[BaseMessage] = []
-    for i, u in enumerate(users):
-        out.append(HumanMessage(u, id=f"u{i}"))
-        for k in range((seed + i) % 3):
-            cid = f"call-{i}-{k}"
-            call = {"name": "ls", "args": {"n": k}, "id": cid}
-            out.append(AIMessage("", id=f"a{i}-{k}", tool_calls=[call]))
-            out.append(ToolMessage(f"result {i}.{k} " + "x" * (40 * k), tool_call_id=cid))
-        out.append(AIMessage(f"Answer {i}: " + "words " * (10 + seed % 40), id=f"done{i}"))
-    return out
-
-
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    users=st.lists(_user, min_size=1, max_size=12),
-    cuts=st.lists(st.integers(1, 8), min_size=1, max_size=5),
-    seed=st.integers(0, 1_000),
-    budget=st.sampled_from([0, 500, 4_000, 100_000]),
-)
-def test_chained_digests_keep_every_user_message_byte_for_byte(
-    users: list[str], cuts: list[int], seed: int, budget: int
-):
-    msgs = _session(users, seed)
-    previous: str | None = None
-    at = 0
-    for size in [*cuts, len(msgs)]:
-        span = msgs[at : at + size]
-        at += size
-        if not span:
-            break
-        previous = summarize.digest(span, previous, budget)
-        # Through the summary message and back, as the middleware chains it.
-        previous = summarize.summary_text(summarize.summary_message(previous, file_path=None))
-    assert previous is not None
-    for u in users:
-        if u.strip():
-            assert u in previous
-
-
-@settings(max_examples=40, deadline=None)
-@given(users=st.lists(_text, min_size=1, max_size=8), seed=st.integers(0, 1_000))
-def test_every_step_a_digest_names_recalls_its_original(users: list[str], seed: int):
-    msgs = _session(users, seed)
-    text = summarize.digest(msgs, None, 1_000_000)
-    ids = [i for i in re.findall(r'recall\("([^"]+)"\)', text) if i != "<id>"]
-    by_id = {m.id: m for m in msgs if m.id} | {m.tool_call_id: m for m in msgs if isinstance(m, ToolMessage)}
-    # Every tool step names its call, and every answer cut short its message.
-    calls = [c["id"] for m in msgs if isinstance(m, AIMessage) for c in m.tool_calls]
-    assert set(calls) <= set(ids)
-    for ref in ids:
-        assert fastcompact.recall(msgs, ref) == by_id[ref].content
-
 
 # --- the summary asked in the agent's own request ------------------------------------
 

@@ -14,7 +14,7 @@ def test_prompt_has_sections_instructions_and_transcript():
         ToolMessage("def parse(): ...", tool_call_id="c1", name="read_file"),
     ]
     prompt = summarize.build_prompt(msgs, "Keep diffs verbatim.")
-    for section in ("Primary request and intent", "All user messages", "Pending tasks", "Next step"):
+    for section in ("Primary request and intent", "User requests", "Pending tasks", "Next step"):
         assert section in prompt
     assert "<analysis>" in prompt and "Keep diffs verbatim." in prompt
     assert '-> call read_file (c1): {"file_path":"p.py"}' in prompt
@@ -60,25 +60,6 @@ def test_summary_message_shape():
     )
     plain = summarize.summary_message("S", file_path=None, suppress_follow_up_questions=False)
     assert plain.content.endswith("</summary>") and "saved at" not in plain.content
-
-
-def test_the_digest_from_the_core():
-    msgs = [
-        HumanMessage("please fix the parser  "),
-        AIMessage("", tool_calls=[{"name": "edit_file", "args": {"file_path": "p.py"}, "id": "c1"}]),
-        ToolMessage("Error: old_string not found", tool_call_id="c1"),
-        AIMessage("Retrying with the exact text. " + "More detail. " * 10, id="m4"),
-    ]
-    text = summarize.digest(msgs, None, 10_000)
-    assert text == (
-        "This digest of the earlier conversation was made without a language model: every user "
-        "message verbatim, then one line for each step the agent took.\n\n"
-        "## User messages, verbatim and in order\n"
-        "please fix the parser  \n\n"
-        '## Agent steps, oldest first (recall("<id>") returns one in full)\n'
-        '- edit_file {"file_path":"p.py"} → Error: old_string not found recall("c1")\n'
-        "- Agent: Retrying with the exact text. " + " ".join(["More detail."] * 7) + '… recall("m4")\n'
-    )
 
 
 def test_a_chained_summary_keeps_a_user_message_trailing_spaces():

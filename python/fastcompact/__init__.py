@@ -23,6 +23,7 @@ from fastcompact.config import (
     CollapseConfig,
     CompactionConfig,
     DedupeConfig,
+    MemoryConfig,
     MicrocompactConfig,
     RestorationConfig,
     TokenBudgetConfig,
@@ -65,7 +66,7 @@ from fastcompact.passes import (
     plan,
     truncate_args,
 )
-from fastcompact.recall import recall
+from fastcompact.recall import Match, recall, search
 from fastcompact.report import Report, inspect
 
 if TYPE_CHECKING:
@@ -111,6 +112,8 @@ __all__ = [
     "Edit",
     "Encoding",
     "InputError",
+    "Match",
+    "MemoryConfig",
     "MessageSizes",
     "MessageTokens",
     "MicrocompactConfig",
@@ -145,6 +148,7 @@ __all__ = [
     "partition",
     "plan",
     "recall",
+    "search",
     "set_cache_capacity",
     "should_compact",
     "state_cutoff",

@@ -1,6 +1,6 @@
 """Type stubs for the Rust extension module ``fastcompact._core``."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NotRequired, TypedDict, final
 
 __all__ = [
@@ -20,15 +20,17 @@ __all__ = [
     "count_text",
     "count_tokens",
     "defaults",
-    "digest",
     "find_cutoff",
     "identities",
     "input_error",
     "normalize",
+    "notes_without_quotes",
     "pass_defaults",
     "plan",
     "read_size",
     "read_triggers",
+    "remember",
+    "render_memory",
     "render_transcript",
     "set_cache_capacity",
     "should_compact",
@@ -231,6 +233,11 @@ class PlanSettings:
         """A compaction's price, whether it is due, its cost over ``cycle`` calls, and
         the reads paid for what has grown, by the settings' price model; ``None``
         without one."""
+    def fold_pays(
+        self, *, extra: float, smaller_by: float, grown_reads: float, horizon: float
+    ) -> bool | None:
+        """Whether folding the memory into a model summary pays over the session;
+        ``None`` without a price model."""
     @property
     def resolved(self) -> dict[str, Any]:
         """The settings as ``CompactionConfig.resolved()`` gave them."""
@@ -257,7 +264,21 @@ def check_window(max_input_tokens: object = None) -> int | None: ...
 def state_cutoff(prior_cutoff: int | None, effective_cutoff: int) -> int: ...
 def count_text(text: str, encoding: str) -> int: ...
 def render_transcript(messages: Any, first: int = 0) -> str: ...
-def digest(messages: Any, previous: str | None, max_width: int) -> str: ...
+def remember(
+    previous: Mapping[str, Any] | None,
+    earlier: str | None,
+    messages: Any,
+    first_number: int,
+    file: str | None,
+    config: dict[str, Any],
+    window: int | None,
+    room: int | None = None,
+    notes: str | None = None,
+) -> tuple[dict[str, Any], int]:
+    """The memory after a compaction, and how many requests went into short."""
+
+def render_memory(memory: Mapping[str, Any], recall: bool) -> str: ...
+def notes_without_quotes(notes: str, texts: list[tuple[int, str]], min_chars: int) -> str: ...
 def normalize(messages: Any) -> list[dict[str, Any]]: ...
 def identities(messages: Any) -> list[int]: ...
 def _read_each(

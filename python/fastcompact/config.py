@@ -391,6 +391,49 @@ class RestorationConfig(_Watched):
         _warn_unused(self, ("skill_budget_chars", "per_skill_chars"))
 
 
+# The memory's layers together take at most this much of the window, leaving
+# the rest to the system prompt, the tools, the kept messages and the turn in progress.
+MEMORY_MAX_SHARE = 0.80
+
+
+@dataclass
+class MemoryConfig(_Watched):
+    """How much of the window the compacted conversation's memory may take, by layer
+    (fractions of the window): the newest user messages verbatim (``user_share``), the
+    agent's newest steps a line each (``step_share``), older requests in short
+    (``head_share``), and a model's notes on them (``note_share``). What does not fit
+    goes into the next layer down, so a session of any length stays inside the window;
+    every message stays recoverable by its id and in the archive.
+
+    Example:
+        >>> MemoryConfig(user_share=0.3).user_share
+        0.3
+        >>> MemoryConfig(user_share=0.6, note_share=0.3)
+        Traceback (most recent call last):
+        ...
+        ValueError: MemoryConfig: the shares add up to 1.00 of the window; keep them within 0.80
+    """
+
+    user_share: float = _core("memory", "user_share")
+    step_share: float = _core("memory", "step_share")
+    head_share: float = _core("memory", "head_share")
+    note_share: float = _core("memory", "note_share")
+
+    def __post_init__(self) -> None:
+        o = "MemoryConfig"
+        shares = ("user_share", "step_share", "head_share", "note_share")
+        for name in shares:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 1:
+                raise ValueError(f"{o}.{name}: expected a fraction of the window from 0 to 1, got {v!r}")
+        total = sum(getattr(self, name) for name in shares)
+        if total > MEMORY_MAX_SHARE:
+            raise ValueError(
+                f"{o}: the shares add up to {total:.2f} of the window; "
+                f"keep them within {MEMORY_MAX_SHARE:.2f}"
+            )
+
+
 SUMMARIZERS = ("model", "digest", "auto")
 
 
@@ -420,6 +463,7 @@ class CompactionConfig(_Watched):
     truncate_args: TruncateArgsConfig = field(default_factory=TruncateArgsConfig)
     clearing: ClearingConfig = field(default_factory=ClearingConfig)
     dedupe: DedupeConfig = field(default_factory=DedupeConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
     prefer_partial: bool = True
     custom_instructions: str | None = None
     suppress_follow_up_questions: bool = True
@@ -430,9 +474,11 @@ class CompactionConfig(_Watched):
     # the older span is compacted when that pays (see ``summarizer``).
     pricing: str | None = None
     # What replaces the older span: ``"model"`` (a summary by the summary model),
-    # ``"digest"`` (made without a model: every user message verbatim and a line per
-    # agent step with the ``recall`` id that returns it) or ``"auto"`` (whichever the
-    # price model says costs less for each compaction; the model without a price model).
+    # ``"digest"`` (made without a model: the layered memory of ``memory``, its
+    # requests verbatim with a line per agent step, older ones in short) or ``"auto"``
+    # (the digest, and a model summary of the older layers when the price model says it
+    # pays over the session or the requests outgrow their share; the model without a
+    # price model).
     summarizer: str = "auto"
 
     def __post_init__(self) -> None:
@@ -460,6 +506,7 @@ class CompactionConfig(_Watched):
             ("truncate_args", TruncateArgsConfig),
             ("clearing", ClearingConfig),
             ("dedupe", DedupeConfig),
+            ("memory", MemoryConfig),
         ):
             value = getattr(self, name)
             if isinstance(value, dict):

@@ -1,6 +1,6 @@
 """A compaction worked out, before its I/O: where the cut falls, what leaves the view and
-what stays, and how it is to be summarized. The schedule (``schedule.py``) and the steps
-of a compaction (``compaction.py``) both work on it.
+what stays, the memory it extends, and how it is to be summarized. The schedule
+(``schedule.py``) and the steps of a compaction (``compaction.py``) both work on it.
 """
 
 from __future__ import annotations
@@ -19,16 +19,35 @@ class Draft:
     kept: list[Any]
     thread: str
     number: int
-    previous_summary: str | None
     todos: list[Any]
     reads: list[str]
     use_llm: bool
     forced: bool
+    # The memory the last compaction left (or, when it left none, its summary's text),
+    # and the number the span's first request takes.
+    memory: dict[str, Any] | None = None
+    earlier_text: str | None = None
+    first_number: int = 1
+    # Whether the agent has the `recall` tool (the memory names it only then).
+    recall: bool = True
     # The summarizer is resting after failures (the digest stands in for it).
     paused: bool = False
     # Due by the price model (it commits whenever it makes the view smaller), rather
     # than by the trigger.
     priced: bool = False
+    # The memory's room in the window, in widths (None: no window known).
+    room: int | None = None
     # The digest of the span, once made (pricing, the hopeless check and the fallback
     # all use the same one).
-    digest: str | None = None
+    digest: Summary | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Summary:
+    """What stands in for the span: the memory and its text, whether a model's notes
+    are in it, and how many requests it put into short."""
+
+    text: str
+    memory: dict[str, Any]
+    by_model: bool = False
+    folded: int = 0

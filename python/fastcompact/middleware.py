@@ -39,7 +39,7 @@ from fastcompact.config import CompactionConfig, ContextSize, Trigger, pricing_o
 from fastcompact.draft import Draft
 from fastcompact.helpers import cutoff_once
 from fastcompact.passes import _edit_message, _plan_of, _run, _view_of
-from fastcompact.recall import RECALL_DESCRIPTION, recall
+from fastcompact.recall import RECALL_DESCRIPTION, recall, search_text
 from fastcompact.state import (
     EVENT_KEY,
     STATE_KEY,
@@ -513,17 +513,25 @@ def _handled(handler: Callable[[ModelRequest], Any], request: ModelRequest) -> I
 
 
 def recall_tool() -> Any:
-    """The ``recall`` tool: reads the graph state's raw messages."""
+    """The ``recall`` tool: reads the graph state's raw messages, by id or by search."""
     from langchain_core.tools import StructuredTool
 
-    def run(id: str, runtime: ToolRuntime) -> str:
+    def run(
+        runtime: ToolRuntime, id: str | None = None, query: str | None = None, pattern: str | None = None
+    ) -> str:
         state: Any = runtime.state if isinstance(runtime.state, Mapping) else {}
         try:
-            return recall(state, id)
+            if id is not None and id.strip():
+                return recall(state, id)
+            if query is None and pattern is None:
+                return (
+                    "Give the id a placeholder names, or a query (or a pattern) to search the conversation."
+                )
+            return search_text(state, query, pattern)
         except KeyError as e:
-            return f"{e.args[0]}. Use the id a placeholder names."
-        except ValueError as e:  # a message the reader cannot read: say so, never crash
-            return f"recall could not read this conversation: {e}"
+            return f"{e.args[0]}. Use the id a placeholder names, or search with a query."
+        except ValueError as e:  # a bad pattern, or a message the reader cannot read: say so
+            return f"recall could not do that: {e}"
 
     return StructuredTool.from_function(func=run, name="recall", description=RECALL_DESCRIPTION)
 
@@ -619,7 +627,7 @@ class CompactionToolMiddleware(AgentMiddleware):
         if not eligible:
             return request, turn, None
         cut = cutoff_once(turn.view, mw._resolved(turn.window)["keep"], turn.window)
-        return request, turn, mw._draft(request, turn, forced=False, cut=cut)
+        return request, turn, mw._draft(request, turn, forced=False, cut=cut, recall=True)
 
     def _reply(
         self, runtime: Any, turn: Turn | None, outcome: Outcome | None, error: BaseException | None

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastcompact import media, steps, storage, summarize
+from fastcompact import media, memory, steps, storage, summarize
 from fastcompact.config import CompactionConfig
 from fastcompact.helpers import Encoding, count_tokens, find_cutoff, leading_system, normalize
 from fastcompact.passes import Edit, Plan, apply_edits
@@ -189,10 +189,17 @@ def compact(
             used = "model" if text is not None else used
         except Exception as e:
             warning = f"the model failed ({type(e).__name__}: {e}); used the digest"
-    if text is None:
-        text = summarize.digest(span, None, summarize.digest_budget(max_input_tokens))
+    # A model's summary becomes the memory's notes; either way, the requests stand in
+    # it numbered, and the archive holds everything in full.
+    if text is not None:
+        text = memory.bounded_notes(text, None, span, 1)
+    made = memory.remember(
+        None, None, span, config=cfg.memory, window=max_input_tokens, file=archive_path, notes=text
+    )
     message = summarize.summary_message(
-        text, file_path=archive_path, suppress_follow_up_questions=cfg.suppress_follow_up_questions
+        memory.text(made.memory, recall=False),
+        file_path=archive_path,
+        suppress_follow_up_questions=cfg.suppress_follow_up_questions,
     )
     out = [*msgs[:lead], _summary_in_shape(message, msgs[lead]), *kept]
     archive = storage.archive_text(with_media, lead, source, 1)

@@ -16,9 +16,9 @@ from langchain.agents.middleware.types import ModelRequest
 from langchain_core.messages import HumanMessage
 
 from fastcompact import _core, storage, summarize
-from fastcompact.draft import Draft
+from fastcompact.draft import Draft, Summary
 from fastcompact.helpers import _counting
-from fastcompact.state import Turn, growth, newest_request, sent_size
+from fastcompact.state import Turn, count_of, growth, newest_request, sent_size
 
 if TYPE_CHECKING:
     from fastcompact.config import CompactionConfig
@@ -52,9 +52,18 @@ class PricedSchedule:
         def _plan_settings(self, window: int | None, pricing: str | None) -> _core.PlanSettings: ...
         def _true_size(self, request: ModelRequest, turn: Turn, view: list[Any]) -> int: ...
         def _draft(
-            self, request: ModelRequest, turn: Turn, *, forced: bool, cut: int | None = None
+            self,
+            request: ModelRequest,
+            turn: Turn,
+            *,
+            forced: bool,
+            cut: int | None = None,
+            recall: bool | None = None,
         ) -> Draft | None: ...
-        def _digest(self, request: ModelRequest, turn: Turn, draft: Draft) -> str: ...
+        def _with_digest(self, request: ModelRequest, turn: Turn, draft: Draft) -> Draft: ...
+        def _summary_of(
+            self, turn: Turn, draft: Draft, path: str | None, notes: str | None = None
+        ) -> Summary: ...
         def _longest_archive_path(self, draft: Draft) -> str | None: ...
 
     def _priced(self, request: ModelRequest, turn: Turn) -> Draft | None:
@@ -104,11 +113,24 @@ class PricedSchedule:
             return None
         if not isinstance(found, int | float):
             # The first full check of a cycle drafts and digests the whole span. Until it
-            # runs, the span's price is at least its user messages rewritten beside what
-            # stays (any summary keeps them), which spares most calls that check.
+            # runs, the span's price is at least the least of its user messages rewritten
+            # beside what stays (a digest keeps them) and a model summary's shortest
+            # reply, which spares most calls that check.
             quoted = turn.plan.ratio * self._quoted_tokens(request.model, turn.view[:start])
-            floor = leaving(kept + quoted)
-            span_price = 0.0 if floor is None else max(floor[0] - bound[0], 0.0)
+            floors = [leaving(kept + quoted)]
+            if self._config.summarizer != "digest":
+                floors.append(
+                    settings.compaction(
+                        size_without=size,
+                        size_with=kept,
+                        prefix=0.0,
+                        grown_reads=grown,
+                        cycle=cycle,
+                        summary_output=SUMMARY_TOKENS[0],
+                    )
+                )
+            known = [f[0] for f in floors if f is not None]
+            span_price = max(min(known) - bound[0], 0.0) if known else 0.0
             turn.counters[SPAN_PRICE_KEY] = span_price
             if bound[3] < bound[0] + span_price:
                 return None
@@ -164,48 +186,88 @@ class PricedSchedule:
         *,
         due: bool,
     ) -> Draft | None:
-        """``draft`` with the summarizer that costs less over the cycle (a digest or the
-        model, as ``summarizer`` allows); with ``due``, ``None`` unless that one is due."""
+        """``draft`` with what the session is better off with in place of the span (as
+        ``summarizer`` allows): the digest, or a model summary that folds the memory's
+        requests into short beside its notes (see :meth:`_fold_pays`). A digest that
+        would put requests into short when a model could summarize them is not an
+        option: the model sees them first. With ``due``, ``None`` unless the one chosen
+        is due now."""
         path = self._longest_archive_path(draft)
+        draft = self._with_digest(request, turn, draft)
+        assert draft.digest is not None
 
-        def priced(view: list[Any], **call: float) -> tuple[float, bool, float, float] | None:
+        def priced(view: list[Any], **call: float) -> tuple[float, tuple[float, bool, float, float] | None]:
             with_it = float(self._true_size(request, turn, view)) + call.pop("output", 0.0)
-            return settings.compaction(
+            return with_it, settings.compaction(
                 size_without=size, size_with=with_it, prefix=prefix, grown_reads=grown, cycle=cycle, **call
             )
 
         def framed(text: str) -> list[Any]:
             return [summarize.summary_message(text, file_path=path, todos=draft.todos), *draft.kept]
 
-        options: list[tuple[bool, tuple[float, bool, float, float] | None]] = []
-        if self._config.summarizer != "model" or not draft.use_llm:
-            draft = dataclasses.replace(draft, digest=self._digest(request, turn, draft))
-            options.append((False, priced(framed(draft.digest or ""))))
+        digest = fold = None
+        if (self._config.summarizer != "model" or not draft.use_llm) and not (
+            draft.use_llm and draft.digest.folded
+        ):
+            digest = priced(framed(draft.digest.text))
         if draft.use_llm:
             ratio = turn.plan.ratio
             span = ratio * self._message_tokens(request.model, draft.span)
-            quoted = [m for m in draft.span if getattr(m, "type", None) == "human"]
-            verbatim = ratio * self._message_tokens(request.model, quoted)
-            notes = min(max((span - verbatim) * SUMMARY_SHARE, SUMMARY_TOKENS[0]), SUMMARY_TOKENS[1])
-            output = verbatim + notes
+            notes = min(max(span * SUMMARY_SHARE, SUMMARY_TOKENS[0]), SUMMARY_TOKENS[1])
             shares = self._shares_cache(request)
             call = {
                 "summary_input": (size if shares else span) + IN_PLACE_TOKENS,
                 "summary_cached": size if shares else 0.0,
-                "summary_output": output,
+                "summary_output": notes,
             }
-            options.append((True, priced(framed(""), output=output, **call)))
-        known = [(llm, c) for llm, c in options if c is not None]
+            folded = self._summary_of(turn, draft, path, notes="")
+            fold = priced(framed(folded.text), output=notes, **call)
+        known = [(llm, o) for llm, o in ((False, digest), (True, fold)) if o is not None and o[1] is not None]
         if not known:
             return draft if not due else None
         # The span's part of the cheapest price: the next calls' lower bound.
-        kept_price = priced(list(draft.kept))
+        kept_size, kept_price = priced(list(draft.kept))
         if kept_price is not None:
-            turn.counters[SPAN_PRICE_KEY] = max(min(c[0] for _, c in known) - kept_price[0], 0.0)
-        llm, (_, is_due, _, _) = min(known, key=lambda o: o[1][2])
-        if due and not is_due:
+            cheapest = min(o[1][0] for _, o in known if o[1] is not None)
+            turn.counters[SPAN_PRICE_KEY] = max(cheapest - kept_price[0], 0.0)
+        llm = known[0][0] if len(known) == 1 else self._fold_pays(turn, settings, digest, fold, kept_size)
+        chosen = fold if llm else digest
+        assert chosen is not None and chosen[1] is not None
+        if due and not chosen[1][1]:
             return None
         return dataclasses.replace(draft, use_llm=llm)
+
+    def _fold_pays(
+        self,
+        turn: Turn,
+        settings: _core.PlanSettings,
+        digest: tuple[float, tuple[float, bool, float, float] | None] | None,
+        fold: tuple[float, tuple[float, bool, float, float] | None] | None,
+        kept_size: float,
+    ) -> bool:
+        """Whether a fold pays over the session rather than another digest (given each
+        one's next input and price): the memory every later call reads grows digest
+        after digest, and a fold brings it back down. It pays once the reads already
+        paid for what the memory held beyond a fold's size, since the last fold, reach
+        its extra price, and its saving over the calls to come (as many as the session
+        has made) does too."""
+        if digest is None or fold is None or digest[1] is None or fold[1] is None:
+            return fold is not None
+        c = turn.counters
+        reads = float(c.get("memory_tokens") or 0.0) + float(c.get("memory_reads") or 0.0)
+        calls = count_of(c.get("memory_calls")) + 1
+        # The memory a fold leaves, beside what stays.
+        left = max(fold[0] - kept_size, 0.0)
+        horizon = count_of(c.get("calls_before")) + sum(
+            1 for m in turn.view if getattr(m, "type", None) == "ai"
+        )
+        pays = settings.fold_pays(
+            extra=fold[1][0] - digest[1][0],
+            smaller_by=digest[0] - fold[0],
+            grown_reads=max(reads - calls * left, 0.0),
+            horizon=float(horizon),
+        )
+        return bool(pays)
 
     def _by_price(self, request: ModelRequest, turn: Turn, draft: Draft) -> Draft:
         """A trigger's ``draft`` with the summarizer the price model finds cheaper, for

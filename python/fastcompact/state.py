@@ -161,10 +161,17 @@ def growth(counters: Mapping[str, Any], size: float) -> tuple[float, float]:
 
 
 def grow(counters: dict[str, Any], size: float) -> None:
-    """Record this call's read of what has grown since the last compaction."""
+    """Record this call's read of what has grown since the last compaction, and of the
+    memory since its last fold."""
     counters["grown_reads"], calls = growth(counters, size)
     counters["calls_since_compaction"] = int(calls)
     counters.setdefault("base_size", size)
+    memory = counters.get("memory_tokens")
+    if isinstance(memory, int | float) and not isinstance(memory, bool) and memory > 0:
+        reads = counters.get("memory_reads")
+        reads = float(reads) if isinstance(reads, int | float) and not isinstance(reads, bool) else 0.0
+        counters["memory_reads"] = reads + float(memory)
+        counters["memory_calls"] = count_of(counters.get("memory_calls")) + 1
 
 
 def newest_request(view: list[Any]) -> int | None:

@@ -31,7 +31,9 @@ SUMMARY_SECTIONS = """\
 4. Errors and fixes: what went wrong, the exact error text where it matters, and how it
    was resolved, or that it is still open.
 5. Problem solving: approaches tried, what worked, what was ruled out.
-6. All user messages: every message the user wrote (not tool output), verbatim, in order.
+6. User requests: every request the user made (not tool output), in order, each in a
+   line of your own words under its number (R1, R2, ...). Their full texts are kept
+   apart from your notes, so do not copy them out.
 7. Pending tasks: what was asked for and is not finished.
 8. Current work: exactly what was under way when the transcript ends, naming files and
    code.
@@ -55,7 +57,7 @@ every request, decision, file, command, error and fix. Then write the notes insi
 """
     + SUMMARY_SECTIONS.replace("{", "{{").replace("}", "}}")
     + """
-{custom}
+{numbers}{custom}
 Reply with the two blocks only. The transcript:
 
 <transcript>
@@ -67,9 +69,9 @@ Reply with the two blocks only. The transcript:
 IN_PLACE_PROMPT = (
     """\
 Pause the task: no tool calls now. The conversation above is about to be shortened.
-Everything before the message that begins "{boundary}" will be replaced by notes you
-write now; that message and what follows stay as they are. Write the notes so that the
-work can go on from them and those later messages alone.
+Everything before {boundary} will be replaced by notes you write now; that message and
+what follows stay as they are. Write the notes so that the work can go on from them and
+those later messages alone.
 
 First reason inside an <analysis> block, then write the notes inside a <summary> block,
 with these sections in this order:
@@ -77,7 +79,7 @@ with these sections in this order:
 """
     + SUMMARY_SECTIONS.replace("{", "{{").replace("}", "}}")
     + """
-{custom}
+{numbers}{custom}
 Reply with the two blocks only."""
 )
 
@@ -87,16 +89,20 @@ class SummaryError(Exception):
 
 
 def build_prompt(
-    messages: Sequence[Any], custom_instructions: str | None = None, template: str | None = None
+    messages: Sequence[Any],
+    custom_instructions: str | None = None,
+    template: str | None = None,
+    numbers: tuple[int, int] | None = None,
 ) -> str:
-    """The summarizer's prompt for ``messages`` (with the user's extra instructions)."""
+    """The summarizer's prompt for ``messages`` (with the user's extra instructions;
+    ``numbers``: the first and last number of the requests they open)."""
     custom = _custom(custom_instructions)
     transcript = _core.render_transcript(list(messages))
     if template is not None:
         # A caller's prompt (DeepAgents' `summary_prompt`): the transcript goes where
         # `{messages}` is; other braces are left as they are.
         return template.replace("{messages}", f"<transcript>\n{transcript}\n</transcript>") + custom
-    return SUMMARY_PROMPT.format(custom=custom, transcript=transcript)
+    return SUMMARY_PROMPT.format(numbers=_numbered(numbers), custom=custom, transcript=transcript)
 
 
 def _custom(custom_instructions: str | None) -> str:
@@ -105,20 +111,69 @@ def _custom(custom_instructions: str | None) -> str:
     return f"\nAlso follow these instructions from the user:\n{custom_instructions.strip()}\n"
 
 
-def in_place_prompt(kept_first: Any, custom_instructions: str | None = None) -> HumanMessage:
-    """The instruction that follows the agent's own input in a summary request that
-    shares its cache: it names the first message that stays (by its opening words).
+def _numbered(numbers: tuple[int, int] | None) -> str:
+    if numbers is None:
+        return ""
+    first, last = numbers
+    which = f"R{first}" if first == last else f"R{first} to R{last}"
+    return f"\nThe requests you summarize here are {which}, in the order they come.\n"
+
+
+def boundary(messages: Sequence[Any], at: int) -> str:
+    """``messages[at]`` named so that no other message fits the name: by the opening
+    words only it begins with, else by its tool call's id, else by its place.
 
     Example:
-        >>> m = in_place_prompt(HumanMessage("Now add the tests for the parser"))
-        >>> 'begins "Now add the tests for the parser"' in m.content
+        >>> msgs = [HumanMessage("Run the tests"), HumanMessage("Run the tests again")]
+        >>> boundary(msgs, 0)
+        'the message that reads "Run the tests" in full'
+        >>> boundary(msgs, 1)
+        'the message that begins "Run the tests again"'
+    """
+    m = messages[at]
+    words = " ".join(text_of(m).split())
+    others = [" ".join(text_of(x).split()) for i, x in enumerate(messages) if i != at]
+    if words:
+        for n in (60, 120, 240, 480, len(words)):
+            head = words[:n]
+            if not any(o.startswith(head) for o in others):
+                more = "..." if len(head) < len(words) else ""
+                return f'the message that begins "{_quotable(head)}{more}"'
+        if words not in others:
+            return f'the message that reads "{_quotable(words)}" in full'
+    calls = [c for c in getattr(m, "tool_calls", None) or [] if isinstance(c, Mapping) and c.get("id")]
+    if calls:
+        return f'your message that calls {calls[0].get("name")} with the id "{calls[0]["id"]}"'
+    from_end = len(messages) - at
+    return "the last message" if from_end == 1 else f"the message {from_end} from the end (the last is 1)"
+
+
+def _quotable(text: str) -> str:
+    return text.replace('"', "'")
+
+
+def in_place_prompt(
+    sent: Sequence[Any],
+    at: int,
+    custom_instructions: str | None = None,
+    *,
+    numbers: tuple[int, int] | None = None,
+) -> HumanMessage:
+    """The instruction that follows the agent's own input ``sent`` in a summary request
+    that shares its cache: it names ``sent[at]``, the first message that stays, so that
+    no other message fits the name (see :func:`boundary`).
+
+    Example:
+        >>> sent = [HumanMessage("Fix the parser"), HumanMessage("Now add the tests")]
+        >>> m = in_place_prompt(sent, 1, numbers=(1, 1))
+        >>> 'before the message that begins "Now add the tests"' in m.content
+        True
+        >>> "The requests you summarize here are R1" in m.content
         True
     """
-    words = " ".join(text_of(kept_first).split())
-    boundary = words[:80] + ("..." if len(words) > 80 else "")
-    if not boundary:
-        boundary = f"[{getattr(kept_first, 'type', 'message')} message]"
-    text = IN_PLACE_PROMPT.format(boundary=boundary.replace('"', "'"), custom=_custom(custom_instructions))
+    text = IN_PLACE_PROMPT.format(
+        boundary=boundary(sent, at), numbers=_numbered(numbers), custom=_custom(custom_instructions)
+    )
     return HumanMessage(text)
 
 
@@ -214,6 +269,7 @@ def summarize(
     custom_instructions: str | None,
     retries: int,
     template: str | None = None,
+    numbers: tuple[int, int] | None = None,
 ) -> Steps[tuple[str, dict[str, int] | None]]:
     """Summarize ``messages`` with ``model`` (steps, see :mod:`fastcompact.steps`); a
     prompt-too-long answer drops the oldest chunk and tries again, up to ``retries``
@@ -223,7 +279,7 @@ def summarize(
     span = list(messages)
     attempt = 0
     while True:
-        prompt = [HumanMessage(build_prompt(span, custom_instructions, template))]
+        prompt = [HumanMessage(build_prompt(span, custom_instructions, template, numbers))]
         try:
             reply = yield _invoked(model, prompt)
         except Exception as e:
@@ -267,36 +323,6 @@ def _checked(reply: Any) -> tuple[str, dict[str, int] | None]:
     if not isinstance(usage, Mapping):
         return text, None
     return text, {k: int(usage.get(k) or 0) for k in ("input_tokens", "output_tokens", "total_tokens")}
-
-
-# The digest's share of the window, in widths (about 4 a token: a Latin character is 1,
-# a CJK one 4): its step lines give way beyond it, oldest first; user messages never do.
-DIGEST_SHARE = 0.05
-
-
-def digest_budget(window: int | None) -> int:
-    """The digest's size, in widths, for a model of this window."""
-    return int((window or 200_000) * 4 * DIGEST_SHARE)
-
-
-def digest(messages: Sequence[Any], previous_summary: str | None, max_width: int) -> str:
-    """The digest made by the core without a language model: every user message
-    verbatim, a line per agent step with the ``recall`` id that returns it, appended to
-    ``previous_summary`` when there is one (see ``CompactionConfig.summarizer``).
-
-    Example:
-        >>> from langchain_core.messages import AIMessage, ToolMessage
-        >>> call = {"name": "ls", "args": {"path": "/"}, "id": "c1"}
-        >>> text = digest([HumanMessage("list it"), AIMessage("", tool_calls=[call]),
-        ...                ToolMessage("a.py b.py", tool_call_id="c1")], None, 10_000)
-        >>> print(text.split("\\n\\n", 1)[1], end="")
-        ## User messages, verbatim and in order
-        list it
-        <BLANKLINE>
-        ## Agent steps, oldest first (recall("<id>") returns one in full)
-        - ls {"path":"/"} → a.py b.py recall("c1")
-    """
-    return _core.digest(list(messages), previous_summary, max_width)
 
 
 def summary_message(

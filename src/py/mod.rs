@@ -220,6 +220,7 @@ mod _core {
             dedupe: DedupeConfig,
             collapse: CollapseConfig,
             microcompact: MicrocompactConfig,
+            memory: MemoryConfig,
         }
         let sections = Sections {
             budget: BudgetConfig::default(),
@@ -228,6 +229,7 @@ mod _core {
             dedupe: DedupeConfig::default(),
             collapse: CollapseConfig::default(),
             microcompact: MicrocompactConfig::default(),
+            memory: MemoryConfig::default(),
         };
         pythonize::pythonize(py, &sections).map_err(|e| PyValueError::new_err(e.to_string()))
     }
@@ -296,19 +298,77 @@ mod _core {
         Ok(py.detach(|| crate::render::transcript(&refs, first)))
     }
 
-    /// The digest of `messages` made without a language model, appended to
-    /// `previous` (see `digest::digest`).
+    /// The memory after a compaction (see `memory`): `previous` (a memory as the state
+    /// keeps it, else `None`; an earlier summary's text without one is `earlier`), with
+    /// `messages` taken in (their requests numbered from `first_number`, archived in
+    /// `file`), then held to the budgets of `config` for `window` (scaled down to `room`
+    /// widths when given). With `notes` (a model's summary of all of it), every request
+    /// goes into short beside them. Returns the memory and how many requests went into
+    /// short.
     #[pyfunction]
-    #[pyo3(signature = (messages, previous, max_width))]
-    fn digest(
-        py: Python<'_>,
-        messages: &Bound<'_, PyAny>,
-        previous: Option<String>,
-        max_width: usize,
-    ) -> PyResult<String> {
+    #[pyo3(signature = (previous, earlier, messages, first_number, file, config, window, room=None, notes=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn remember<'py>(
+        py: Python<'py>,
+        previous: Option<&Bound<'py, PyAny>>,
+        earlier: Option<String>,
+        messages: &Bound<'py, PyAny>,
+        first_number: u32,
+        file: Option<String>,
+        config: &Bound<'py, PyAny>,
+        window: Option<u64>,
+        room: Option<usize>,
+        notes: Option<String>,
+    ) -> PyResult<(Bound<'py, PyAny>, usize)> {
+        use crate::memory::Memory;
+        let mut memory = match previous.filter(|p| !p.is_none()) {
+            Some(p) => pythonize::depythonize::<Memory>(p)
+                .map_err(|e| PyValueError::new_err(format!("memory: {e}")))?,
+            None => earlier
+                .as_deref()
+                .map(Memory::from_summary)
+                .unwrap_or_default(),
+        };
+        let config: crate::config::MemoryConfig = pythonize::depythonize(config)
+            .map_err(|e| PyValueError::new_err(format!("memory config: {e}")))?;
+        let mut budgets = config.budgets(window);
+        if let Some(room) = room {
+            budgets = budgets.within(room);
+        }
         let msgs = read::read_all(messages)?;
-        let refs: Vec<&Message> = msgs.iter().collect();
-        Ok(py.detach(|| crate::digest::digest(&refs, previous.as_deref(), max_width)))
+        let folded = py.detach(|| {
+            let refs: Vec<&Message> = msgs.iter().collect();
+            memory.remember(&refs, first_number, file.as_deref());
+            match &notes {
+                Some(n) => {
+                    let folded = memory.requests.len();
+                    memory.fold_all(n, &budgets);
+                    folded
+                }
+                None => memory.fit(&budgets),
+            }
+        });
+        let out =
+            pythonize::pythonize(py, &memory).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok((out, folded))
+    }
+
+    /// A memory's text, naming `recall` only when the agent has it.
+    #[pyfunction]
+    fn render_memory(memory: &Bound<'_, PyAny>, recall: bool) -> PyResult<String> {
+        let m: crate::memory::Memory = pythonize::depythonize(memory)
+            .map_err(|e| PyValueError::new_err(format!("memory: {e}")))?;
+        Ok(crate::memory::render::render(
+            &m,
+            crate::memory::render::Ways { recall },
+        ))
+    }
+
+    /// A model's notes with its verbatim copies of the requests `texts` (numbered)
+    /// replaced by their numbers.
+    #[pyfunction]
+    fn notes_without_quotes(notes: &str, texts: Vec<(u32, String)>, min_chars: usize) -> String {
+        crate::memory::notes_without_quotes(notes, &texts, min_chars)
     }
 
     /// What identifies each message apart from its content (see

@@ -79,6 +79,26 @@ impl PlanSettings {
         Some((c.price(&p), c.due(&p), c.cost_over(&p, cycle), c.paid(&p)))
     }
 
+    /// Whether a fold of the memory into a model summary pays over the session (see
+    /// `economics::Fold`); `None` without a price model.
+    #[pyo3(signature = (*, extra, smaller_by, grown_reads, horizon))]
+    fn fold_pays(
+        &self,
+        extra: f64,
+        smaller_by: f64,
+        grown_reads: f64,
+        horizon: f64,
+    ) -> Option<bool> {
+        let p = self.config.pricing?;
+        let fold = crate::economics::Fold {
+            extra,
+            smaller_by,
+            grown_reads,
+            horizon,
+        };
+        Some(fold.pays(&p))
+    }
+
     /// The settings as `CompactionConfig.resolved()` gave them.
     #[getter]
     fn resolved(&self, py: Python<'_>) -> Py<PyAny> {

@@ -1,0 +1,210 @@
+"""Working a compaction out: where the cut falls (the keep policy's cut, and deeper ones
+when the window needs them; the turn in progress stays whole), what leaves the view and
+what stays, and the memory that stands in for what leaves (``memory.py``), made to fit
+the room the window leaves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from langchain.agents.middleware.types import ModelRequest
+
+from fastcompact import _core, memory, storage, summarize
+from fastcompact.config import ContextSize
+from fastcompact.draft import Draft, Summary
+from fastcompact.helpers import count_once, cutoff_once
+from fastcompact.passes import _settings
+from fastcompact.state import Turn, newest_request, sent_size, thread_name
+
+if TYPE_CHECKING:
+    from fastcompact.config import CompactionConfig
+
+# Widths a token when the memory must fit what the window leaves: fewer than the 4 a
+# width is made for, so that it fits under a denser tokenizer too.
+WIDTHS_PER_TOKEN = 3
+
+
+def has_recall(request: ModelRequest) -> bool:
+    """Whether the agent's tools include ``recall`` (so the memory may name it)."""
+    for t in request.tools or []:
+        name = t.get("name") if isinstance(t, Mapping) else getattr(t, "name", None)
+        if name == "recall":
+            return True
+    return False
+
+
+class Drafting:
+    """The steps that work a compaction out, over the middleware's settings."""
+
+    _config: CompactionConfig
+    backend: Any
+    model: Any
+    summary_model: Any
+    trim_tokens_to_summarize: int | None
+    _models: dict[str, Any]
+
+    def _resolved(self, window: int | None, pricing: str | None = None) -> dict[str, Any]:
+        return self._plan_settings(window, pricing).resolved
+
+    def _plan_settings(self, window: int | None, pricing: str | None) -> _core.PlanSettings:
+        # The one cache of settings, shared with the helpers.
+        return _settings(self._config, window, pricing)
+
+    def _trimmed(self, span: list[Any]) -> list[Any]:
+        """The span handed to the summarizer: its newest messages within
+        ``trim_tokens_to_summarize`` tokens, when that is set."""
+        limit = self.trim_tokens_to_summarize
+        if limit is None or not span:
+            return span
+        start = len(span)
+        total = 0
+        for i in range(len(span) - 1, -1, -1):
+            total += count_once([span[i]])
+            if total > limit and start < len(span):
+                break
+            start = i
+        return span[start:]
+
+    def _summarizer(self, request: ModelRequest) -> Any:
+        chosen = self.summary_model or self.model or request.model
+        if isinstance(chosen, str):
+            if chosen not in self._models:
+                from langchain.chat_models import init_chat_model
+
+                self._models[chosen] = init_chat_model(chosen)
+            return self._models[chosen]
+        return chosen
+
+    def _draft(
+        self,
+        request: ModelRequest,
+        turn: Turn,
+        *,
+        forced: bool,
+        cut: int | None = None,
+        recall: bool | None = None,
+    ) -> Draft | None:
+        """Where to cut and what goes where, or ``None`` when nothing can be cut."""
+        if cut is None:
+            cut = turn.plan.summary_cutoff
+        if cut is None and forced:
+            cut = cutoff_once(
+                turn.view, self._resolved(turn.window)["keep"], turn.window, model=request.model
+            )
+        # Something must stay after the summary: at least the newest message.
+        if not cut or cut <= 0 or cut >= len(turn.view):
+            return None
+        state_cutoff = turn.prior_cutoff + cut - 1 if turn.event else cut
+        if state_cutoff <= turn.prior_cutoff:
+            return None
+        state = request.state if isinstance(request.state, Mapping) else {}
+        todos = state.get("todos") or []
+        restoration = self._config.restoration
+        leaving = turn.raw[turn.prior_cutoff : state_cutoff]
+        reads = (
+            storage.recent_reads(leaving, turn.raw[state_cutoff:], restoration.max_files)
+            if restoration.enabled
+            else []
+        )
+        paused_until = turn.counters.get("llm_paused_until") or 0
+        previous, earlier_text = memory.earlier(turn.event)
+        return Draft(
+            state_cutoff=state_cutoff,
+            leaving=leaving,
+            span=turn.view[:cut],
+            kept=turn.view[cut:],
+            thread=thread_name(turn.counters),
+            number=int(turn.counters.get("archives", 0)) + 1,
+            memory=previous,
+            earlier_text=earlier_text,
+            first_number=memory.next_number(previous, turn.raw[: turn.prior_cutoff]),
+            recall=has_recall(request) if recall is None else recall,
+            todos=list(todos) if isinstance(todos, list) and restoration.restore_plans else [],
+            reads=reads,
+            paused=len(turn.raw) < paused_until,
+            use_llm=len(turn.raw) >= paused_until
+            and self._config.summarizer != "digest"
+            and (self.summary_model or self.model or request.model) is not None,
+            forced=forced,
+        )
+
+    def _true_size(self, request: ModelRequest, turn: Turn, view: list[Any]) -> int:
+        """The size the provider will see of ``view`` with the request's system prompt
+        and tools: the estimate calibrated as the conversation's usage says."""
+        estimate = count_once(view, system=request.system_message, tools=request.tools, model=request.model)
+        return math.ceil(turn.plan.offset + estimate * turn.plan.ratio)
+
+    def _over_window(self, turn: Turn) -> bool:
+        return turn.window is not None and sent_size(turn.plan) > turn.window
+
+    def _candidates(self, request: ModelRequest, turn: Turn, *, forced: bool) -> list[Draft]:
+        """The compactions to try, keeping less each time: the keep policy's cut; then,
+        when the view is over the window, the cut before the turn in progress (its
+        newest user message), then the deepest pair-safe cut, which commits whenever it
+        makes the view smaller (what is still over is the newest results, clipped
+        before sending)."""
+        cuts: list[int | None] = [None]
+        if forced or self._over_window(turn):
+            view = turn.view
+            start = newest_request(view)
+            deeper: list[ContextSize] = [("messages", len(view) - start)] if start is not None else []
+            for keep in [*deeper, ("messages", 1)]:
+                cuts.append(cutoff_once(view, keep, turn.window, model=request.model) or None)
+        drafts: list[Draft] = []
+        for cut in cuts:
+            draft = self._draft(request, turn, forced=forced, cut=cut)
+            if draft is not None and all(d.state_cutoff < draft.state_cutoff for d in drafts):
+                drafts.append(draft)
+        if len(cuts) > 1 and drafts:
+            drafts[-1] = dataclasses.replace(drafts[-1], forced=True)
+        return drafts
+
+    def _with_digest(self, request: ModelRequest, turn: Turn, draft: Draft) -> Draft:
+        """``draft`` with its digest (made once a draft): the span taken into the
+        memory, its layers held to their shares and to the room the window leaves once
+        the system prompt, the tools and the kept messages are in."""
+        if draft.digest is not None:
+            return draft
+        room = None
+        if turn.window is not None:
+            frame = summarize.summary_message(
+                "", file_path=self._longest_archive_path(draft), todos=draft.todos
+            )
+            left = turn.window - self._true_size(request, turn, [frame, *draft.kept])
+            room = max(left, 0) * WIDTHS_PER_TOKEN
+        draft = dataclasses.replace(draft, room=room)
+        digest = self._summary_of(turn, draft, self._longest_archive_path(draft))
+        return dataclasses.replace(draft, digest=digest)
+
+    def _summary_of(self, turn: Turn, draft: Draft, path: str | None, notes: str | None = None) -> Summary:
+        """The memory ``draft`` leaves, archived at ``path``: a digest, or with a
+        model's ``notes`` every request in short beside them."""
+        if notes is not None:
+            notes = memory.bounded_notes(notes, draft.memory, draft.span, draft.first_number)
+        made = memory.remember(
+            draft.memory,
+            draft.earlier_text,
+            draft.span,
+            config=self._config.memory,
+            window=turn.window,
+            first_number=draft.first_number,
+            file=path,
+            room=draft.room,
+            notes=notes,
+        )
+        return Summary(
+            text=memory.text(made.memory, recall=draft.recall),
+            memory=made.memory,
+            by_model=notes is not None,
+            folded=made.folded,
+        )
+
+    def _longest_archive_path(self, draft: Draft) -> str | None:
+        """The longest name the archive of ``draft`` may get (a summary names it)."""
+        if self.backend is None or not draft.leaving:
+            return None
+        return storage.archive_path(self._config.history_path_prefix, draft.thread, draft.number, 7)

@@ -1,0 +1,128 @@
+"""Fitting what is sent into the window: the turn in progress, when it alone is over,
+has its newest tool results clipped (each pointing at its full text); a request still
+over is never sent, and :class:`WindowTooSmallError` names the sizes instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from langchain.agents.middleware.types import ModelRequest
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.messages import ToolMessage
+
+from fastcompact import storage, summarize
+from fastcompact.helpers import count_tokens
+from fastcompact.state import Turn
+from fastcompact.steps import Io, Steps
+
+logger = logging.getLogger("fastcompact")
+
+
+class WindowTooSmallError(ContextOverflowError):
+    """The request cannot fit the model's window, even with everything older than the
+    turn in progress summarized and its newest tool results clipped: the system
+    prompt, the tool schemas and that turn alone are over it. Raised instead of sending
+    a request known to be too large; its message names the sizes and what to change.
+
+    Example:
+        >>> e = WindowTooSmallError(window=6_000, system=3_900, tools=2_400, turn=700)
+        >>> e.window, e.system + e.tools + e.turn
+        (6000, 7000)
+    """
+
+    def __init__(self, *, window: int, system: int, tools: int, turn: int) -> None:
+        self.window, self.system, self.tools, self.turn = window, system, tools, turn
+        super().__init__(
+            f"this request needs {system + tools + turn:,} tokens, over the model's {window:,}-token "
+            f"window: the system prompt is {system:,} tokens, the tool schemas {tools:,} and the turn "
+            f"in progress {turn:,}, with everything older summarized. Use a model with a larger "
+            "window (its profile's max_input_tokens), a shorter system prompt or fewer tools."
+        )
+
+
+class Fitting:
+    """Clipping the newest results and the last check before sending."""
+
+    backend: Any
+
+    if TYPE_CHECKING:
+
+        def _true_size(self, request: ModelRequest, turn: Turn, view: list[Any]) -> int: ...
+
+    def _clipped(
+        self, request: ModelRequest, view: list[Any], backend: Any, head_chars: int = storage.CLIP_HEAD_CHARS
+    ) -> list[Any] | None:
+        """The view with the newest tool results (the run of them it ends with) cut to
+        ``head_chars``: a ``read_file`` result points at its file, any other is saved in
+        full to ``/large_tool_results/<id>`` (or left to ``recall`` when there is no
+        backend). ``None`` when there is nothing to clip."""
+        start = len(view)
+        while start > 0 and isinstance(view[start - 1], ToolMessage):
+            start -= 1
+        calls = {
+            c.get("id"): c
+            for m in view[:start]
+            for c in getattr(m, "tool_calls", None) or []
+            if isinstance(c, Mapping)
+        }
+        out = list(view)
+        clipped = 0
+        for i in range(start, len(view)):
+            m = view[i]
+            text = m.content if isinstance(m.content, str) else summarize.text_of(m)
+            if len(text) <= head_chars:
+                continue
+            call = calls.get(m.tool_call_id) or {}
+            given = call.get("args")
+            args: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
+            read = args.get("file_path") if call.get("name") == "read_file" else None
+            saved = None
+            if read is None and backend is not None:
+                saved = storage.offload_result(backend, m.tool_call_id, text)
+            new = storage.clip_text(
+                text, m.tool_call_id, read if isinstance(read, str) else None, saved, head_chars
+            )
+            out[i] = m.model_copy(update={"content": new})
+            clipped += 1
+        if not clipped:
+            return None
+        logger.warning(
+            "fastcompact: the newest turn did not fit the window; clipped %d tool results", clipped
+        )
+        return out
+
+    def _fitted(
+        self, request: ModelRequest, turn: Turn, view: list[Any], size: int
+    ) -> Steps[tuple[list[Any], int]]:
+        """``view`` as it may be sent, and its size: over the window, its newest tool
+        results clipped; still over, a :class:`WindowTooSmallError` (a request known to
+        be too large is never sent)."""
+        window = turn.window
+        if window is None or size <= window:
+            return view, size
+        backend = storage.resolve_backend(self.backend, request.runtime)
+        for head in storage.CLIP_HEADS:
+            clipped = yield Io.in_thread(self._clipped, request, view, backend, head)
+            if clipped is not None:
+                view, size = clipped, self._true_size(request, turn, clipped)
+                if size <= window:
+                    return view, size
+        ratio = turn.plan.ratio
+        system = request.system_message
+        # What the caller did not pass (the offset) is system text too: later middleware's
+        # additions to the prompt, the provider's own framing.
+        system_tokens = math.ceil(turn.plan.offset)
+        if system is not None:
+            system_tokens += math.ceil(ratio * count_tokens([], system=system, model=request.model))
+        tools = request.tools
+        tools_tokens = math.ceil(ratio * count_tokens([], tools=tools, model=request.model)) if tools else 0
+        raise WindowTooSmallError(
+            window=window,
+            system=system_tokens,
+            tools=tools_tokens,
+            turn=max(size - system_tokens - tools_tokens, 0),
+        )

@@ -1,0 +1,133 @@
+"""The compacted conversation's memory: what stands in for everything a compaction
+took out of the view, in layers that each keep a share of the window
+(:class:`~fastcompact.MemoryConfig`).
+
+- The requests verbatim, numbered and in order, each followed by a line for every step
+  the agent took for it (the newest steps within their share, the newest requests
+  within theirs).
+- Older requests in short: their head and their answer's, with the ``recall`` ids that
+  return them, then runs of them named by number and archive file, beside a model's
+  notes on them when a model summary folded them.
+
+The memory is kept as plain data in the compaction event (under ``fastcompact`` /
+``memory``), so a later compaction takes up where the last left off, across restarts
+and workers; its text is the summary message's. Every line names the id ``recall``
+returns (when the agent has the tool) and the archive file that holds it.
+
+Example:
+    >>> from langchain_core.messages import AIMessage, HumanMessage
+    >>> from fastcompact.config import MemoryConfig
+    >>> span = [HumanMessage("Check the logs", id="u1"), AIMessage("All clear.", id="a1")]
+    >>> m = remember(None, None, span, config=MemoryConfig(), window=40_000)
+    >>> print(text(m.memory, recall=True).split("\\n\\n", 1)[1])
+    ## Requests R1, verbatim, each followed by the agent's steps
+    ### R1
+    Check the logs
+    - Agent: All clear.
+    <BLANKLINE>
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from fastcompact import _core
+from fastcompact.config import MemoryConfig
+from fastcompact.summarize import is_summary, summary_text, text_of
+
+# Under the compaction event's "fastcompact" entry.
+MEMORY_KEY = "memory"
+# A model's notes may quote a request; quoting one this short says nothing it repeats.
+QUOTE_MIN_CHARS = 24
+
+
+@dataclasses.dataclass(frozen=True)
+class Remembered:
+    """A memory after a compaction, and how many requests went into short."""
+
+    memory: dict[str, Any]
+    folded: int
+
+
+def earlier(event: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, str | None]:
+    """The memory an earlier compaction left in its event, or, when it left none (an
+    event made elsewhere), its summary's text."""
+    if not event:
+        return None, None
+    ours = event.get("fastcompact")
+    found = ours.get(MEMORY_KEY) if isinstance(ours, Mapping) else None
+    if isinstance(found, Mapping):
+        return dict(found), None
+    return None, summary_text(event.get("summary_message"))
+
+
+def is_request(message: Any) -> bool:
+    """Whether a message opens a request: a user's, with text, that is not a summary."""
+    return (
+        getattr(message, "type", None) == "human"
+        and not is_summary(message)
+        and bool(text_of(message).strip())
+    )
+
+
+def next_number(memory: Mapping[str, Any] | None, before: Sequence[Any]) -> int:
+    """The number the next request takes: after the memory's last, else after the
+    requests among ``before`` (the messages an earlier summary made elsewhere replaced)."""
+    if memory:
+        numbers = [r.get("number") for r in memory.get("requests") or []]
+        numbers += [h.get("number") for h in memory.get("heads") or []]
+        numbers += [r.get("last") for r in memory.get("ranges") or []]
+        known = [n for n in numbers if isinstance(n, int)]
+        if known:
+            return max(known) + 1
+    return 1 + sum(1 for m in before if is_request(m))
+
+
+def remember(
+    previous: Mapping[str, Any] | None,
+    earlier_text: str | None,
+    span: Sequence[Any],
+    *,
+    config: MemoryConfig,
+    window: int | None,
+    first_number: int | None = None,
+    file: str | None = None,
+    room: int | None = None,
+    notes: str | None = None,
+) -> Remembered:
+    """``previous`` (or an earlier summary's text, without one) with ``span`` taken in:
+    its requests numbered from ``first_number`` (default: after the memory's last),
+    archived in ``file``; held to the layers' shares of ``window`` (within ``room``
+    widths, about four a token, when given). With ``notes``, a model's summary of all
+    of it, every request goes into short beside them."""
+    messages = [m for m in span if not is_summary(m)]
+    number = first_number if first_number is not None else next_number(previous, [])
+    shares = dataclasses.asdict(config)
+    memory, folded = _core.remember(
+        previous, earlier_text, messages, number, file, shares, window, room, notes
+    )
+    return Remembered(memory=memory, folded=folded)
+
+
+def text(memory: Mapping[str, Any], *, recall: bool) -> str:
+    """The memory's text, which names ``recall`` only when the agent has it."""
+    return _core.render_memory(memory, recall)
+
+
+def bounded_notes(notes: str, previous: Mapping[str, Any] | None, messages: Sequence[Any], first: int) -> str:
+    """A model's notes with its verbatim copies of requests replaced by their numbers:
+    the memory lists every request by number, so the copies would only repeat them
+    (and a model that quotes every request would let the notes grow without bound).
+    ``messages`` are those the model saw after the memory, numbered from ``first``."""
+    texts: list[tuple[int, str]] = []
+    for r in (previous or {}).get("requests") or []:
+        if isinstance(r.get("text"), str) and isinstance(r.get("number"), int):
+            texts.append((r["number"], r["text"]))
+    number = first
+    for m in messages:
+        if is_request(m):
+            texts.append((number, text_of(m)))
+            number += 1
+    return _core.notes_without_quotes(notes, texts, QUOTE_MIN_CHARS)

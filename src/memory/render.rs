@@ -1,0 +1,188 @@
+//! The memory as the text a model reads: its layers oldest first, every request under
+//! its number, and where everything left out can be found.
+
+use std::fmt::Write;
+
+use crate::memory::{Head, Memory, Range, Request};
+
+/// How the memory tells the agent to get things back: by `recall` (when it has the
+/// tool), and from the archive files (when there are some).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ways {
+    pub recall: bool,
+}
+
+pub const INTRO: &str = "What came before, kept in layers: the oldest requests in short, \
+then the newer ones verbatim, numbered in order, each followed by the steps the agent \
+took for it.";
+const RECALL_HINT: &str = "recall(\"<id>\") returns any message or step named here in \
+full, and recall(query=\"...\") searches the whole history.";
+pub const NOTES_HEADING: &str = "## Notes on the earlier work";
+pub const HEADS_HEADING: &str = "## Earlier requests, in short";
+pub const REQUESTS_HEADING: &str = "## Requests";
+pub const ARCHIVE_HEADING: &str = "## Archive";
+
+/// The file's name without its folder.
+fn base(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// The folder of a path, with its slash.
+fn folder(path: &str) -> &str {
+    path.rfind('/').map_or("", |at| &path[..=at])
+}
+
+/// `line` without its recall notes, when the agent has no `recall`.
+fn shown(line: &str, ways: Ways) -> String {
+    if ways.recall {
+        return line.to_owned();
+    }
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(at) = rest.find(" recall(\"") {
+        let after = &rest[at + 9..];
+        let Some(end) = after.find("\")") else {
+            break;
+        };
+        out.push_str(&rest[..at]);
+        rest = &after[end + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A request in short, on one line: its number, head, recall id, answer and file.
+pub fn head_line(h: &Head) -> String {
+    let mut line = format!("- R{}: {}", h.number, h.text);
+    line.push_str(&crate::memory::text::recall_note(h.id.as_deref()));
+    if let Some(a) = &h.answer {
+        let _ = write!(line, " → {a}");
+    }
+    if let Some(f) = &h.file {
+        let _ = write!(line, " ({})", base(f));
+    }
+    line
+}
+
+fn range_line(r: &Range) -> String {
+    let numbers = if r.first == r.last {
+        format!("R{}", r.first)
+    } else {
+        format!("R{}-R{}", r.first, r.last)
+    };
+    let files = match (&r.first_file, &r.last_file) {
+        (Some(a), Some(b)) if a != b => format!(": in {} to {}", base(a), base(b)),
+        (Some(a), _) | (None, Some(a)) => format!(": in {}", base(a)),
+        (None, None) => String::new(),
+    };
+    format!("- {numbers}{files}")
+}
+
+fn request_block(out: &mut String, r: &Request, ways: Ways) {
+    match &r.text {
+        Some(t) => {
+            let _ = writeln!(out, "### R{}", r.number);
+            out.push_str(t.trim_end_matches('\n'));
+            out.push('\n');
+        }
+        None => {
+            let _ = writeln!(out, "### R{} (continued)", r.number);
+        }
+    }
+    if r.left_out > 0 {
+        let file = r
+            .file
+            .as_deref()
+            .map(|f| format!("; {} has them", base(f)))
+            .unwrap_or_default();
+        let _ = writeln!(out, "({} steps left out for space{file})", r.left_out);
+    }
+    for s in &r.steps {
+        out.push_str(&shown(s, ways));
+        out.push('\n');
+    }
+}
+
+/// The archive files as few words as they allow: runs of numbered files as "a to b".
+pub fn file_runs(files: &[String]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut run: Option<(u64, u64, &str)> = None;
+    let flush = |run: &mut Option<(u64, u64, &str)>, parts: &mut Vec<String>| {
+        if let Some((a, b, _)) = run.take() {
+            parts.push(if a == b {
+                format!("{a}.md")
+            } else {
+                format!("{a}.md to {b}.md")
+            });
+        }
+    };
+    for f in files {
+        let number = base(f)
+            .strip_suffix(".md")
+            .and_then(|s| s.parse::<u64>().ok());
+        match (number, run) {
+            (Some(n), Some((a, b, dir))) if n == b + 1 && dir == folder(f) => {
+                run = Some((a, n, dir));
+            }
+            (Some(n), _) => {
+                flush(&mut run, &mut parts);
+                run = Some((n, n, folder(f)));
+            }
+            (None, _) => {
+                flush(&mut run, &mut parts);
+                parts.push(base(f).to_owned());
+            }
+        }
+    }
+    flush(&mut run, &mut parts);
+    parts.join(", ")
+}
+
+/// The memory's text.
+pub fn render(m: &Memory, ways: Ways) -> String {
+    let mut out = String::from(INTRO);
+    if ways.recall {
+        out.push(' ');
+        out.push_str(RECALL_HINT);
+    }
+    out.push('\n');
+    if let Some(notes) = m.notes.as_deref().filter(|n| !n.trim().is_empty()) {
+        let _ = write!(out, "\n{NOTES_HEADING}\n{}\n", notes.trim_end());
+    }
+    if !m.ranges.is_empty() || !m.heads.is_empty() {
+        let _ = write!(out, "\n{HEADS_HEADING}\n");
+        for r in &m.ranges {
+            out.push_str(&range_line(r));
+            out.push('\n');
+        }
+        for h in &m.heads {
+            out.push_str(&shown(&head_line(h), ways));
+            out.push('\n');
+        }
+    }
+    if let (Some(first), Some(last)) = (m.requests.first(), m.requests.last()) {
+        let numbers = if first.number == last.number {
+            format!("R{}", first.number)
+        } else {
+            format!("R{}-R{}", first.number, last.number)
+        };
+        let _ = write!(
+            out,
+            "\n{REQUESTS_HEADING} {numbers}, verbatim, each followed by the agent's steps\n"
+        );
+        for r in &m.requests {
+            request_block(&mut out, r, ways);
+        }
+    }
+    if let Some(first) = m.files.first() {
+        let _ = write!(
+            out,
+            "\n{ARCHIVE_HEADING}\nEvery compacted message is saved under {}, one file a \
+             compaction, oldest first: {}. Each request names its file; read it, or grep \
+             the folder, for a detail.\n",
+            folder(first),
+            file_runs(&m.files)
+        );
+    }
+    out
+}

@@ -1,0 +1,239 @@
+use super::render::{render, Ways};
+use super::text::width;
+use super::*;
+use crate::message::Role;
+use crate::render::tests::{ai_call, tool};
+use proptest::prelude::*;
+use serde_json::json;
+
+const WIDE: Budgets = Budgets {
+    users: 100_000,
+    steps: 100_000,
+    heads: 100_000,
+    notes: 100_000,
+};
+
+fn user(id: &str, text: &str) -> Message {
+    let mut m = Message::text(Role::Human, text);
+    m.id = Some(id.into());
+    m
+}
+
+fn answer(id: &str, text: &str) -> Message {
+    let mut m = Message::text(Role::Ai, text);
+    m.id = Some(id.into());
+    m
+}
+
+/// A request with one tool call and an answer: four messages.
+fn turn(n: usize, text: &str) -> Vec<Message> {
+    vec![
+        user(&format!("u{n}"), text),
+        ai_call(&format!("c{n}"), "ls", json!({"path": format!("/{n}")})),
+        tool(&format!("c{n}"), &format!("listing {n}")),
+        answer(&format!("a{n}"), &format!("answer {n}")),
+    ]
+}
+
+fn refs(msgs: &[Message]) -> Vec<&Message> {
+    msgs.iter().collect()
+}
+
+#[test]
+fn the_memory_reads_in_order_each_request_with_its_steps() {
+    let mut m = Memory::default();
+    let mut msgs = turn(1, "list the root");
+    msgs.extend(turn(2, "now list it again,\nplease"));
+    m.remember(&refs(&msgs), 1, Some("/h/t/1.md"));
+    m.fit(&WIDE);
+    let text = render(&m, Ways { recall: true });
+    let expected = format!(
+        "{}\n\n## Requests R1-R2, verbatim, each followed by the agent's steps\n\
+         ### R1\nlist the root\n\
+         - ls {{\"path\":\"/1\"}} → listing 1 recall(\"c1\")\n\
+         - Agent: answer 1\n\
+         ### R2\nnow list it again,\nplease\n\
+         - ls {{\"path\":\"/2\"}} → listing 2 recall(\"c2\")\n\
+         - Agent: answer 2\n\
+         \n## Archive\nEvery compacted message is saved under /h/t/, one file a compaction, \
+         oldest first: 1.md. Each request names its file; read it, or grep the folder, for a \
+         detail.\n",
+        render::INTRO.to_owned()
+            + " recall(\"<id>\") returns any message or step named here in full, and \
+               recall(query=\"...\") searches the whole history."
+    );
+    assert_eq!(text, expected);
+}
+
+#[test]
+fn numbering_and_order_survive_a_merge() {
+    let mut m = Memory::default();
+    m.remember(&refs(&turn(1, "first")), 1, Some("/h/1.md"));
+    // The next span starts inside request 1, then opens request 2.
+    let more = [
+        ai_call("c9", "grep", json!({"pattern": "x"})),
+        tool("c9", "found x"),
+    ];
+    let mut span = refs(&more);
+    let second = turn(2, "second");
+    span.extend(refs(&second));
+    m.remember(&span, 2, Some("/h/2.md"));
+    m.fit(&WIDE);
+    let numbers: Vec<u32> = m.requests.iter().map(|r| r.number).collect();
+    assert_eq!(numbers, vec![1, 2]);
+    assert!(m.requests[0].steps[2].contains("recall(\"c9\")"));
+    assert_eq!(m.files, vec!["/h/1.md", "/h/2.md"]);
+    let text = render(&m, Ways { recall: true });
+    let r1 = text.find("### R1\n").unwrap_or(usize::MAX);
+    let grep = text.find("grep").unwrap_or(0);
+    let r2 = text.find("### R2\n").unwrap_or(0);
+    assert!(r1 < grep && grep < r2, "{text}");
+    assert!(text.contains("oldest first: 1.md to 2.md."));
+    // Folded into short, the numbers stay.
+    m.fold_all("The work so far.", &WIDE);
+    let text = render(&m, Ways { recall: true });
+    assert!(text.contains("- R1: first recall(\"u1\") → Agent: answer 1 (1.md)\n"));
+    assert!(text.contains("- R2: second recall(\"u2\") → Agent: answer 2 (2.md)\n"));
+    assert_eq!(m.next_number(), 3);
+}
+
+#[test]
+fn each_layer_keeps_its_budget_oldest_first() {
+    let mut m = Memory::default();
+    for n in 1..=30 {
+        m.remember(
+            &refs(&turn(n, &format!("request {n} {}", "x".repeat(40)))),
+            n as u32,
+            None,
+        );
+    }
+    let b = Budgets {
+        users: 600,
+        steps: 200,
+        heads: 900,
+        notes: 40,
+    };
+    m.notes = Some("a long line of notes that cannot fit\nsecond line".into());
+    let folded = m.fit(&b);
+    assert!(folded > 0);
+    // The newest requests stay verbatim, the oldest of them lost their steps.
+    let last = m.requests.last().map(|r| r.number);
+    assert_eq!(last, Some(30));
+    assert!(m.requests.iter().map(request_width).sum::<usize>() <= b.users);
+    assert!(m.requests[0].steps.is_empty() && m.requests[0].left_out == 2);
+    assert!(
+        m.requests
+            .iter()
+            .flat_map(|r| &r.steps)
+            .map(|s| width(s) + 1)
+            .sum::<usize>()
+            <= 200
+    );
+    // The oldest went into short, then into runs, numbered without a gap.
+    assert_eq!(m.ranges.first().map(|r| r.first), Some(1));
+    let mut numbers: Vec<u32> = m.ranges.iter().flat_map(|r| r.first..=r.last).collect();
+    numbers.extend(m.heads.iter().map(|h| h.number));
+    numbers.extend(m.requests.iter().map(|r| r.number));
+    assert_eq!(numbers, (1..=30).collect::<Vec<_>>());
+    assert_eq!(m.notes.as_deref(), Some(NOTES_CUT));
+}
+
+fn request_width(r: &Request) -> usize {
+    r.text.as_deref().map_or(0, width) + REQUEST_OVERHEAD
+}
+
+#[test]
+fn a_model_summary_stands_in_for_requests_it_quotes() {
+    let texts = vec![
+        (1, "please fix the parser".to_owned()),
+        (2, "ok".to_owned()),
+    ];
+    let notes = "User said: please fix the parser. Then: ok.";
+    assert_eq!(
+        notes_without_quotes(notes, &texts, 10),
+        "User said: (request R1). Then: ok."
+    );
+}
+
+#[test]
+fn without_recall_no_line_names_it() {
+    let mut m = Memory::default();
+    m.remember(&refs(&turn(1, "first")), 1, Some("/h/1.md"));
+    m.fold_all("notes", &WIDE);
+    m.remember(&refs(&turn(2, "second")), 2, Some("/h/2.md"));
+    let text = render(&m, Ways { recall: false });
+    assert!(!text.contains("recall"), "{text}");
+    assert!(text.contains("- R1: first → Agent: answer 1 (1.md)\n"));
+    assert!(text.contains("- ls {\"path\":\"/2\"} → listing 2\n"));
+}
+
+#[test]
+fn an_earlier_summary_becomes_the_notes() {
+    let m = Memory::from_summary("1. The user wants a parser.\n");
+    assert_eq!(m.notes.as_deref(), Some("1. The user wants a parser."));
+    let text = render(&m, Ways { recall: true });
+    assert!(text.contains("## Notes on the earlier work\n1. The user wants a parser.\n"));
+}
+
+#[test]
+fn file_runs_are_short() {
+    let files: Vec<String> = ["1.md", "2.md", "3.md", "3-2.md", "5.md"]
+        .iter()
+        .map(|f| format!("/h/t/{f}"))
+        .collect();
+    assert_eq!(render::file_runs(&files), "1.md to 3.md, 3-2.md, 5.md");
+}
+
+#[test]
+fn budgets_scale_down_to_the_room() {
+    let b = Budgets {
+        users: 800,
+        steps: 200,
+        heads: 200,
+        notes: 400,
+    };
+    assert_eq!(b.within(10_000), b);
+    let small = b.within(800);
+    assert_eq!(
+        (small.users, small.steps, small.heads, small.notes),
+        (400, 100, 100, 200)
+    );
+}
+
+proptest! {
+    /// However long the session and however its requests are spread over compactions,
+    /// the memory stays within its budgets, and every request keeps its number.
+    #[test]
+    fn the_memory_is_bounded_whatever_the_session(
+        lengths in prop::collection::vec(0usize..600, 1..120),
+        per_span in 1usize..12,
+        fold_every in 0usize..6,
+    ) {
+        let b = Budgets { users: 2_000, steps: 800, heads: 1_200, notes: 400 };
+        let mut m = Memory::default();
+        let mut number = 1u32;
+        for (k, chunk) in lengths.chunks(per_span).enumerate() {
+            let msgs: Vec<Message> = chunk
+                .iter()
+                .enumerate()
+                .flat_map(|(i, &len)| turn(number as usize + i, &"word ".repeat(len / 5 + 1)))
+                .collect();
+            m.remember(&refs(&msgs), number, Some(&format!("/h/{}.md", k + 1)));
+            number += chunk.len() as u32;
+            if fold_every > 0 && k % fold_every == fold_every - 1 {
+                m.fold_all(&"note ".repeat(200), &b);
+            } else {
+                m.fit(&b);
+            }
+            let users: usize = m.requests.iter().map(request_width).sum();
+            let steps: usize = m.requests.iter().flat_map(|r| &r.steps).map(|s| width(s) + 1).sum();
+            let heads: usize = m.heads.iter().map(|h| width(&render::head_line(h)) + 1).sum();
+            prop_assert!(users <= b.users || m.requests.len() == 1);
+            prop_assert!(steps <= b.steps);
+            prop_assert!(heads <= b.heads);
+            prop_assert!(m.notes.as_deref().map_or(0, width) <= b.notes);
+            prop_assert!(m.ranges.len() <= 1);
+            prop_assert_eq!(m.next_number(), number);
+        }
+    }
+}
