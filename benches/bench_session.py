@@ -10,16 +10,19 @@ Each session (see `sessions.py`) is replayed through a real `create_deep_agent` 
 a real `FilesystemBackend` in a fresh folder. The model is scripted and billed as a
 provider bills (see `provider.py`): one prompt cache for the agent's calls and every
 summary call, output priced, a call over the window refused and counted. Summaries are
-written to one rule for every side: every user message handed over, verbatim, and notes
-of about a tenth of the input (at most 2,000 tokens). Side by side, on the same session:
+written to one rule for every side: the user messages handed over, verbatim (the newest
+within 4,000 tokens: a reply has an output budget), and notes of about a tenth of the
+input (at most 2,000 tokens). The sessions come short (30-160 requests) and long (300
+steps; the chat 400 turns of about 130-token messages). Side by side, on the same
+session:
 
 - none: no compaction (DeepAgents' built-in replaced by a pass-through);
 - deepagents: DeepAgents' `SummarizationMiddleware` with its model-aware defaults;
 - compact-middleware: its `CompactionMiddleware` with its defaults;
 - langchain: `ContextEditingMiddleware(ClearToolUsesEdit(trigger=50% of the window,
   keep=3))` with LangChain's `SummarizationMiddleware(trigger=85%, keep=10%)`;
-- fastcompact: `CompactionMiddleware` and its `recall` tool, defaults (summaries by the
-  agent's own model).
+- fastcompact: `CompactionMiddleware`, defaults (it gives the agent its `recall` tool;
+  summaries by the agent's own model).
 
 The peers are handed a summary model on the same provider (they call it with a prompt
 of their own); fastcompact uses the agent's model, in the agent's own request.
@@ -34,9 +37,11 @@ every call.
 
 Fidelity: the share of user messages that, at every later call, the model still sees or
 had handed to a summary call; findings: every fifth request needs what an answer 10-40
-calls earlier found, seen in view, got back with one more call (`recall`, or grep over
-an archive the view names), or lost; and the share of tool results no longer in the final
-view whose full text the agent can get back (an archive on the backend, or `recall`).
+calls earlier found: seen in view, or got back with one more call through what the view
+shows (`recall` on an id a line of that answer names, a `recall` search where the agent
+has the tool, a grep of an archive folder the view names, a read of an archive file it
+names), or lost; and the share of tool results no longer in the final view whose full
+text the agent can get back (an archive on the backend, or `recall`).
 """
 
 from __future__ import annotations
@@ -61,7 +66,7 @@ from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from provider import PRICES, BilledModel, Provider
-from sessions import LOST, RECALLED, SESSIONS, SYSTEM_PROMPT, VISIBLE, Session
+from sessions import SESSIONS, SYSTEM_PROMPT, WAYS_BACK, Session
 
 from tests.scripted import message_text
 
@@ -113,9 +118,10 @@ def _stack(
             trigger=("fraction", trigger) if trigger else None,
             restoration=fastcompact.RestorationConfig(on_schedule=restore),
         )
-        # Summaries by the agent's own model, in its own request (its prompt cache).
+        # Summaries by the agent's own model, in its own request (its prompt cache); the
+        # middleware gives the agent its recall tool.
         mw = fastcompact.CompactionMiddleware(backend=backend, config=config)
-        return [mw, fastcompact.RecallMiddleware()], _fastcompact_recall
+        return [mw], _fastcompact_recall
     raise ValueError(side)
 
 
@@ -178,6 +184,10 @@ def run(session: Session, side: str, trigger: float | None = None, restore: bool
         checkpointer=InMemorySaver(),
     )
     session.findings.clear()
+    # The script searches with recall only on the side that gives the agent the tool.
+    session.agent_tools.clear()
+    if side == "fastcompact":
+        session.agent_tools.add("recall")
     failures: list[str] = []
     cfg = {"configurable": {"thread_id": f"{session.name}-{side}"}, "recursion_limit": 10_000}
     with warnings.catch_warnings():
@@ -244,12 +254,7 @@ def _measure(
     cleared = [i for i, text in originals.items() if text not in final_text]
     back = sum(1 for i in cleared if originals[i] in files or recall(state, i) == originals[i])
     outcomes = list(session.findings.values())
-    findings = {
-        "needed": len(outcomes),
-        VISIBLE: outcomes.count(VISIBLE),
-        RECALLED: outcomes.count(RECALLED),
-        LOST: outcomes.count(LOST),
-    }
+    findings = {"needed": len(outcomes), **{way: outcomes.count(way) for way in WAYS_BACK}}
     return Outcome(
         session=session.name,
         side=side,
@@ -276,7 +281,7 @@ def table(outcomes: list[Outcome]) -> str:
     lines = [
         "| session | middleware | calls | refused | peak | cache hit | summaries (input) | output "
         "| bill | whole | vs cheaper peer | x floor | user fidelity "
-        "| findings needed / visible / recalled / lost | recoverable |",
+        "| findings needed / in view / recall / search / grep / read / lost | recoverable |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name in dict.fromkeys(o.session for o in outcomes):
@@ -295,7 +300,7 @@ def table(outcomes: list[Outcome]) -> str:
                 f"| {o.session} | {o.side}{failed} | {o.calls} | {o.refused} | {o.peak_input:,} | "
                 f"{o.cache_hit:.3f} | {o.summary_calls} ({o.summary_input:,}) | {o.output_cost[a]:.3f} | "
                 f"{o.bill[a]:.3f} | {o.whole[a]:.3f} | {ratio} | {o.bill[a] / floor:.2f} | "
-                f"{100 * o.user_fidelity:.0f}% | {f['needed']} / {f[VISIBLE]} / {f[RECALLED]} / {f[LOST]} | "
+                f"{100 * o.user_fidelity:.0f}% | {' / '.join(str(f[k]) for k in ('needed', *WAYS_BACK))} | "
                 f"{back} |"
             )
     return "\n".join(lines)

@@ -77,9 +77,12 @@ class Session:
     tools: list[Any] = field(default_factory=list)
     # Runs shell commands (DeepAgents' `execute`) in its folder.
     shell: bool = False
-    # How each request that needed an earlier finding went (step -> visible, recalled
-    # or lost), filled in as the session runs.
+    # How each request that needed an earlier finding went (step -> one of WAYS_BACK),
+    # filled in as the session runs.
     findings: dict[int, str] = field(default_factory=dict)
+    # The agent's own tools beside DeepAgents' (the side running it sets them): the
+    # script searches with `recall` only when it has it.
+    agent_tools: set[str] = field(default_factory=set)
 
 
 # --- findings: what an answer found, which a later request needs -------------------
@@ -106,8 +109,18 @@ def with_needs(requests: list[str], back: int) -> list[str]:
     return out
 
 
-# A need the agent met in view, got back with one more call, or could not get back.
-VISIBLE, RECALLED, LOST = "visible", "recalled", "lost"
+# How a need went: met in view; got back with one more call (recall by an id in view,
+# a recall search, a grep of an archive folder the view names, a read of an archive
+# file it names); or not got back.
+VISIBLE, RECALLED, SEARCHED, GREPPED, READ, LOST = (
+    "visible",
+    "recalled",
+    "searched",
+    "grepped",
+    "read",
+    "lost",
+)
+WAYS_BACK = (VISIBLE, RECALLED, SEARCHED, GREPPED, READ, LOST)
 
 
 def stepped(
@@ -115,12 +128,16 @@ def stepped(
     answer: Callable[[int], str],
     back: int,
     log: dict[int, str],
+    tools: set[str],
 ) -> Callable[[list[BaseMessage]], AIMessage]:
     """A script from the tool calls of each step (`steps(s)`, in order) and the answer
-    that closes it (which carries the step's finding), deciding from the last message;
-    a request that needs an earlier finding looks for it in view first, and when it is
-    not there gets it back: through `recall` when the view names the answer's recall id,
-    else by grep over an archive the view names. `log` records how each need went."""
+    that closes it (which carries the step's finding), deciding from the last message.
+    A request that needs an earlier finding looks for it in view first; when it is not
+    there, it gets it back only through what the view shows or the tools it has
+    (`tools`), the cheapest first: `recall` on the id a line of that answer names, a
+    `recall` search, a grep of an archive folder the view names, a read of an archive
+    file the view names. It never uses an id that nothing in view shows. `log` records
+    how each need went."""
 
     def first(step: int) -> AIMessage:
         calls = steps(step)
@@ -136,12 +153,18 @@ def stepped(
         if finding(t) in view:
             log[step] = VISIBLE
             return None
+        wanted = f"Finding F{t}:"
         named = re.search(rf'\[answer {t}\][^\n]*?recall\("([^"]+)"\)', view)
         if named:
-            return _call("recall", {"id": named.group(1)}, f"find-{step}-{t}")
+            return _call("recall", {"id": named.group(1)}, f"find-{RECALLED}-{step}-{t}")
+        if "recall" in tools:
+            return _call("recall", {"query": wanted}, f"find-{SEARCHED}-{step}-{t}")
         if "/conversation_history" in view:
-            args = {"pattern": f"Finding F{t}:", "path": "/conversation_history", "output_mode": "content"}
-            return _call("grep", args, f"find-{step}-{t}")
+            args = {"pattern": wanted, "path": "/conversation_history", "output_mode": "content"}
+            return _call("grep", args, f"find-{GREPPED}-{step}-{t}")
+        archive = re.search(r"(/conversation_history/\S+?\.md)", view)
+        if archive:
+            return _call("read_file", {"file_path": archive.group(1)}, f"find-{READ}-{step}-{t}")
         log[step] = LOST
         return None
 
@@ -154,8 +177,9 @@ def stepped(
             return fetch(step, messages) or first(step)
         if isinstance(last, ToolMessage):
             if last.tool_call_id.startswith("find-"):
+                way = last.tool_call_id.split("-")[1]
                 step, t = _parts(last.tool_call_id)
-                log[step] = RECALLED if finding(t) in str(last.content) else LOST
+                log[step] = way if finding(t) in str(last.content) else LOST
                 return first(step)
             step, k = _parts(last.tool_call_id)
             calls = steps(step)
@@ -209,7 +233,15 @@ def coding(steps: int = 30, name: str = "coding") -> Session:
     ]
     # Six calls a step: a need reaches 18 calls back.
     log: dict[int, str] = {}
-    return Session(name, with_needs(requests, 3), stepped(calls, answer, 3, log), files=modules, findings=log)
+    tools: set[str] = set()
+    return Session(
+        name,
+        with_needs(requests, 3),
+        stepped(calls, answer, 3, log, tools),
+        files=modules,
+        findings=log,
+        agent_tools=tools,
+    )
 
 
 # --- research: large web results, notes written to a file ---------------------------
@@ -238,8 +270,14 @@ def research(questions: int = 36, name: str = "research") -> Session:
     requests = [f"[step {s}] Research question {s}: " + prose(("ask", s), 200) for s in range(questions)]
     # Five calls a step: a need reaches 20 calls back.
     log: dict[int, str] = {}
+    tools: set[str] = set()
     return Session(
-        name, with_needs(requests, 4), stepped(calls, answer, 4, log), tools=[web_search], findings=log
+        name,
+        with_needs(requests, 4),
+        stepped(calls, answer, 4, log, tools),
+        tools=[web_search],
+        findings=log,
+        agent_tools=tools,
     )
 
 
@@ -270,7 +308,15 @@ def chinese(steps: int = 30, name: str = "chinese") -> Session:
 
     requests = [f"[步骤 {s}] 请实现功能 {s}。" + prose(("请求", s), 200, HAN, "") for s in range(steps)]
     log: dict[int, str] = {}
-    return Session(name, with_needs(requests, 4), stepped(calls, answer, 4, log), files=modules, findings=log)
+    tools: set[str] = set()
+    return Session(
+        name,
+        with_needs(requests, 4),
+        stepped(calls, answer, 4, log, tools),
+        files=modules,
+        findings=log,
+        agent_tools=tools,
+    )
 
 
 # --- chat: long text, no tools ------------------------------------------------------
@@ -283,7 +329,14 @@ def chat(turns: int = 160, request_chars: int = 300, name: str = "chat") -> Sess
     requests = [f"[step {s}] " + prose(("message", s), request_chars) for s in range(turns)]
     # One call a step: a need reaches 20 calls back.
     log: dict[int, str] = {}
-    return Session(name, with_needs(requests, 20), stepped(lambda s: [], answer, 20, log), findings=log)
+    tools: set[str] = set()
+    return Session(
+        name,
+        with_needs(requests, 20),
+        stepped(lambda s: [], answer, 20, log, tools),
+        findings=log,
+        agent_tools=tools,
+    )
 
 
 # --- the bundled sessions, replayed -------------------------------------------------

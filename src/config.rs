@@ -273,7 +273,7 @@ impl Default for MemoryConfig {
     fn default() -> Self {
         MemoryConfig {
             user_share: 0.20,
-            step_share: 0.05,
+            step_share: 0.01,
             head_share: 0.05,
             note_share: 0.10,
         }
@@ -284,9 +284,15 @@ impl Default for MemoryConfig {
 pub const ASSUMED_WINDOW: u64 = 200_000;
 
 impl MemoryConfig {
-    /// The layers' budgets for a model of this window, in widths (about four a token).
-    pub fn budgets(&self, window: Option<u64>) -> crate::memory::Budgets {
-        let widths = window.unwrap_or(ASSUMED_WINDOW) as f64 * 4.0;
+    /// The layers' budgets for a model of this window, in widths, where a token of the
+    /// conversation takes `widths_per_token` (about four; see `memory::text::width`).
+    pub fn budgets(&self, window: Option<u64>, widths_per_token: f64) -> crate::memory::Budgets {
+        let per_token = if widths_per_token.is_finite() {
+            widths_per_token.clamp(1.0, 16.0)
+        } else {
+            4.0
+        };
+        let widths = window.unwrap_or(ASSUMED_WINDOW) as f64 * per_token;
         let of = |share: f64| (widths * share.clamp(0.0, 1.0)) as usize;
         crate::memory::Budgets {
             users: of(self.user_share),

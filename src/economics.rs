@@ -170,11 +170,12 @@ impl Compaction {
 }
 
 /// A model summary of the memory's older layers (a fold) instead of another digest, as
-/// the session sees it: a digest costs no call, but the memory it leaves is larger, and
-/// every later call reads it until a fold. A fold pays once the reads already paid for
-/// what the memory holds beyond a fold's size, since the last fold, reach the fold's
-/// extra price, and its saving over the calls to come (as many as the session has made
-/// so far) does too: the same two rules as a batch's.
+/// the session sees it: a digest costs no call, but the memory it leaves is larger;
+/// every later call reads it and every later digest writes it anew, until a fold. A
+/// fold pays once what was already paid for the memory beyond a fold's size, since
+/// the last fold (its reads, and its rewrites by digests), reaches the fold's extra
+/// price, and its saving over the calls to come (as many as the session has made so
+/// far) does too: the same two rules as a batch's.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Fold {
     /// The fold's price over the digest's.
@@ -182,8 +183,9 @@ pub struct Fold {
     /// How much smaller the next input is after the fold than after the digest.
     pub smaller_by: f64,
     /// The tokens read, call after call since the last fold, of what the memory held
-    /// beyond the size a fold leaves.
+    /// beyond the size a fold leaves; and those written anew by the digests since.
     pub grown_reads: f64,
+    pub grown_rewrites: f64,
     /// The calls to come.
     pub horizon: f64,
 }
@@ -193,8 +195,8 @@ impl Fold {
         if self.extra <= 0.0 {
             return true;
         }
-        p.read * self.grown_reads >= self.extra
-            && p.read * self.smaller_by.max(0.0) * self.horizon >= self.extra
+        let paid = p.read * self.grown_reads + (p.write - p.read) * self.grown_rewrites.max(0.0);
+        paid >= self.extra && p.read * self.smaller_by.max(0.0) * self.horizon >= self.extra
     }
 }
 
@@ -380,6 +382,7 @@ mod tests {
             extra: 10_000.0,
             smaller_by: 4_000.0,
             grown_reads,
+            grown_rewrites: 0.0,
             horizon,
         };
         // 0.1 * 99,000 < 10,000: not yet; 0.1 * 100,000 reaches it.
@@ -387,6 +390,12 @@ mod tests {
         assert!(fold(100_000.0, 100.0).pays(&ANTHROPIC));
         // Late in a session too short to come back the saving: 0.1 * 4,000 * 20 < 10,000.
         assert!(!fold(500_000.0, 20.0).pays(&ANTHROPIC));
+        // Digests that wrote the larger memory anew paid for it too: 1.15 * 4,000 + 0.1 * 54,000.
+        assert!(Fold {
+            grown_rewrites: 4_000.0,
+            ..fold(54_000.0, 100.0)
+        }
+        .pays(&ANTHROPIC));
         // A fold that costs no more pays at once.
         assert!(Fold {
             extra: -1.0,

@@ -146,7 +146,7 @@ def test_requests_outgrowing_their_share_go_into_short_oldest_first():
     assert "## Earlier requests, in short\n" in text
 
 
-def test_a_model_fold_puts_every_request_into_short_beside_its_notes():
+def test_a_model_fold_leaves_its_notes_and_runs_by_number():
     msgs = _session(["fix the parser please, it fails on empty input", "then add the tests for it"], 2)
     previous = memory.remember(None, None, msgs[:4], config=MemoryConfig(), window=40_000, file="/h/1.md")
     notes = "The user asked: fix the parser please, it fails on empty input. The parser is fixed."
@@ -156,10 +156,10 @@ def test_a_model_fold_puts_every_request_into_short_beside_its_notes():
         previous.memory, None, msgs[4:], config=MemoryConfig(), window=40_000, file="/h/2.md", notes=bounded
     )
     m = made.memory
-    assert m["requests"] == [] and [h["number"] for h in m["heads"]] == [1, 2]
+    assert m["requests"] == m["heads"] == [] and m["ranges"][0]["first"] == 1
     text = memory.text(m, recall=True)
     assert "## Notes on the earlier work\nThe user asked: (request R1). The parser is fixed.\n" in text
-    assert '- R2: then add the tests for it recall("u1")' in text
+    assert "- R1-R2: in 1.md to 2.md\n" in text
     assert "oldest first: 1.md to 2.md." in text
 
 

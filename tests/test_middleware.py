@@ -468,7 +468,9 @@ def test_a_summary_that_does_not_help_waits_until_the_window_needs_it(
     config = CompactionConfig(keep=("fraction", 0.9))
     model = _model()
     backend = LocalShellBackend(root_dir=tmp_path, virtual_mode=True)
-    agent = _deep_agent(model, tmp_path, mw=CompactionMiddleware(backend=backend, config=config))
+    # Without the recall tool, whose schema would take the 24th step over the window.
+    mw = CompactionMiddleware(backend=backend, config=config, recall=False)
+    agent = _deep_agent(model, tmp_path, mw=mw)
     state = _run(agent, "n", range(1, 25))
     assert state["_fastcompact"]["last_plan"]["tokens_after"] > 0.85 * WINDOW
     assert state.get("_summarization_event") is None
@@ -497,7 +499,8 @@ def test_seed_usage_constructs_unchanged_apart_from_the_import():
     backend = StateBackend()
     mw = CompactionMiddleware(model="anthropic:claude-sonnet-4-6", backend=backend)
     tool_mw = CompactionToolMiddleware(mw)
-    assert [t.name for t in tool_mw.tools] == ["compact_conversation", "recall"]
+    assert [t.name for t in tool_mw.tools] == ["compact_conversation"]
+    assert [t.name for t in mw.tools] == ["recall"]
     config = CompactionConfig(
         trigger=("fraction", 0.80),
         keep=("messages", 10),

@@ -70,24 +70,24 @@ from fastcompact.recall import Match, recall, search
 from fastcompact.report import Report, inspect
 
 if TYPE_CHECKING:
-    from fastcompact.middleware import (
-        CompactionMiddleware,
-        CompactionState,
-        CompactionToolMiddleware,
-        RecallMiddleware,
-        WindowTooSmallError,
+    from fastcompact.factories import (
+        compute_compaction_defaults,
+        create_compaction_middleware,
+        create_compaction_tool_middleware,
     )
+    from fastcompact.middleware import CompactionMiddleware, CompactionState, WindowTooSmallError
+    from fastcompact.tools import CompactionToolMiddleware, RecallMiddleware
 
 __version__ = "0.1.0"
 
 # The middleware pulls in LangChain's agent machinery: loaded on first use, so the
 # notebook helpers and the command line start fast.
-_MIDDLEWARE = (
-    "CompactionMiddleware",
-    "CompactionState",
-    "CompactionToolMiddleware",
-    "RecallMiddleware",
-    "WindowTooSmallError",
+_MIDDLEWARE = ("CompactionMiddleware", "CompactionState", "WindowTooSmallError")
+_TOOLS = ("CompactionToolMiddleware", "RecallMiddleware")
+_FACTORIES = (
+    "compute_compaction_defaults",
+    "create_compaction_middleware",
+    "create_compaction_tool_middleware",
 )
 
 
@@ -96,6 +96,14 @@ def __getattr__(name: str) -> Any:
         from fastcompact import middleware
 
         return getattr(middleware, name)
+    if name in _TOOLS:
+        from fastcompact import tools
+
+        return getattr(tools, name)
+    if name in _FACTORIES:
+        from fastcompact import factories
+
+        return getattr(factories, name)
     raise AttributeError(f"module 'fastcompact' has no attribute {name!r}")
 
 
@@ -136,8 +144,11 @@ __all__ = [
     "clear_cache",
     "clear_observations",
     "collapse_reads",
+    "compute_compaction_defaults",
     "count_text_tokens",
     "count_tokens",
+    "create_compaction_middleware",
+    "create_compaction_tool_middleware",
     "dedupe_reads",
     "effective_messages",
     "find_cutoff",

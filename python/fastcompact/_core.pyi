@@ -35,6 +35,7 @@ __all__ = [
     "set_cache_capacity",
     "should_compact",
     "state_cutoff",
+    "text_width",
     "token_breakdown",
 ]
 
@@ -234,7 +235,7 @@ class PlanSettings:
         the reads paid for what has grown, by the settings' price model; ``None``
         without one."""
     def fold_pays(
-        self, *, extra: float, smaller_by: float, grown_reads: float, horizon: float
+        self, *, extra: float, smaller_by: float, grown_reads: float, grown_rewrites: float, horizon: float
     ) -> bool | None:
         """Whether folding the memory into a model summary pays over the session;
         ``None`` without a price model."""
@@ -272,11 +273,13 @@ def remember(
     file: str | None,
     config: dict[str, Any],
     window: int | None,
+    widths_per_token: float = 4.0,
     room: int | None = None,
     notes: str | None = None,
 ) -> tuple[dict[str, Any], int]:
     """The memory after a compaction, and how many requests went into short."""
 
+def text_width(text: str) -> int: ...
 def render_memory(memory: Mapping[str, Any], recall: bool) -> str: ...
 def notes_without_quotes(notes: str, texts: list[tuple[int, str]], min_chars: int) -> str: ...
 def normalize(messages: Any) -> list[dict[str, Any]]: ...

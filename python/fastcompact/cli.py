@@ -18,7 +18,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -31,6 +31,35 @@ from fastcompact.transcripts import FileError, Layout, load_conversation, read_f
 
 class CliError(Exception):
     """A problem to report in one line, with exit status 2."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C: the outputs written before it (every one whole; no other was started)."""
+
+    def __init__(self, written: list[str]) -> None:
+        self.written = written
+        super().__init__(f"interrupted; wrote {plural(len(written), 'output')}")
+
+
+def _ignore_interrupts() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _write_exact(stream: Any, text: str) -> None:
+    """``text`` on ``stream`` with every character kept: as UTF-8 bytes when the
+    stream's own encoding (ASCII, say) cannot hold it."""
+    try:
+        text.encode(getattr(stream, "encoding", None) or "utf-8")
+    except UnicodeEncodeError:
+        buffer = getattr(stream, "buffer", None)
+        if buffer is not None:
+            stream.flush()
+            buffer.write(text.encode("utf-8"))
+            buffer.flush()
+            return
+    stream.write(text)
 
 
 def _size(text: str) -> tuple[str, float]:
@@ -254,6 +283,38 @@ def plan_outputs(files: list[str], output: str, overwrite: bool, archive: str | 
     return plans
 
 
+class _Writes:
+    """One input's files, written so that a failure (a full disk, say) leaves none of
+    them: each goes to a temporary file beside its place first; once all are written,
+    they are renamed into place in order (the output last); on any failure, what was
+    written is removed and the error raised."""
+
+    def __init__(self) -> None:
+        self.files: list[tuple[Path, bytes]] = []
+
+    def add(self, path: Path, data: bytes) -> None:
+        self.files.append((path, data))
+
+    def commit(self) -> None:
+        staged: list[tuple[Path, Path]] = []
+        placed: list[Path] = []
+        try:
+            for path, data in self.files:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                temporary = path.with_name(f".{path.name}.{os.getpid()}.partial")
+                staged.append((temporary, path))
+                temporary.write_bytes(data)
+            for temporary, path in staged:
+                os.replace(temporary, path)
+                placed.append(path)
+        except BaseException:
+            for temporary, _ in staged:
+                temporary.unlink(missing_ok=True)
+            for path in placed:
+                path.unlink(missing_ok=True)
+            raise
+
+
 def compact_file(plan: Output, options: dict[str, Any], text: str | None = None) -> dict[str, Any]:
     """Compact one input as ``plan`` says (``text``: the input, when already read); the
     figures of what was done, with the conversation itself when it goes to stdout (run
@@ -291,20 +352,19 @@ def _compact_messages(
     )
     out_messages = [message_to_dict(m) if isinstance(m, BaseMessage) else m for m in result.messages]
     text = layout.dumps(out_messages)
-    if plan.target is not None:
-        plan.target.parent.mkdir(parents=True, exist_ok=True)
-        plan.target.write_text(text, encoding="utf-8", newline="")
+    writes = _Writes()
     if plan.results is not None and result.saved_results:
-        plan.results.mkdir(parents=True, exist_ok=True)
         for path, full in result.saved_results.items():
-            Path(path).write_text(full, encoding="utf-8")
+            writes.add(Path(path), full.encode("utf-8"))
     archive = plan.archive if result.archive is not None else None
     if archive is not None and result.archive is not None:
-        archive.parent.mkdir(parents=True, exist_ok=True)
-        archive.write_text(result.archive, encoding="utf-8")
         for path, data in result.media.items():
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).write_bytes(data)
+            writes.add(Path(path), data)
+        writes.add(archive, result.archive.encode("utf-8"))
+    # The output last: it is there only when everything it names is.
+    if plan.target is not None:
+        writes.add(plan.target, text.encode("utf-8"))
+    writes.commit()
     unkept = []
     if result.summarized and archive is None:
         unkept.append(f"the {plural(result.summarized, 'summarized message')}")
@@ -411,19 +471,24 @@ def _compact(args: argparse.Namespace) -> int:
             errors.append(f"{plans[0].source}: {type(e).__name__}: {e}")
     else:
         # Processes for the offline summarizer (CPU-bound); threads when calling a model.
+        # Workers ignore Ctrl-C: the file in progress is finished (or not written at all).
         pool: Executor = (
             ThreadPoolExecutor(max_workers=8)
             if args.model
-            else ProcessPoolExecutor(max_workers=os.cpu_count() or 1)
+            else ProcessPoolExecutor(max_workers=os.cpu_count() or 1, initializer=_ignore_interrupts)
         )
         console = Console(stderr=True, highlight=False)
-        with pool, Progress(console=console, transient=True) as progress:
+        with Progress(console=console, transient=True) as progress:
             task = progress.add_task("compacting", total=len(plans))
             futures = {
                 pool.submit(compact_file, plan, options, stdin_text if plan.source == "-" else None): plan
                 for plan in plans
             }
-            for future in as_completed(futures):
+
+            seen: set[Future[dict[str, Any]]] = set()
+
+            def settle(future: Future[dict[str, Any]]) -> None:
+                seen.add(future)
                 try:
                     results.append(future.result())
                 except (CliError, FileError, fastcompact.InputError) as e:
@@ -431,10 +496,22 @@ def _compact(args: argparse.Namespace) -> int:
                 except Exception as e:  # a worker's failure is one file's failure
                     errors.append(f"{futures[future].source}: {type(e).__name__}: {e}")
                 progress.advance(task)
+
+            try:
+                for future in as_completed(futures):
+                    settle(future)
+            except KeyboardInterrupt:
+                # Stop after the files in progress: the rest never start.
+                pool.shutdown(wait=True, cancel_futures=True)
+                for future in futures:
+                    if future.done() and not future.cancelled() and future not in seen:
+                        settle(future)
+                raise Interrupted(sorted(r["output"] for r in results)) from None
+            pool.shutdown()
     results.sort(key=lambda r: r["file"])
     notes = {plan.source: plan.note for plan in plans}
     if to_stdout and results:
-        sys.stdout.write(results[0].pop("conversation"))
+        _write_exact(sys.stdout, results[0].pop("conversation"))
     if args.json:
         sys.stdout.write(json.dumps(results, indent=2) + "\n")
     else:
@@ -561,6 +638,10 @@ def main(argv: list[str] | None = None) -> int:
     except (CliError, FileError, fastcompact.InputError, ValueError) as e:
         sys.stderr.write(f"fastcompact: {e}\n")
         return 2
+    except Interrupted as e:
+        written = "".join(f"\n  {w}" for w in e.written)
+        sys.stderr.write(f"fastcompact: {e}{':' if written else ''}{written}\n")
+        return 130
     except KeyboardInterrupt:
         sys.stderr.write("fastcompact: interrupted\n")
         return 130

@@ -133,10 +133,15 @@ class Committing:
         counters["base_size"], counters["grown_reads"], counters["calls_since_compaction"] = tokens, 0.0, 0
         counters.pop(SPAN_PRICE_KEY, None)
         counters.pop(KEPT_PRICE_KEY, None)
-        counters["memory_tokens"] = math.ceil(turn.plan.ratio * count_once([message], model=request.model))
+        memory_tokens = math.ceil(turn.plan.ratio * count_once([message], model=request.model))
+        counters["memory_tokens"] = memory_tokens
         if summary.by_model:
-            # The memory's reads since its last fold start again.
+            # What the memory has cost since its last fold starts again.
             counters["memory_reads"], counters["memory_calls"] = 0.0, 0
+            counters["memory_rewrites"], counters["memory_digests"] = 0.0, 0
+        else:
+            counters["memory_rewrites"] = float(counters.get("memory_rewrites") or 0.0) + memory_tokens
+            counters["memory_digests"] = count_of(counters.get("memory_digests")) + 1
         if under_trigger or draft.priced:
             counters.pop("backoff_until", None)
         else:

@@ -411,7 +411,7 @@ class MemoryConfig(_Watched):
         >>> MemoryConfig(user_share=0.6, note_share=0.3)
         Traceback (most recent call last):
         ...
-        ValueError: MemoryConfig: the shares add up to 1.00 of the window; keep them within 0.80
+        ValueError: MemoryConfig: the shares add up to 0.96 of the window; keep them within 0.80
     """
 
     user_share: float = _core("memory", "user_share")
@@ -523,6 +523,11 @@ class CompactionConfig(_Watched):
         # Compaction is always partial, and the commit check keeps its own margin.
         _warn_unused(self, ("prefer_partial", "autocompact_buffer_tokens", "max_output_tokens_for_summary"))
         _check_str(o, "custom_instructions", self.custom_instructions, optional=True)
+        if self.custom_instructions and self.summarizer == "digest":
+            raise ValueError(
+                f"{o}.custom_instructions: the digest is made without a model, so no instruction "
+                "reaches it; use summarizer='auto' or 'model' for them to reach every model summary"
+            )
         _check_str(o, "history_path_prefix", self.history_path_prefix)
         _check_folder(o, "history_path_prefix", self.history_path_prefix)
 

@@ -25,7 +25,9 @@ from typing import Any
 from typing_extensions import Unpack
 
 from fastcompact.config import CompactionConfig
-from fastcompact.middleware import CompactionMiddleware, CompactionToolMiddleware, SummarizationOptions
+from fastcompact.keywords import SummarizationOptions
+from fastcompact.middleware import CompactionMiddleware
+from fastcompact.tools import CompactionToolMiddleware
 
 __all__ = [
     "SummarizationMiddleware",
@@ -121,11 +123,13 @@ def create_summarization_middleware(
 def create_summarization_tool_middleware(
     model: Any, backend: Any, *, system_prompt: str | None = None
 ) -> SummarizationToolMiddleware:
-    """The manual-compaction tools over a fresh ``SummarizationMiddleware``.
+    """The manual-compaction tool over a fresh ``SummarizationMiddleware`` (which gives
+    the agent ``recall``; give the agent both, as with DeepAgents).
 
     Example:
-        >>> [t.name for t in create_summarization_tool_middleware("openai:gpt-5", None).tools]
-        ['compact_conversation', 'recall']
+        >>> tool_mw = create_summarization_tool_middleware("openai:gpt-5", None)
+        >>> [t.name for t in tool_mw.tools], [t.name for t in tool_mw.compaction.tools]
+        (['compact_conversation'], ['recall'])
     """
     return SummarizationToolMiddleware(
         create_summarization_middleware(model, backend), system_prompt=system_prompt

@@ -35,8 +35,10 @@ class Draft:
     # Due by the price model (it commits whenever it makes the view smaller), rather
     # than by the trigger.
     priced: bool = False
-    # The memory's room in the window, in widths (None: no window known).
+    # The memory's room in the window, in widths (None: no window known), and the widths
+    # a token of this conversation takes.
     room: int | None = None
+    widths_per_token: float = 4.0
     # The digest of the span, once made (pricing, the hopeless check and the fallback
     # all use the same one).
     digest: Summary | None = None

@@ -23,9 +23,9 @@ from fastcompact.state import Turn, newest_request, sent_size, thread_name
 if TYPE_CHECKING:
     from fastcompact.config import CompactionConfig
 
-# Widths a token when the memory must fit what the window leaves: fewer than the 4 a
-# width is made for, so that it fits under a denser tokenizer too.
-WIDTHS_PER_TOKEN = 3
+# The share of what the window leaves that the memory may fill: the rest is margin
+# for what its measure in widths gets wrong.
+ROOM_MARGIN = 0.75
 
 
 def has_recall(request: ModelRequest) -> bool:
@@ -147,10 +147,18 @@ class Drafting:
         newest user message), then the deepest pair-safe cut, which commits whenever it
         makes the view smaller (what is still over is the newest results, clipped
         before sending)."""
-        cuts: list[int | None] = [None]
-        if forced or self._over_window(turn):
-            view = turn.view
-            start = newest_request(view)
+        view = turn.view
+        start = newest_request(view)
+        over = forced or self._over_window(turn)
+        keep_cut = turn.plan.summary_cutoff
+        if keep_cut is not None and not over:
+            # Under the window the turn in progress stays whole: the cut falls no later
+            # than its request (on the first turn there is nothing before it to cut).
+            keep_cut = min(keep_cut, start or 0) or None
+            if keep_cut is None:
+                return []
+        cuts: list[int | None] = [keep_cut]
+        if over:
             deeper: list[ContextSize] = [("messages", len(view) - start)] if start is not None else []
             for keep in [*deeper, ("messages", 1)]:
                 cuts.append(cutoff_once(view, keep, turn.window, model=request.model) or None)
@@ -169,14 +177,15 @@ class Drafting:
         the system prompt, the tools and the kept messages are in."""
         if draft.digest is not None:
             return draft
+        per_token = memory.widths_per_token(draft.span)
         room = None
         if turn.window is not None:
             frame = summarize.summary_message(
                 "", file_path=self._longest_archive_path(draft), todos=draft.todos
             )
             left = turn.window - self._true_size(request, turn, [frame, *draft.kept])
-            room = max(left, 0) * WIDTHS_PER_TOKEN
-        draft = dataclasses.replace(draft, room=room)
+            room = int(max(left, 0) * per_token * ROOM_MARGIN)
+        draft = dataclasses.replace(draft, room=room, widths_per_token=per_token)
         digest = self._summary_of(turn, draft, self._longest_archive_path(draft))
         return dataclasses.replace(draft, digest=digest)
 
@@ -184,7 +193,7 @@ class Drafting:
         """The memory ``draft`` leaves, archived at ``path``: a digest, or with a
         model's ``notes`` every request in short beside them."""
         if notes is not None:
-            notes = memory.bounded_notes(notes, draft.memory, draft.span, draft.first_number)
+            notes = memory.bounded_notes(notes, draft.memory, [*draft.span, *draft.kept], draft.first_number)
         made = memory.remember(
             draft.memory,
             draft.earlier_text,
@@ -193,6 +202,7 @@ class Drafting:
             window=turn.window,
             first_number=draft.first_number,
             file=path,
+            widths_per_token=draft.widths_per_token,
             room=draft.room,
             notes=notes,
         )

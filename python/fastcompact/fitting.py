@@ -111,6 +111,12 @@ class Fitting:
                 view, size = clipped, self._true_size(request, turn, clipped)
                 if size <= window:
                     return view, size
+        raise self._too_small(request, turn, size)
+
+    def _too_small(self, request: ModelRequest, turn: Turn, size: int) -> WindowTooSmallError:
+        """The error for a request of ``size`` tokens that cannot be made to fit, with
+        the sizes of its parts."""
+        window = turn.window or 0
         ratio = turn.plan.ratio
         system = request.system_message
         # What the caller did not pass (the offset) is system text too: later middleware's
@@ -120,7 +126,12 @@ class Fitting:
             system_tokens += math.ceil(ratio * count_tokens([], system=system, model=request.model))
         tools = request.tools
         tools_tokens = math.ceil(ratio * count_tokens([], tools=tools, model=request.model)) if tools else 0
-        raise WindowTooSmallError(
+        estimate = self._true_size(request, turn, list(turn.view))
+        if size > estimate > 0:
+            # The provider counted more than the estimate: each part, in proportion.
+            system_tokens = math.ceil(system_tokens * size / estimate)
+            tools_tokens = math.ceil(tools_tokens * size / estimate)
+        return WindowTooSmallError(
             window=window,
             system=system_tokens,
             tools=tools_tokens,

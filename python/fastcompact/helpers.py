@@ -580,8 +580,23 @@ def normalize(messages: Iterable[Any]) -> list[dict[str, Any]]:
     return _core.normalize(_as_list(messages))
 
 
+# The capacity ``cache_info`` reports when the count of conversations is not bounded
+# (``set_cache_capacity`` takes it back).
+UNBOUNDED = 2**64 - 1
+
+
 def cache_info() -> tuple[int, int]:
-    """``(conversations cached, capacity)`` of the per-conversation token cache."""
+    """``(conversations cached, capacity)`` of the per-conversation token cache; the
+    capacity is :data:`UNBOUNDED` when only the bytes bound it (the default), and
+    ``set_cache_capacity`` takes back what this reports.
+
+    Example:
+        >>> before = cache_info()[1]
+        >>> set_cache_capacity(100); cache_info()[1]
+        100
+        >>> set_cache_capacity(before); cache_info()[1] == before
+        True
+    """
     return _core.cache_info()
 
 
@@ -624,8 +639,8 @@ def set_cache_capacity(conversations: int | None = None, *, bytes: int | None = 
             continue
         if isinstance(given, bool) or not isinstance(given, int) or given < 0:
             raise _input_error(name, f"expected a non-negative int, got {given!r}")
-        if given > most:
-            raise _input_error(name, f"expected at most {most:,}, got {given:,}")
+        if given > most and not (name == "conversations" and given == UNBOUNDED):
+            raise _input_error(name, f"expected at most {most:,} (or UNBOUNDED), got {given:,}")
     _core.set_cache_capacity(conversations, bytes)
 
 

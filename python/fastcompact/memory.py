@@ -41,6 +41,13 @@ from fastcompact.summarize import is_summary, summary_text, text_of
 MEMORY_KEY = "memory"
 # A model's notes may quote a request; quoting one this short says nothing it repeats.
 QUOTE_MIN_CHARS = 24
+# Widths a token, as the budgets assume when a conversation has not said (a width is
+# made so that about four are a token, in any script), and the bounds of what one may
+# say: English prose runs to about six, code to three.
+WIDTHS_PER_TOKEN = 4.0
+WIDTHS_PER_TOKEN_BOUNDS = (2.0, 8.0)
+# The newest messages of a span whose text measures it.
+SAMPLE_MESSAGES = 200
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,21 +101,39 @@ def remember(
     window: int | None,
     first_number: int | None = None,
     file: str | None = None,
+    widths_per_token: float = WIDTHS_PER_TOKEN,
     room: int | None = None,
     notes: str | None = None,
 ) -> Remembered:
     """``previous`` (or an earlier summary's text, without one) with ``span`` taken in:
     its requests numbered from ``first_number`` (default: after the memory's last),
-    archived in ``file``; held to the layers' shares of ``window`` (within ``room``
-    widths, about four a token, when given). With ``notes``, a model's summary of all
-    of it, every request goes into short beside them."""
+    archived in ``file``; held to the layers' shares of ``window``, where a token of
+    the conversation takes ``widths_per_token`` (see :func:`widths_per_token`), and
+    within ``room`` widths when given. With ``notes``, a model's summary of all of it,
+    every request goes into short beside them."""
     messages = [m for m in span if not is_summary(m)]
     number = first_number if first_number is not None else next_number(previous, [])
     shares = dataclasses.asdict(config)
     memory, folded = _core.remember(
-        previous, earlier_text, messages, number, file, shares, window, room, notes
+        previous, earlier_text, messages, number, file, shares, window, widths_per_token, room, notes
     )
     return Remembered(memory=memory, folded=folded)
+
+
+def widths_per_token(span: Sequence[Any]) -> float:
+    """How many widths a token of this conversation takes: the width of the text of
+    the span's newest messages over its size in exact tokens (``o200k_base``), within
+    bounds. The layers' shares are then of the window a provider counts, whatever the
+    language; a width alone is only a guess (English prose runs to six a token)."""
+    texts = [text_of(m) for m in list(span)[-SAMPLE_MESSAGES:] if getattr(m, "type", None) in ("human", "ai")]
+    sample = "\n".join(t for t in texts if t.strip())
+    if len(sample) < 400:
+        return WIDTHS_PER_TOKEN
+    tokens = _core.count_text(sample, "o200k_base")
+    if tokens <= 0:
+        return WIDTHS_PER_TOKEN
+    low, high = WIDTHS_PER_TOKEN_BOUNDS
+    return min(max(_core.text_width(sample) / tokens, low), high)
 
 
 def text(memory: Mapping[str, Any], *, recall: bool) -> str:

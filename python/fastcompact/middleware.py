@@ -20,7 +20,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypedDict
+from typing import Any
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -28,18 +28,21 @@ from langchain.agents.middleware.types import (
     ModelRequest,
     ModelResponse,
 )
-from langchain.tools import ToolRuntime
-from langchain_core.messages import SystemMessage, ToolMessage
 from langgraph.types import Command
 from typing_extensions import Unpack
 
 from fastcompact import _core, steps, storage, summarize
 from fastcompact.compaction import CompactionSteps, Outcome, WindowTooSmallError
-from fastcompact.config import CompactionConfig, ContextSize, Trigger, pricing_of, pricing_of_responses
-from fastcompact.draft import Draft
+from fastcompact.config import CompactionConfig, pricing_of, pricing_of_responses
 from fastcompact.helpers import cutoff_once
+from fastcompact.keywords import (
+    SUMMARIZATION_KEYWORDS,
+    SummarizationOptions,
+    config_from_summarization,
+    takes_tools,
+)
 from fastcompact.passes import _edit_message, _plan_of, _run, _view_of
-from fastcompact.recall import RECALL_DESCRIPTION, recall, search_text
+from fastcompact.recall_tool import recall_tool
 from fastcompact.state import (
     EVENT_KEY,
     STATE_KEY,
@@ -48,6 +51,7 @@ from fastcompact.state import (
     advance,
     emit,
     grow,
+    newest_request,
     plan_info,
     progress_of,
     run_metadata,
@@ -65,8 +69,6 @@ __all__ = [
     "STATE_KEY",
     "CompactionMiddleware",
     "CompactionState",
-    "CompactionToolMiddleware",
-    "RecallMiddleware",
     "SummarizationOptions",
     "WindowTooSmallError",
     "config_from_summarization",
@@ -83,90 +85,6 @@ def _transformers() -> tuple[Any, ...]:
 
 def _now() -> float:
     return time.time()
-
-
-class SummarizationOptions(TypedDict, total=False):
-    """The keywords of DeepAgents' and LangChain's ``SummarizationMiddleware`` that
-    ``CompactionMiddleware`` also takes (typed, so that a misspelt one is an error
-    under a type checker, as it is at run time)."""
-
-    trigger: Trigger | Sequence[Trigger] | None
-    keep: ContextSize | None
-    token_counter: Callable[..., int] | None
-    summary_prompt: str | None
-    trim_tokens_to_summarize: int | None
-    truncate_args_settings: Mapping[str, Any] | None
-    history_path_prefix: str | None
-    max_tokens_before_summary: int | None
-    messages_to_keep: int | None
-
-
-SUMMARIZATION_KEYWORDS = tuple(SummarizationOptions.__annotations__)
-
-
-def config_from_summarization(options: Mapping[str, Any]) -> CompactionConfig:
-    """A ``CompactionConfig`` from ``SummarizationMiddleware`` keywords: ``trigger`` (a
-    size, a dict whose sizes must all be reached, or a list of either), ``keep``,
-    ``history_path_prefix``, ``truncate_args_settings`` (DeepAgents' meaning: ``None``
-    turns argument truncation off; a dict shortens ``write_file`` / ``edit_file``
-    arguments unless it says ``truncate_all_tools``), and LangChain's older
-    ``max_tokens_before_summary`` / ``messages_to_keep``.
-
-    Example:
-        >>> cfg = config_from_summarization({"trigger": ("fraction", 0.8), "keep": ("messages", 20)})
-        >>> cfg.trigger, cfg.keep
-        (('fraction', 0.8), ('messages', 20))
-        >>> config_from_summarization({"max_tokens_before_summary": 50_000}).trigger
-        ('tokens', 50000)
-    """
-    from fastcompact.config import TruncateArgsConfig
-
-    fields: dict[str, Any] = {}
-    for old, new, kind in (
-        ("max_tokens_before_summary", "trigger", "tokens"),
-        ("messages_to_keep", "keep", "messages"),
-    ):
-        value = options.get(old)
-        if value is None:
-            continue
-        if options.get(new) is not None:
-            raise ValueError(f"give {new} or {old}, not both")
-        fields[new] = (kind, value)
-    for name in ("trigger", "keep", "history_path_prefix"):
-        if options.get(name) is not None:
-            fields[name] = options[name]
-    # Sizes may come as lists (from JSON, say); the config takes tuples.
-    if isinstance(fields.get("trigger"), list):
-        fields["trigger"] = [tuple(t) if isinstance(t, list) else t for t in fields["trigger"]]
-    if isinstance(fields.get("keep"), list):
-        fields["keep"] = tuple(fields["keep"])
-    if "truncate_args_settings" in options:
-        settings = options["truncate_args_settings"]
-        if settings is None:
-            fields["truncate_args"] = TruncateArgsConfig(trigger=None)
-        elif isinstance(settings, Mapping):
-            known = {"trigger", "keep", "max_length", "truncation_text", "truncate_all_tools"}
-            extra = sorted(set(settings) - known)
-            if extra:
-                raise ValueError(f"truncate_args_settings: unexpected key {', '.join(map(repr, extra))}")
-            given: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in settings.items()}
-            fields["truncate_args"] = TruncateArgsConfig(**{"truncate_all_tools": False, **given})
-        else:
-            raise ValueError(
-                f"truncate_args_settings: expected a dict or None, got {type(settings).__name__}"
-            )
-    return CompactionConfig(**fields)
-
-
-def _takes_tools(counter: Any) -> bool:
-    """Whether a token counter takes a ``tools`` keyword (DeepAgents passes it when so)."""
-    import inspect
-
-    try:
-        params = inspect.signature(counter).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    return any(p.name == "tools" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
 class CompactionMiddleware(CompactionSteps, AgentMiddleware):
@@ -187,6 +105,9 @@ class CompactionMiddleware(CompactionSteps, AgentMiddleware):
             history archive and file restoration; ``None`` archives nothing.
         config: A :class:`~fastcompact.CompactionConfig`; fields left out follow the
             DeepAgents defaults for the agent's model.
+        recall: Give the agent the ``recall`` tool that every placeholder and every
+            line of the memory names (default). ``False`` when another middleware
+            gives it (:class:`RecallMiddleware`).
 
     It also takes the keywords of DeepAgents' and LangChain's ``SummarizationMiddleware``
     (``trigger``, including dict clauses, ``keep``, ``token_counter``,
@@ -219,9 +140,12 @@ class CompactionMiddleware(CompactionSteps, AgentMiddleware):
         summary_model: Any = None,
         backend: Any = None,
         config: CompactionConfig | None = None,
+        recall: bool = True,
         **summarization: Unpack[SummarizationOptions],
     ) -> None:
         super().__init__()
+        if not isinstance(recall, bool):
+            raise ValueError(f"recall: expected a bool, got {type(recall).__name__}")
         if config is not None and not isinstance(config, CompactionConfig):
             raise ValueError(f"config: expected a fastcompact.CompactionConfig, got {type(config).__name__}")
         unknown = sorted(set(summarization) - set(SUMMARIZATION_KEYWORDS))
@@ -241,7 +165,7 @@ class CompactionMiddleware(CompactionSteps, AgentMiddleware):
         if counter is not None and not callable(counter):
             raise ValueError(f"token_counter: expected a callable, got {type(counter).__name__}")
         self.token_counter = counter
-        self._counter_takes_tools = counter is not None and _takes_tools(counter)
+        self._counter_takes_tools = counter is not None and takes_tools(counter)
         prompt = summarization.get("summary_prompt")
         if prompt is not None and not isinstance(prompt, str):
             raise ValueError(f"summary_prompt: expected a str, got {type(prompt).__name__}")
@@ -268,7 +192,9 @@ class CompactionMiddleware(CompactionSteps, AgentMiddleware):
         self._config = copy.deepcopy(config) if config is not None else CompactionConfig()
         self._pricing_by_model: dict[int, tuple[Any, str | None]] = {}
         self._count_options: dict[int, tuple[Any, _core.CountOptions]] = {}
-        self.tools = []
+        # Every placeholder and memory line names recall("<id>"): the agent gets the tool
+        # with the middleware, in each agent and subagent it is given to.
+        self.tools = [recall_tool()] if recall else []
         # Resolved "provider:name" models; shared by every conversation.
         self._models: dict[str, Any] = {}
         # Plan an async call in a worker thread instead of on the event loop. Off:
@@ -453,15 +379,26 @@ class CompactionMiddleware(CompactionSteps, AgentMiddleware):
         """One model call with the compacted view, summarizing first when the passes
         are not enough; ``handler`` is the sync or the async one (its result is awaited
         by the async driver)."""
+        request = _one_recall(request)
         turn = (yield Io.in_thread(self._turn, request)) if self._plan_in_thread else self._turn(request)
         outcome = None
-        if self._wants_summary(turn):
+        fitted = None
+        if self._over_window(turn) and turn.event is None and newest_request(turn.view) is None:
+            # Nothing before the turn in progress: clipping its newest results keeps it
+            # whole; a cut inside it only when that is not enough.
+            try:
+                fitted = yield from self._fitted(request, turn, turn.view, sent_size(turn.plan))
+            except WindowTooSmallError:
+                fitted = None
+        if fitted is None and self._wants_summary(turn):
             outcome = yield from self._compacted(request, turn, forced=False)
-        else:
+        elif fitted is None:
             draft = self._priced(request, turn)
             if draft is not None:
                 outcome = yield from self._compact(request, turn, draft)
-        if outcome is not None and outcome.committed:
+        if fitted is not None:
+            view, size = fitted
+        elif outcome is not None and outcome.committed:
             view, size = outcome.view, int(outcome.info["tokens_after"])
         else:
             view, size = turn.view, sent_size(turn.plan)
@@ -479,7 +416,10 @@ class CompactionMiddleware(CompactionSteps, AgentMiddleware):
             backend = storage.resolve_backend(self.backend, request.runtime)
             clipped = yield Io.in_thread(self._clipped, request, view, backend)
             if clipped is None and not committed:
-                raise
+                # Nothing older to summarize and nothing to clip: the request cannot fit.
+                raise self._too_small(
+                    request, turn, reported_size(e, turn.window, self._true_size(request, turn, view))
+                ) from e
             view = clipped or view
             response = yield _handled(handler, request.override(messages=view))
             size = self._true_size(request, turn, view)
@@ -507,171 +447,29 @@ def _cache_key(raw: list[Any]) -> str | None:
     return f"conversation {first_id}" if isinstance(first_id, str) and first_id else None
 
 
+def _one_recall(request: ModelRequest) -> ModelRequest:
+    """The request with one ``recall`` tool, when two middlewares each gave one (a
+    provider refuses a name twice; the tools are the same)."""
+    tools = request.tools or []
+    named = [t for t in tools if getattr(t, "name", None) == "recall"]
+    if len(named) < 2:
+        return request
+    first = named[0]
+    return request.override(tools=[t for t in tools if getattr(t, "name", None) != "recall" or t is first])
+
+
+def reported_size(error: BaseException, window: int | None, estimate: int) -> int:
+    """The size a provider's "too long" error names (the first count of tokens over
+    the window in its message), else ``estimate``, and never under the window: the
+    provider said it was over."""
+    import re
+
+    counts = [int(n.replace(",", "")) for n in re.findall(r"(\d[\d,]*)\s*tokens", str(error))]
+    over = [n for n in counts if window is None or n > window]
+    size = over[0] if over else estimate
+    return max(size, (window or 0) + 1)
+
+
 def _handled(handler: Callable[[ModelRequest], Any], request: ModelRequest) -> Io:
     """The handler's call: its result as it is (sync), or awaited (async)."""
     return Io(lambda: handler(request), lambda: handler(request))
-
-
-def recall_tool() -> Any:
-    """The ``recall`` tool: reads the graph state's raw messages, by id or by search."""
-    from langchain_core.tools import StructuredTool
-
-    def run(
-        runtime: ToolRuntime, id: str | None = None, query: str | None = None, pattern: str | None = None
-    ) -> str:
-        state: Any = runtime.state if isinstance(runtime.state, Mapping) else {}
-        try:
-            if id is not None and id.strip():
-                return recall(state, id)
-            if query is None and pattern is None:
-                return (
-                    "Give the id a placeholder names, or a query (or a pattern) to search the conversation."
-                )
-            return search_text(state, query, pattern)
-        except KeyError as e:
-            return f"{e.args[0]}. Use the id a placeholder names, or search with a query."
-        except ValueError as e:  # a bad pattern, or a message the reader cannot read: say so
-            return f"recall could not do that: {e}"
-
-    return StructuredTool.from_function(func=run, name="recall", description=RECALL_DESCRIPTION)
-
-
-class CompactionToolMiddleware(AgentMiddleware):
-    """Adds a ``compact_conversation`` tool that compacts on request, once the
-    conversation has reached half of ``mw``'s trigger. It shares ``mw``'s settings and
-    state, and answers "nothing to compact", a line with the counts, or the error.
-
-    Example:
-        >>> from fastcompact import CompactionMiddleware, CompactionToolMiddleware
-        >>> tool_mw = CompactionToolMiddleware(CompactionMiddleware())
-        >>> [t.name for t in tool_mw.tools]
-        ['compact_conversation', 'recall']
-    """
-
-    state_schema = CompactionState
-
-    def __init__(self, compaction: CompactionMiddleware, *, system_prompt: str | None = None) -> None:
-        super().__init__()
-        if not isinstance(compaction, CompactionMiddleware):
-            raise ValueError(f"expected a CompactionMiddleware, got {type(compaction).__name__}")
-        if system_prompt is not None and not isinstance(system_prompt, str):
-            raise ValueError(f"system_prompt: expected a str, got {type(system_prompt).__name__}")
-        self.compaction = compaction
-        self.system_prompt = system_prompt
-        self.tools = [self._tool(), recall_tool()]
-
-    def _prompted(self, request: ModelRequest) -> ModelRequest:
-        """The request with ``system_prompt`` (a nudge to compact or recall when it
-        helps) after the agent's own system prompt."""
-        if not self.system_prompt:
-            return request
-        system = request.system_message
-        text = summarize.text_of(system) if system is not None else ""
-        joined = f"{text}\n\n{self.system_prompt}" if text else self.system_prompt
-        return request.override(system_message=SystemMessage(joined))
-
-    def wrap_model_call(
-        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
-    ) -> ModelResponse:
-        """Adds ``system_prompt`` to the model's system prompt, when given."""
-        return handler(self._prompted(request))
-
-    async def awrap_model_call(
-        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
-    ) -> ModelResponse:
-        """The async twin of :meth:`wrap_model_call`."""
-        return await handler(self._prompted(request))
-
-    def _tool(self) -> Any:
-        from langchain_core.tools import StructuredTool
-
-        def compact_conversation(runtime: ToolRuntime) -> Command[Any]:
-            return steps.run(self._run(runtime))
-
-        async def acompact_conversation(runtime: ToolRuntime) -> Command[Any]:
-            return await steps.arun(self._run(runtime))
-
-        return StructuredTool.from_function(
-            func=compact_conversation,
-            coroutine=acompact_conversation,
-            name="compact_conversation",
-            description=(
-                "Summarize the older part of this conversation to free context space. "
-                "The full text stays archived. Takes no arguments."
-            ),
-        )
-
-    def _request(self, runtime: Any) -> tuple[ModelRequest, Turn, Draft | None] | None:
-        """A model request standing in for the conversation at the tool call, its turn,
-        and the compaction draft (``None`` when there is nothing to compact)."""
-        mw = self.compaction
-        state: Any = runtime.state if isinstance(runtime.state, Mapping) else {}
-        messages = list(state.get("messages") or [])
-        # The AI message that called this tool stays: its answer is not in the state yet.
-        raw = messages[:-1] if messages and getattr(messages[-1], "tool_calls", None) else messages
-        request = ModelRequest(
-            model=mw.summary_model or mw.model,
-            messages=raw,
-            system_message=None,
-            tools=[],
-            state=state,
-            runtime=runtime,
-        )
-        known = state.get(STATE_KEY)
-        turn = mw._turn(request, known.get("window") if isinstance(known, Mapping) else None)
-        # Half the trigger: it would fire on a conversation twice this size.
-        tokens = turn.plan.tokens_after
-        eligible = mw._plan_settings(turn.window, None).trigger_fires(
-            len(turn.view) * 2, tokens * 2.0, turn.window
-        )
-        if not eligible:
-            return request, turn, None
-        cut = cutoff_once(turn.view, mw._resolved(turn.window)["keep"], turn.window)
-        return request, turn, mw._draft(request, turn, forced=False, cut=cut, recall=True)
-
-    def _reply(
-        self, runtime: Any, turn: Turn | None, outcome: Outcome | None, error: BaseException | None
-    ) -> Command[Any]:
-        call_id = getattr(runtime, "tool_call_id", None) or ""
-        if error is not None:
-            text = f"Compaction failed: {type(error).__name__}: {error}"
-            return Command(update={"messages": [ToolMessage(text, tool_call_id=call_id, status="error")]})
-        if outcome is None or not outcome.committed:
-            return Command(
-                update={"messages": [ToolMessage("Nothing to compact yet.", tool_call_id=call_id)]}
-            )
-        i = outcome.info
-        where = f" The full text is saved at {i['file_path']}." if i["file_path"] else ""
-        text = (
-            f"Compacted {i['summarized_messages']} messages into a summary, keeping {i['kept_messages']}: "
-            f"{i['tokens_before']:,} -> {i['tokens_after']:,} tokens.{where}"
-        )
-        return Command(update={**outcome.update, "messages": [ToolMessage(text, tool_call_id=call_id)]})
-
-    def _run(self, runtime: Any) -> Steps[Command[Any]]:
-        try:
-            prepared = self._request(runtime)
-            if prepared is None:
-                return self._reply(runtime, None, None, None)
-            request, turn, draft = prepared
-            if draft is None:
-                return self._reply(runtime, turn, None, None)
-            outcome = yield from self.compaction._compact(request, turn, draft)
-        except Exception as e:
-            return self._reply(runtime, None, None, e)
-        return self._reply(runtime, turn, outcome, None)
-
-
-class RecallMiddleware(AgentMiddleware):
-    """Adds the ``recall`` tool on its own: the full original of a cleared result, a
-    shortened argument or a summarized message, from the raw state (``CompactionToolMiddleware``
-    adds it too).
-
-    Example:
-        >>> [t.name for t in RecallMiddleware().tools]
-        ['recall']
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tools = [recall_tool()]

@@ -22,6 +22,7 @@ from fastcompact.config import CompactionConfig
 from fastcompact.helpers import Encoding, count_tokens, find_cutoff, leading_system, normalize
 from fastcompact.passes import Edit, Plan, apply_edits
 from fastcompact.passes import plan as plan_passes
+from fastcompact.recall import ORIGINAL_KEY
 
 
 @dataclass
@@ -77,6 +78,57 @@ def media_folder(archive_path: str) -> str:
     """
     stem = archive_path[: -len(".md")] if archive_path.endswith(".md") else archive_path
     return f"{stem}.media"
+
+
+def with_originals(raw: list[Any], view: list[Any]) -> list[Any]:
+    """``view`` with each edited message holding what it was (its content and its tool
+    calls' arguments) under ``additional_kwargs["fastcompact_original"]``, so that
+    :func:`fastcompact.recall` on the saved output still returns every original its
+    placeholders name. LangChain's shapes only (objects, ``messages_to_dict``,
+    ``dumpd``): a provider's own dicts have no place for it."""
+    out = list(view)
+    for i, (before, after) in enumerate(zip(raw, view, strict=True)):
+        if after is before:
+            continue
+        fields = _fields(before)
+        if fields is None:
+            continue
+        calls = [
+            {"id": c.get("id"), "args": c.get("args")}
+            for c in fields.get("tool_calls") or []
+            if isinstance(c, Mapping)
+        ]
+        original = {"content": fields.get("content"), "tool_calls": calls}
+        out[i] = _with_kwarg(after, ORIGINAL_KEY, original)
+    return out
+
+
+def _fields(message: Any) -> Mapping[str, Any] | None:
+    """A LangChain message's fields, whatever its shape; ``None`` for other shapes."""
+    from langchain_core.messages import BaseMessage
+
+    if isinstance(message, BaseMessage):
+        return {"content": message.content, "tool_calls": getattr(message, "tool_calls", None) or []}
+    if isinstance(message, Mapping):
+        for inner in ("data", "kwargs"):
+            found = message.get(inner)
+            if isinstance(found, Mapping) and ("type" in message or "lc" in message):
+                return found
+    return None
+
+
+def _with_kwarg(message: Any, key: str, value: Any) -> Any:
+    from langchain_core.messages import BaseMessage
+
+    if isinstance(message, BaseMessage):
+        return message.model_copy(update={"additional_kwargs": {**message.additional_kwargs, key: value}})
+    for inner in ("data", "kwargs"):
+        found = message.get(inner)
+        if isinstance(found, Mapping):
+            kwargs = dict(found.get("additional_kwargs") or {})
+            kwargs[key] = value
+            return {**message, inner: {**found, "additional_kwargs": kwargs}}
+    return message
 
 
 def _summary_in_shape(message: Any, like: Any) -> Any:
@@ -146,7 +198,7 @@ def compact(
     # Every message gets a path; the budget pass names it only in the results it cuts.
     paths = None if results_dir is None else [f"{results_dir}/{i}.txt" for i in range(len(msgs))]
     plan = plan_passes(msgs, cfg, max_input_tokens=max_input_tokens, archive_paths=paths, encoding=encoding)
-    view = apply_edits(msgs, plan.edits)
+    view = with_originals(msgs, apply_edits(msgs, plan.edits))
     cut_results = [] if results_dir is None else _cut_results(msgs, plan.edits, results_dir)
     before = plan.tokens_before
     keep = tuple(cfg.resolved(max_input_tokens)["keep"])

@@ -34,6 +34,9 @@ from typing import Any
 
 # After a call id: that call's arguments rather than its result.
 ARGS_SUFFIX = "/args"
+# Where a saved, compacted conversation keeps what an edited message was (see
+# ``pipeline.with_originals``).
+ORIGINAL_KEY = "fastcompact_original"
 
 RECALL_DESCRIPTION = (
     "Get back, in full, something that was cleared or shortened to save context: a tool "
@@ -53,9 +56,25 @@ def _text(content: Any) -> str:
     return json.dumps(content, ensure_ascii=False, default=str)
 
 
+def _kept_original(message: Any) -> Mapping[str, Any] | None:
+    """What an edited message of a saved, compacted conversation was, when it says."""
+    kwargs = getattr(message, "additional_kwargs", None)
+    if isinstance(message, Mapping):
+        inner = message.get("data") if "data" in message else message.get("kwargs")
+        kwargs = (
+            inner.get("additional_kwargs") if isinstance(inner, Mapping) else message.get("additional_kwargs")
+        )
+    found = kwargs.get(ORIGINAL_KEY) if isinstance(kwargs, Mapping) else None
+    return found if isinstance(found, Mapping) else None
+
+
 def _own_content(message: Any, read: Any) -> str:
     """A message's content as given, when it is a string (a large result is handed back,
-    not copied); else its text as the reader made it."""
+    not copied); else its text as the reader made it. An edited message of a saved,
+    compacted conversation gives what it was."""
+    kept = _kept_original(message)
+    if kept is not None and "content" in kept:
+        return _text(kept["content"])
     fields = message
     if isinstance(message, Mapping):
         inner = message.get("kwargs") if message.get("lc") else message.get("data")
@@ -104,7 +123,16 @@ def recall(messages: Sequence[Any] | Mapping[str, Any], ref: str) -> str:
             {"id": b.get("id"), "name": b.get("name"), "args": b.get("input")}
             for b in _blocks(m["content"], "tool_use")
         ]
-        for call in [*m["tool_calls"], *uses]:
+        kept = _kept_original(original)
+        if kept is not None:
+            earlier = {
+                c.get("id"): c.get("args") for c in kept.get("tool_calls") or [] if isinstance(c, Mapping)
+            }
+            uses = [{**u, "args": earlier.get(u.get("id"), u.get("args"))} for u in uses]
+            calls = [{**c, "args": earlier.get(c.get("id"), c.get("args"))} for c in m["tool_calls"]]
+        else:
+            calls = m["tool_calls"]
+        for call in [*calls, *uses]:
             if call.get("id") == ref and arguments is None:
                 arguments = json.dumps(
                     {"name": call.get("name"), "args": call.get("args")}, ensure_ascii=False, default=str

@@ -17,17 +17,18 @@ from langchain_core.messages import HumanMessage
 
 from fastcompact import _core, storage, summarize
 from fastcompact.draft import Draft, Summary
-from fastcompact.helpers import _counting
+from fastcompact.helpers import _counting, cutoff_once
+from fastcompact.memory import is_request
 from fastcompact.state import Turn, count_of, growth, newest_request, sent_size
 
 if TYPE_CHECKING:
     from fastcompact.config import CompactionConfig
 
-# A model summary's expected length, for its price: the user messages it quotes (and
-# the earlier summary it carries on), and a tenth of the rest, within these bounds (in
-# tokens).
+# A model summary's expected length, for its price: a tenth of what it summarizes,
+# within these bounds (in tokens), and a line for each request it lists in short.
 SUMMARY_SHARE = 0.10
 SUMMARY_TOKENS = (200, 2_000)
+REQUEST_LINE_TOKENS = 25
 # The instruction after the agent's input in a summary request that shares its cache.
 IN_PLACE_TOKENS = 400
 # In the counters: the span's own part of the last compaction priced in this cycle, and
@@ -137,11 +138,30 @@ class PricedSchedule:
         prefix = float(self._true_size(request, turn, []))
         if size <= prefix + kept:
             return None
-        draft = self._draft(request, turn, forced=False, cut=start)
+        cut = start
+        if self._config.keep is not None:
+            # A keep the caller set is honoured: the cut falls no later than it says.
+            keep_cut = cutoff_once(turn.view, self._config.keep, turn.window, model=request.model)
+            cut = min(cut, keep_cut) if keep_cut else cut
+        draft = self._draft(request, turn, forced=False, cut=cut)
         if draft is None:
             return None
         draft = dataclasses.replace(draft, priced=True, reads=self._scheduled_reads(draft))
         return self._cheaper(request, turn, settings, draft, size, prefix, grown, cycle, due=True)
+
+    def _uncached(self, request: ModelRequest, turn: Turn) -> float:
+        """What of this call's view the provider has not cached yet, as it counts it:
+        from the first message a batch edited on this call, else the messages since the
+        agent's last call."""
+        view = turn.view
+        start = turn.plan.batch_at
+        if start is None:
+            start = next(
+                (i + 1 for i in range(len(view) - 1, -1, -1) if getattr(view[i], "type", None) == "ai"), 0
+            )
+        return (
+            turn.plan.ratio * self._message_tokens(request.model, view[start:]) if start < len(view) else 0.0
+        )
 
     def _quoted_tokens(self, model: Any, span: list[Any]) -> int:
         """The estimate of the user messages of ``span`` (summaries aside) as one
@@ -214,10 +234,14 @@ class PricedSchedule:
             ratio = turn.plan.ratio
             span = ratio * self._message_tokens(request.model, draft.span)
             notes = min(max(span * SUMMARY_SHARE, SUMMARY_TOKENS[0]), SUMMARY_TOKENS[1])
+            listed = len((draft.memory or {}).get("requests") or []) + sum(
+                1 for m in draft.span if is_request(m)
+            )
+            notes += REQUEST_LINE_TOKENS * listed
             shares = self._shares_cache(request)
             call = {
                 "summary_input": (size if shares else span) + IN_PLACE_TOKENS,
-                "summary_cached": size if shares else 0.0,
+                "summary_cached": max(size - self._uncached(request, turn), 0.0) if shares else 0.0,
                 "summary_output": notes,
             }
             folded = self._summary_of(turn, draft, path, notes="")
@@ -246,16 +270,18 @@ class PricedSchedule:
         kept_size: float,
     ) -> bool:
         """Whether a fold pays over the session rather than another digest (given each
-        one's next input and price): the memory every later call reads grows digest
-        after digest, and a fold brings it back down. It pays once the reads already
-        paid for what the memory held beyond a fold's size, since the last fold, reach
-        its extra price, and its saving over the calls to come (as many as the session
-        has made) does too."""
+        one's next input and price): the memory every later call reads, and every
+        digest writes anew, grows digest after digest, and a fold brings it back down.
+        It pays once what was paid for the memory beyond a fold's size since the last
+        fold (its reads and rewrites) reaches its extra price, and its saving over the
+        calls to come (as many as the session has made) does too."""
         if digest is None or fold is None or digest[1] is None or fold[1] is None:
             return fold is not None
         c = turn.counters
         reads = float(c.get("memory_tokens") or 0.0) + float(c.get("memory_reads") or 0.0)
         calls = count_of(c.get("memory_calls")) + 1
+        rewrites = float(c.get("memory_rewrites") or 0.0)
+        digests = count_of(c.get("memory_digests"))
         # The memory a fold leaves, beside what stays.
         left = max(fold[0] - kept_size, 0.0)
         horizon = count_of(c.get("calls_before")) + sum(
@@ -265,6 +291,7 @@ class PricedSchedule:
             extra=fold[1][0] - digest[1][0],
             smaller_by=digest[0] - fold[0],
             grown_reads=max(reads - calls * left, 0.0),
+            grown_rewrites=max(rewrites - digests * left, 0.0),
             horizon=float(horizon),
         )
         return bool(pays)

@@ -2,9 +2,10 @@
 //! session of any length fits its window:
 //! - requests verbatim, numbered and in order, each followed by the agent's steps for
 //!   it (the newest steps within their own budget, the newest requests within theirs);
-//! - the oldest layer: requests in short (their head and the head of their answer, with
-//!   the recall ids that return them in full), then runs of them named by number and
-//!   archive file, beside the notes a model summary wrote of them.
+//! - the oldest layer: a model's notes on the older requests (they keep each request
+//!   in short), or, folded without a model, the requests in short (their head and the
+//!   head of their answer, with the recall ids that return them in full); beyond either,
+//!   runs of them named by number and archive file.
 //!
 //! Nothing leaves without a way back: every line names an id `recall` returns, every
 //! request its archive file. The memory lives in the graph state as plain data (see
@@ -20,11 +21,11 @@ use crate::message::Message;
 use text::{head, width, within};
 
 /// The heads an older request keeps of its text and of its answer, in widths.
-const REQUEST_HEAD: usize = 100;
-const ANSWER_HEAD: usize = 100;
+const REQUEST_HEAD: usize = 60;
+const ANSWER_HEAD: usize = 60;
 /// What a verbatim request takes beside its text: its heading, and the line saying how
 /// many of its steps were left out.
-pub const REQUEST_OVERHEAD: usize = 60;
+pub const REQUEST_OVERHEAD: usize = 30;
 
 /// A request and what the agent did for it. `text` is `None` for the steps that carry
 /// on a request an earlier compaction took.
@@ -197,10 +198,12 @@ impl Memory {
         folded
     }
 
-    /// Every verbatim request into short, with `notes` (a model's, of all of them) in
-    /// place of the earlier notes; then held to `b`.
+    /// A model's summary of all of it: `notes` (which keep every request in short)
+    /// in place of the earlier notes, and every request, verbatim or in short, into the
+    /// runs that name it by number and archive file; then held to `b`.
     pub fn fold_all(&mut self, notes: &str, b: &Budgets) {
         self.fold(self.requests.len());
+        self.fit_heads(0);
         self.notes = Some(notes.trim().to_owned()).filter(|n| !n.is_empty());
         self.fit(b);
     }

@@ -90,12 +90,13 @@ fn request_block(out: &mut String, r: &Request, ways: Ways) {
         }
     }
     if r.left_out > 0 {
+        let steps = if r.left_out == 1 { "step" } else { "steps" };
         let file = r
             .file
             .as_deref()
-            .map(|f| format!("; {} has them", base(f)))
+            .map(|f| format!(" in {}", base(f)))
             .unwrap_or_default();
-        let _ = writeln!(out, "({} steps left out for space{file})", r.left_out);
+        let _ = writeln!(out, "({} {steps}{file})", r.left_out);
     }
     for s in &r.steps {
         out.push_str(&shown(s, ways));

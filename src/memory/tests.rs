@@ -89,11 +89,19 @@ fn numbering_and_order_survive_a_merge() {
     let r2 = text.find("### R2\n").unwrap_or(0);
     assert!(r1 < grep && grep < r2, "{text}");
     assert!(text.contains("oldest first: 1.md to 2.md."));
-    // Folded into short, the numbers stay.
-    m.fold_all("The work so far.", &WIDE);
-    let text = render(&m, Ways { recall: true });
+    // Into short without a model, the numbers stay.
+    let mut short = m.clone();
+    short.fit(&Budgets { users: 0, ..WIDE });
+    let text = render(&short, Ways { recall: true });
     assert!(text.contains("- R1: first recall(\"u1\") → Agent: answer 1 (1.md)\n"));
     assert!(text.contains("- R2: second recall(\"u2\") → Agent: answer 2 (2.md)\n"));
+    assert_eq!(short.next_number(), 3);
+    // Folded by a model, its notes hold them, and a run names them and their files.
+    m.fold_all("R1 and R2: the root was listed twice.", &WIDE);
+    let text = render(&m, Ways { recall: true });
+    assert!(text.contains("## Notes on the earlier work\nR1 and R2: the root was listed twice.\n"));
+    assert!(text.contains("## Earlier requests, in short\n- R1-R2: in 1.md to 2.md\n"));
+    assert!(m.heads.is_empty() && m.requests.is_empty());
     assert_eq!(m.next_number(), 3);
 }
 
@@ -159,7 +167,7 @@ fn a_model_summary_stands_in_for_requests_it_quotes() {
 fn without_recall_no_line_names_it() {
     let mut m = Memory::default();
     m.remember(&refs(&turn(1, "first")), 1, Some("/h/1.md"));
-    m.fold_all("notes", &WIDE);
+    m.fit(&Budgets { users: 0, ..WIDE });
     m.remember(&refs(&turn(2, "second")), 2, Some("/h/2.md"));
     let text = render(&m, Ways { recall: false });
     assert!(!text.contains("recall"), "{text}");

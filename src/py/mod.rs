@@ -301,12 +301,12 @@ mod _core {
     /// The memory after a compaction (see `memory`): `previous` (a memory as the state
     /// keeps it, else `None`; an earlier summary's text without one is `earlier`), with
     /// `messages` taken in (their requests numbered from `first_number`, archived in
-    /// `file`), then held to the budgets of `config` for `window` (scaled down to `room`
-    /// widths when given). With `notes` (a model's summary of all of it), every request
+    /// `file`), then held to the budgets of `config` for `window`, where a token takes
+    /// `widths_per_token` (scaled down to `room` widths when given). With `notes` (a model's summary of all of it), every request
     /// goes into short beside them. Returns the memory and how many requests went into
     /// short.
     #[pyfunction]
-    #[pyo3(signature = (previous, earlier, messages, first_number, file, config, window, room=None, notes=None))]
+    #[pyo3(signature = (previous, earlier, messages, first_number, file, config, window, widths_per_token=4.0, room=None, notes=None))]
     #[allow(clippy::too_many_arguments)]
     fn remember<'py>(
         py: Python<'py>,
@@ -317,6 +317,7 @@ mod _core {
         file: Option<String>,
         config: &Bound<'py, PyAny>,
         window: Option<u64>,
+        widths_per_token: f64,
         room: Option<usize>,
         notes: Option<String>,
     ) -> PyResult<(Bound<'py, PyAny>, usize)> {
@@ -331,7 +332,7 @@ mod _core {
         };
         let config: crate::config::MemoryConfig = pythonize::depythonize(config)
             .map_err(|e| PyValueError::new_err(format!("memory config: {e}")))?;
-        let mut budgets = config.budgets(window);
+        let mut budgets = config.budgets(window, widths_per_token);
         if let Some(room) = room {
             budgets = budgets.within(room);
         }
@@ -351,6 +352,12 @@ mod _core {
         let out =
             pythonize::pythonize(py, &memory).map_err(|e| PyValueError::new_err(e.to_string()))?;
         Ok((out, folded))
+    }
+
+    /// A text's width (see `memory::text::width`).
+    #[pyfunction]
+    fn text_width(text: &str) -> usize {
+        crate::memory::text::width(text)
     }
 
     /// A memory's text, naming `recall` only when the agent has it.

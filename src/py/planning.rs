@@ -81,12 +81,13 @@ impl PlanSettings {
 
     /// Whether a fold of the memory into a model summary pays over the session (see
     /// `economics::Fold`); `None` without a price model.
-    #[pyo3(signature = (*, extra, smaller_by, grown_reads, horizon))]
+    #[pyo3(signature = (*, extra, smaller_by, grown_reads, grown_rewrites, horizon))]
     fn fold_pays(
         &self,
         extra: f64,
         smaller_by: f64,
         grown_reads: f64,
+        grown_rewrites: f64,
         horizon: f64,
     ) -> Option<bool> {
         let p = self.config.pricing?;
@@ -94,6 +95,7 @@ impl PlanSettings {
             extra,
             smaller_by,
             grown_reads,
+            grown_rewrites,
             horizon,
         };
         Some(fold.pays(&p))

@@ -1,0 +1,35 @@
+"""The ``recall`` tool the agent is given: the originals the raw state keeps, by id or by
+search (see :mod:`fastcompact.recall`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from langchain.tools import ToolRuntime
+
+from fastcompact.recall import RECALL_DESCRIPTION, recall, search_text
+
+
+def recall_tool() -> Any:
+    """The ``recall`` tool: reads the graph state's raw messages, by id or by search."""
+    from langchain_core.tools import StructuredTool
+
+    def run(
+        runtime: ToolRuntime, id: str | None = None, query: str | None = None, pattern: str | None = None
+    ) -> str:
+        state: Any = runtime.state if isinstance(runtime.state, Mapping) else {}
+        try:
+            if id is not None and id.strip():
+                return recall(state, id)
+            if query is None and pattern is None:
+                return (
+                    "Give the id a placeholder names, or a query (or a pattern) to search the conversation."
+                )
+            return search_text(state, query, pattern)
+        except KeyError as e:
+            return f"{e.args[0]}. Use the id a placeholder names, or search with a query."
+        except ValueError as e:  # a bad pattern, or a message the reader cannot read: say so
+            return f"recall could not do that: {e}"
+
+    return StructuredTool.from_function(func=run, name="recall", description=RECALL_DESCRIPTION)
