@@ -526,7 +526,7 @@ def test_seed_usage_constructs_unchanged_apart_from_the_import():
 
 
 def test_an_idle_gap_clears_old_results_for_good(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    import fastcompact.middleware as mw_module
+    import fastcompact.reading as mw_module
 
     clock = [1_000_000.0]
     monkeypatch.setattr(mw_module, "_now", lambda: clock[0])

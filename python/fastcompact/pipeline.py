@@ -246,7 +246,14 @@ def compact(
     if text is not None:
         text = memory.bounded_notes(text, None, span, 1)
     made = memory.remember(
-        None, None, span, config=cfg.memory, window=max_input_tokens, file=archive_path, notes=text
+        None,
+        None,
+        span,
+        config=cfg.memory,
+        window=max_input_tokens,
+        file=archive_path,
+        widths_per_token=memory.widths_per_token(span),
+        notes=text,
     )
     message = summarize.summary_message(
         memory.text(made.memory, recall=False),
