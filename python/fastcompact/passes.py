@@ -28,6 +28,7 @@ from fastcompact.config import (
     TruncateArgsConfig,
 )
 from fastcompact.config import generation as config_generation
+from fastcompact.copies import with_fields
 
 if TYPE_CHECKING:
     from fastcompact._core import _Progress
@@ -306,7 +307,7 @@ def _plan_of(raw: _core.PlanOutcome) -> Plan:
     )
 
 
-def _new_tool_calls(calls: list[Any], edits: list[Edit], openai: bool) -> list[Any]:
+def _new_tool_calls(calls: list[Any], edits: Sequence[Edit], openai: bool) -> list[Any]:
     out = list(calls)
     for e in edits:
         if e.call is None or not 0 <= e.call < len(out):
@@ -320,7 +321,7 @@ def _new_tool_calls(calls: list[Any], edits: list[Edit], openai: bool) -> list[A
     return out
 
 
-def _new_blocks(content: Any, calls: list[Any], edits: list[Edit]) -> Any:
+def _new_blocks(content: Any, calls: list[Any], edits: Sequence[Edit]) -> Any:
     """Anthropic-style content carries the same arguments as ``tool_use`` blocks."""
     if not isinstance(content, list):
         return content
@@ -337,9 +338,14 @@ def _new_blocks(content: Any, calls: list[Any], edits: list[Edit]) -> Any:
 
 
 def _edit_message(m: Any, edits: list[Edit]) -> Any:
-    content_edits = [e for e in edits if e.field == "content"]
-    arg_edits = [e for e in edits if e.field == "tool_args"]
-    new_content = content_edits[-1].value if content_edits else None
+    arg_edits: Sequence[Edit]
+    if len(edits) == 1 and edits[0].field == "content":
+        # Most edits replace one result's content: no lists to sort the edits into.
+        new_content, arg_edits = edits[0].value, ()
+    else:
+        content_edits = [e for e in edits if e.field == "content"]
+        arg_edits = [e for e in edits if e.field == "tool_args"]
+        new_content = content_edits[-1].value if content_edits else None
     if isinstance(m, str):
         return new_content if new_content is not None else m
     if isinstance(m, tuple):
@@ -364,7 +370,7 @@ def _edit_message(m: Any, edits: list[Edit]) -> Any:
         calls = list(getattr(m, "tool_calls", []) or [])
         update["tool_calls"] = _new_tool_calls(calls, arg_edits, openai=False)
         update["content"] = _new_blocks(update.get("content", m.content), calls, arg_edits)
-    return m.model_copy(update=update)
+    return with_fields(m, update)
 
 
 # Edited copies from earlier turns, so that a turn re-creates only new edits: plans are
