@@ -29,8 +29,8 @@ kept for the conversation's next call. The model is a handler that answers at on
 - async: 64 tasks, each awaiting `awrap_model_call` on a conversation of its own with a
   model that takes 5 ms: the latency added to the model's 5 ms, p50.
 
-The interleaved calls include the compactions that come to pay for themselves as the
-sessions grow (a conversation this long pays for one soon). The last three parts grow
+Among the interleaved calls, those that compacted (a conversation this long soon pays
+for a compaction) are counted apart, with their own p50. The last three parts grow
 each conversation by a user's message a call instead: they time the warm work at a
 size, from threads and the event loop, which those compactions would swamp.
 """
