@@ -492,3 +492,15 @@ def test_archive_names_where_the_archive_of_an_output_file_goes(tmp_path: Path):
     assert r.returncode == 0, r.stderr
     assert _archived(archive) and not (tmp_path / "o.archive.md").exists()
     assert str(archive) in json.loads((tmp_path / "o.json").read_text())[0]["data"]["content"]
+
+
+def test_help_names_the_defaults_the_commands_use(monkeypatch: pytest.MonkeyPatch):
+    """The size options' help names the configuration's own defaults, with a window and
+    without one, and the demo's its windows."""
+    monkeypatch.setenv("COLUMNS", "300")  # one line per option: nothing wraps
+    compact = run("compact", "--help").stdout
+    assert "(default: fraction:0.85 with --max-input-tokens, else tokens:170000)" in compact
+    assert "(default: fraction:0.1 with --max-input-tokens, else messages:6)" in compact
+    assert "the model's context window (fraction: sizes need it; default: none)" in compact
+    demo = run("demo", "--help").stdout
+    assert "the model's window in tokens (default: 24,000; 16,000 with --fast)" in demo

@@ -567,15 +567,44 @@ def _sizes(p: argparse.ArgumentParser) -> None:
         choices=["heuristic", "o200k_base", "cl100k_base"],
         help="how tokens are counted: LangChain's estimate (default) or exact BPE",
     )
-    p.add_argument("--max-input-tokens", type=_positive, default=None, help="the model's context window")
+    bare, windowed = _default_sizes()
+    p.add_argument(
+        "--max-input-tokens",
+        type=_positive,
+        default=None,
+        help="the model's context window (fraction: sizes need it; default: none)",
+    )
     p.add_argument(
         "--trigger",
         type=_size,
         action="append",
         default=None,
-        help="e.g. tokens:170000 or fraction:0.85; repeated, any of them fires",
+        help="e.g. tokens:170000 or fraction:0.85; repeated, any of them fires"
+        f" (default: {windowed['trigger']} with --max-input-tokens, else {bare['trigger']})",
     )
-    p.add_argument("--keep", type=_size, default=None, help="e.g. messages:6 or fraction:0.1")
+    p.add_argument(
+        "--keep",
+        type=_size,
+        default=None,
+        help=f"e.g. messages:6 or fraction:0.1 (default: {windowed['keep']} with --max-input-tokens,"
+        f" else {bare['keep']})",
+    )
+
+
+def _default_sizes() -> tuple[dict[str, str], dict[str, str]]:
+    """The configuration's own trigger and keep, without a window and with one, as the
+    options spell them."""
+
+    def spelled(resolved: dict[str, Any]) -> dict[str, str]:
+        triggers = resolved["trigger"]
+        kinds = [triggers] if isinstance(triggers, tuple) else list(triggers)
+        return {
+            "trigger": " or ".join(f"{kind}:{value:g}" for kind, value in kinds),
+            "keep": "{}:{:g}".format(*resolved["keep"]),
+        }
+
+    config = fastcompact.CompactionConfig()
+    return spelled(config.resolved(None)), spelled(config.resolved(200_000))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -619,7 +648,14 @@ def main(argv: list[str] | None = None) -> int:
     what = "a DeepAgents coding agent kept inside a small window, offline (no key, no network)"
     d = sub.add_parser("demo", help=what, description=what)
     d.add_argument("--fast", action="store_true", help="a shorter session")
-    d.add_argument("--window", type=_positive, default=None, help="the model's window in tokens")
+    from fastcompact.demo import FAST_WINDOW, WINDOW
+
+    d.add_argument(
+        "--window",
+        type=_positive,
+        default=None,
+        help=f"the model's window in tokens (default: {WINDOW:,}; {FAST_WINDOW:,} with --fast)",
+    )
     d.add_argument(
         "--root",
         default=None,
