@@ -192,6 +192,29 @@ def stepped(
     return script
 
 
+def needing(
+    name: str,
+    requests: list[str],
+    steps: Callable[[int], list[tuple[str, dict[str, Any]]]],
+    answer: Callable[[int], str],
+    back: int,
+    **fields: Any,
+) -> Session:
+    """A session whose requests need a finding from `back` steps before now and then,
+    scripted by `stepped`, with the log of how each need went and the tools the agent
+    had."""
+    log: dict[int, str] = {}
+    tools: set[str] = set()
+    return Session(
+        name,
+        with_needs(requests, back),
+        stepped(steps, answer, back, log, tools),
+        findings=log,
+        agent_tools=tools,
+        **fields,
+    )
+
+
 def _step_of(text: str) -> int | None:
     found = re.search(r"\[(?:step|步骤) (\d+)\]", text)
     return int(found.group(1)) if found else None
@@ -232,16 +255,7 @@ def coding(steps: int = 30, name: str = "coding") -> Session:
         for s in range(steps)
     ]
     # Six calls a step: a need reaches 18 calls back.
-    log: dict[int, str] = {}
-    tools: set[str] = set()
-    return Session(
-        name,
-        with_needs(requests, 3),
-        stepped(calls, answer, 3, log, tools),
-        files=modules,
-        findings=log,
-        agent_tools=tools,
-    )
+    return needing(name, requests, calls, answer, 3, files=modules)
 
 
 # --- research: large web results, notes written to a file ---------------------------
@@ -269,16 +283,7 @@ def research(questions: int = 36, name: str = "research") -> Session:
 
     requests = [f"[step {s}] Research question {s}: " + prose(("ask", s), 200) for s in range(questions)]
     # Five calls a step: a need reaches 20 calls back.
-    log: dict[int, str] = {}
-    tools: set[str] = set()
-    return Session(
-        name,
-        with_needs(requests, 4),
-        stepped(calls, answer, 4, log, tools),
-        tools=[web_search],
-        findings=log,
-        agent_tools=tools,
-    )
+    return needing(name, requests, calls, answer, 4, tools=[web_search])
 
 
 # --- the coding session in Chinese: about a token a character -----------------------
@@ -307,16 +312,7 @@ def chinese(steps: int = 30, name: str = "chinese") -> Session:
         return f"第 {s} 步完成。" + prose(("回答", s), 400, HAN, "")
 
     requests = [f"[步骤 {s}] 请实现功能 {s}。" + prose(("请求", s), 200, HAN, "") for s in range(steps)]
-    log: dict[int, str] = {}
-    tools: set[str] = set()
-    return Session(
-        name,
-        with_needs(requests, 4),
-        stepped(calls, answer, 4, log, tools),
-        files=modules,
-        findings=log,
-        agent_tools=tools,
-    )
+    return needing(name, requests, calls, answer, 4, files=modules)
 
 
 # --- chat: long text, no tools ------------------------------------------------------
@@ -328,15 +324,7 @@ def chat(turns: int = 160, request_chars: int = 300, name: str = "chat") -> Sess
 
     requests = [f"[step {s}] " + prose(("message", s), request_chars) for s in range(turns)]
     # One call a step: a need reaches 20 calls back.
-    log: dict[int, str] = {}
-    tools: set[str] = set()
-    return Session(
-        name,
-        with_needs(requests, 20),
-        stepped(lambda s: [], answer, 20, log, tools),
-        findings=log,
-        agent_tools=tools,
-    )
+    return needing(name, requests, lambda s: [], answer, 20)
 
 
 # --- the bundled sessions, replayed -------------------------------------------------

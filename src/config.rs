@@ -283,14 +283,21 @@ impl Default for MemoryConfig {
 /// The window a budget assumes when the model's is unknown.
 pub const ASSUMED_WINDOW: u64 = 200_000;
 
+/// Widths a token, as the budgets assume when a conversation has not said (a width is
+/// made so that about four are a token, in any script), and the bounds of what one may
+/// say: English prose runs to about six, code to three.
+pub const WIDTHS_PER_TOKEN: f64 = 4.0;
+pub const WIDTHS_PER_TOKEN_BOUNDS: (f64, f64) = (2.0, 8.0);
+
 impl MemoryConfig {
     /// The layers' budgets for a model of this window, in widths, where a token of the
     /// conversation takes `widths_per_token` (about four; see `memory::text::width`).
     pub fn budgets(&self, window: Option<u64>, widths_per_token: f64) -> crate::memory::Budgets {
+        let (low, high) = WIDTHS_PER_TOKEN_BOUNDS;
         let per_token = if widths_per_token.is_finite() {
-            widths_per_token.clamp(1.0, 16.0)
+            widths_per_token.clamp(low, high)
         } else {
-            4.0
+            WIDTHS_PER_TOKEN
         };
         let widths = window.unwrap_or(ASSUMED_WINDOW) as f64 * per_token;
         let of = |share: f64| (widths * share.clamp(0.0, 1.0)) as usize;

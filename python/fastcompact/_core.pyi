@@ -5,6 +5,8 @@ from typing import Any, NotRequired, TypedDict, final
 
 __all__ = [
     "PRICING_PRESETS",
+    "WIDTHS_PER_TOKEN",
+    "WIDTHS_PER_TOKEN_BOUNDS",
     "Breakdown",
     "CountOptions",
     "Edit",
@@ -40,6 +42,8 @@ __all__ = [
 ]
 
 PRICING_PRESETS: list[str]
+WIDTHS_PER_TOKEN: float
+WIDTHS_PER_TOKEN_BOUNDS: tuple[float, float]
 
 class InputError(ValueError):
     """Malformed input. ``index`` is the message index (or None), ``field`` the field."""
@@ -273,7 +277,7 @@ def remember(
     file: str | None,
     config: dict[str, Any],
     window: int | None,
-    widths_per_token: float = 4.0,
+    widths_per_token: float = ...,  # WIDTHS_PER_TOKEN
     room: int | None = None,
     notes: str | None = None,
 ) -> tuple[dict[str, Any], int]:

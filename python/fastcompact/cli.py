@@ -596,10 +596,8 @@ def _default_sizes() -> tuple[dict[str, str], dict[str, str]]:
     options spell them."""
 
     def spelled(resolved: dict[str, Any]) -> dict[str, str]:
-        triggers = resolved["trigger"]
-        kinds = [triggers] if isinstance(triggers, tuple) else list(triggers)
         return {
-            "trigger": " or ".join(f"{kind}:{value:g}" for kind, value in kinds),
+            "trigger": " or ".join(f"{kind}:{value:g}" for kind, value in resolved["trigger"]),
             "keep": "{}:{:g}".format(*resolved["keep"]),
         }
 

@@ -41,11 +41,10 @@ from fastcompact.summarize import is_summary, summary_text, text_of
 MEMORY_KEY = "memory"
 # A model's notes may quote a request; quoting one this short says nothing it repeats.
 QUOTE_MIN_CHARS = 24
-# Widths a token, as the budgets assume when a conversation has not said (a width is
-# made so that about four are a token, in any script), and the bounds of what one may
-# say: English prose runs to about six, code to three.
-WIDTHS_PER_TOKEN = 4.0
-WIDTHS_PER_TOKEN_BOUNDS = (2.0, 8.0)
+# Widths a token, as the budgets assume when a conversation has not said, and the
+# bounds of what one may say (the core's, which holds the budgets to them).
+WIDTHS_PER_TOKEN = _core.WIDTHS_PER_TOKEN
+WIDTHS_PER_TOKEN_BOUNDS = _core.WIDTHS_PER_TOKEN_BOUNDS
 # The newest messages of a span whose text measures it.
 SAMPLE_MESSAGES = 200
 

@@ -208,6 +208,17 @@ fn budgets_scale_down_to_the_room() {
     );
 }
 
+#[test]
+fn budgets_take_a_conversations_widths_a_token_within_bounds() {
+    let config = crate::config::MemoryConfig::default();
+    let users = |per_token: f64| config.budgets(Some(10_000), per_token).users;
+    // A fifth of 10,000 tokens at 4, 6 widths a token.
+    assert_eq!((users(4.0), users(6.0)), (8_000, 12_000));
+    // Past the bounds (2 and 8), the bound; a ratio that is no number, the assumed 4.
+    assert_eq!((users(0.5), users(50.0)), (4_000, 16_000));
+    assert_eq!((users(f64::NAN), users(f64::INFINITY)), (8_000, 8_000));
+}
+
 proptest! {
     /// However long the session and however its requests are spread over compactions,
     /// the memory stays within its budgets, and every request keeps its number.

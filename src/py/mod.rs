@@ -58,7 +58,12 @@ mod _core {
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add("InputError", m.py().get_type::<InputError>())?;
         let presets: Vec<&str> = crate::economics::PRESETS.iter().map(|(n, _)| *n).collect();
-        m.add("PRICING_PRESETS", presets)
+        m.add("PRICING_PRESETS", presets)?;
+        m.add("WIDTHS_PER_TOKEN", crate::config::WIDTHS_PER_TOKEN)?;
+        m.add(
+            "WIDTHS_PER_TOKEN_BOUNDS",
+            crate::config::WIDTHS_PER_TOKEN_BOUNDS,
+        )
     }
     /// Total tokens of `messages` (plus system prompt and tools in `opts`).
     #[pyfunction]
@@ -306,7 +311,7 @@ mod _core {
     /// goes into short beside them. Returns the memory and how many requests went into
     /// short.
     #[pyfunction]
-    #[pyo3(signature = (previous, earlier, messages, first_number, file, config, window, widths_per_token=4.0, room=None, notes=None))]
+    #[pyo3(signature = (previous, earlier, messages, first_number, file, config, window, widths_per_token=crate::config::WIDTHS_PER_TOKEN, room=None, notes=None))]
     #[allow(clippy::too_many_arguments)]
     fn remember<'py>(
         py: Python<'py>,
