@@ -16,6 +16,13 @@ pub trait Counted {
     fn heap_bytes(&self) -> usize {
         0
     }
+
+    /// The part of `heap_bytes` that is the caller's own text, read where it lies
+    /// rather than copied: while the caller holds its messages, dropping the entry
+    /// would not free it.
+    fn borrowed_bytes(&self) -> usize {
+        0
+    }
 }
 
 /// What the cache keeps of one conversation.
@@ -55,6 +62,12 @@ pub struct Conversation<E> {
     /// What the binding keeps for the conversation outside the entries' estimates
     /// (edited copies of messages), as it estimates it.
     pub held_elsewhere: usize,
+    /// The part of `entry_heap` that is the caller's texts (`Counted::borrowed_bytes`).
+    pub entry_borrowed: usize,
+    /// The caller keeps these messages between calls (its last call brought back the
+    /// very objects cached): their texts are the caller's, not weighed here, until
+    /// `caller_let_go` finds otherwise.
+    pub shared_with_caller: bool,
 }
 
 impl<E> Default for Conversation<E> {
@@ -73,6 +86,8 @@ impl<E> Default for Conversation<E> {
             read_for: 0,
             entry_heap: 0,
             held_elsewhere: 0,
+            entry_borrowed: 0,
+            shared_with_caller: false,
         }
     }
 }
@@ -172,7 +187,9 @@ impl<E: Counted> Conversation<E> {
     fn drop_entries_from(&mut self, n: usize) {
         if n < self.entries.len() {
             let dropped: usize = self.entries[n..].iter().map(Counted::heap_bytes).sum();
+            let borrowed: usize = self.entries[n..].iter().map(Counted::borrowed_bytes).sum();
             self.entry_heap = self.entry_heap.saturating_sub(dropped);
+            self.entry_borrowed = self.entry_borrowed.saturating_sub(borrowed);
             self.entries.truncate(n);
         }
     }
@@ -180,12 +197,18 @@ impl<E: Counted> Conversation<E> {
 
 impl<E: Counted> crate::tokens::Weighed for Conversation<E> {
     /// The vectors as allocated, what the entries hold and what the binding keeps
-    /// beside them; not the memos' texts, which are shared with the edits.
+    /// beside them: what dropping the conversation would free. Not the memos' texts,
+    /// which are shared with the edits, nor the caller's texts while it shares them.
     fn bytes(&self) -> usize {
         use crate::tokens::Weighed as W;
+        let borrowed = if self.shared_with_caller {
+            self.entry_borrowed
+        } else {
+            0
+        };
         std::mem::size_of::<Self>()
             + self.entries.capacity() * std::mem::size_of::<E>()
-            + self.entry_heap
+            + self.entry_heap.saturating_sub(borrowed)
             + self.held_elsewhere
             + W::bytes(&self.skeletons)
             + self.memos.bytes()
@@ -193,6 +216,20 @@ impl<E: Counted> crate::tokens::Weighed for Conversation<E> {
             + W::bytes(&self.measures)
             + W::bytes(&self.usage)
             + W::bytes(&self.identities)
+    }
+
+    fn caller_let_go(&mut self, caller_holds: &dyn Fn(&Self) -> bool) -> bool {
+        if !self.shared_with_caller || caller_holds(self) {
+            return false;
+        }
+        self.shared_with_caller = false;
+        true
+    }
+
+    /// The identity of the first message: if the same object comes back, the caller
+    /// kept its messages while the cache did not.
+    fn trace(&self) -> Option<usize> {
+        self.identities.first().copied()
     }
 }
 
@@ -266,9 +303,11 @@ impl<E: Counted> Update<E> {
     pub fn put(&mut self, i: usize, entry: E, identity: usize, skeleton: Skeleton) {
         let c = &mut self.conversation;
         c.entry_heap += entry.heap_bytes();
+        c.entry_borrowed += entry.borrowed_bytes();
         match c.entries.get_mut(i) {
             Some(slot) => {
                 c.entry_heap = c.entry_heap.saturating_sub(slot.heap_bytes());
+                c.entry_borrowed = c.entry_borrowed.saturating_sub(slot.borrowed_bytes());
                 *slot = entry;
                 if let Some(id) = c.identities.get_mut(i) {
                     *id = identity;
@@ -350,6 +389,15 @@ mod tests {
     impl Counted for E {
         fn counts(&self) -> &CachedCounts {
             &self.1
+        }
+
+        /// Its text, as if read in place, and as much again of its own.
+        fn heap_bytes(&self) -> usize {
+            8 * self.0 as usize
+        }
+
+        fn borrowed_bytes(&self) -> usize {
+            4 * self.0 as usize
         }
     }
 
@@ -502,5 +550,28 @@ mod tests {
         let r = conv.rechecked(10);
         assert_eq!((r.newest_from, r.sweep.clone()), (0, 0..0));
         assert!((0..10).all(|i| r.contains(i)));
+    }
+
+    #[test]
+    fn the_callers_texts_weigh_only_while_it_keeps_them() {
+        use crate::tokens::Weighed;
+        let (mut conv, _) = read(Conversation::default(), &[1, 2, 3]);
+        assert_eq!((conv.entry_heap, conv.entry_borrowed), (48, 24));
+        let full = conv.bytes();
+        conv.shared_with_caller = true;
+        assert_eq!(conv.bytes(), full - 24);
+        assert!(
+            !conv.caller_let_go(&|_| true),
+            "the caller still holds them"
+        );
+        assert_eq!(conv.bytes(), full - 24);
+        assert!(conv.caller_let_go(&|_| false));
+        assert_eq!(conv.bytes(), full);
+        assert!(!conv.caller_let_go(&|_| false), "weighed in full already");
+        // A replaced entry and a dropped one take their texts' share with them.
+        let (conv, _) = read(conv, &[1, 5]);
+        assert_eq!((conv.entry_heap, conv.entry_borrowed), (48, 24));
+        assert_eq!(conv.trace(), Some(1), "the first message's identity");
+        assert_eq!(Conversation::<E>::default().trace(), None);
     }
 }

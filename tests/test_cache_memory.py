@@ -8,12 +8,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 import fastcompact
 import pytest
+from fastcompact.samples import coding_session
 
 _SCRIPT = r"""
-import gc, json, os, fastcompact
+import gc, json, os, sys, fastcompact
 from fastcompact.samples import coding_session
 
 def rss():
@@ -27,7 +30,8 @@ start = rss()
 over, marks = 0, {}
 for k in range(300):
     msgs = [m.model_copy(update={"id": f"c{k}-{m.id}"}) for m in base]
-    fastcompact.model_view(msgs, max_input_tokens=200_000)
+    for _ in range(int(sys.argv[1])):
+        fastcompact.model_view(msgs, max_input_tokens=200_000)
     del msgs
     held, most = fastcompact.cache_bytes()
     over += held > most
@@ -41,8 +45,13 @@ print(json.dumps({"bound": bound, "over": over, "marks": marks, "returned": befo
 """
 
 
-def test_a_byte_bound_holds_and_clearing_returns_the_memory():
-    out = subprocess.run([sys.executable, "-c", _SCRIPT], capture_output=True, text=True, check=True)
+@pytest.mark.parametrize("calls", [1, 2])
+def test_a_byte_bound_holds_and_clearing_returns_the_memory(calls: int):
+    # Called twice, a conversation is seen kept by its caller (its texts weighed as
+    # the caller's) before the caller drops it: the cache must notice.
+    out = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, str(calls)], capture_output=True, text=True, check=True
+    )
     r = json.loads(out.stdout)
     bound, at_100, at_300 = r["bound"], r["marks"]["100"], r["marks"]["300"]
     assert r["over"] == 0
@@ -71,3 +80,70 @@ def test_the_count_and_the_byte_bounds_both_hold():
                 fastcompact.set_cache_capacity(bytes=bad)  # type: ignore[arg-type]
     finally:
         fastcompact.set_cache_capacity(2**32, bytes=2**30)
+
+
+def _texts(messages: list[Any]) -> int:
+    return sum(len(m.content) for m in messages if isinstance(m.content, str))
+
+
+def _copies(messages: list[Any], k: int) -> list[Any]:
+    return [m.model_copy(update={"id": f"c{k}-{m.id}"}) for m in messages]
+
+
+@pytest.fixture
+def cache() -> Iterator[None]:
+    before = fastcompact.cache_info()[1], fastcompact.cache_bytes()[1]
+    fastcompact.clear_cache()
+    try:
+        yield
+    finally:
+        fastcompact.clear_cache()
+        fastcompact.set_cache_capacity(before[0], bytes=before[1])
+
+
+def test_texts_the_caller_keeps_are_not_weighed_as_the_caches(cache: None):
+    msgs = _copies(coding_session(120, seed=3), 0)
+    view = fastcompact.model_view(msgs, max_input_tokens=200_000)
+    full = fastcompact.cache_bytes()[0]
+    # The same objects back: the caller keeps them, so dropping the entries would not
+    # free their texts.
+    view = fastcompact.model_view(msgs, max_input_tokens=200_000)
+    light = fastcompact.cache_bytes()[0]
+    assert full - light == _texts(msgs) > 0
+    # Equal copies instead (as a checkpointer hands them back): only the cache keeps
+    # these alive between calls.
+    fastcompact.model_view([m.model_copy() for m in msgs], max_input_tokens=200_000)
+    assert fastcompact.cache_bytes()[0] == full
+    # The caller's own objects again: adopted (the copies go), then seen kept.
+    fastcompact.model_view(msgs, max_input_tokens=200_000)
+    assert fastcompact.cache_bytes()[0] == full
+    fastcompact.model_view(msgs, max_input_tokens=200_000)
+    assert fastcompact.cache_bytes()[0] == light
+    # Other calls go on; while the caller holds the messages the weight stands, and
+    # once it lets them go the cache weighs their texts as its own within a few puts.
+    fastcompact.count_tokens(["another conversation"], cache_key="other")
+    small = fastcompact.cache_bytes()[0] - light
+    for _ in range(200):
+        fastcompact.count_tokens(["another conversation"], cache_key="other")
+    assert fastcompact.cache_bytes()[0] == light + small
+    del msgs, view
+    for _ in range(200):
+        fastcompact.count_tokens(["another conversation"], cache_key="other")
+    assert fastcompact.cache_bytes()[0] == full + small
+
+
+def test_a_conversation_dropped_and_brought_back_is_known_by_its_first_message(cache: None):
+    msgs = _copies(coding_session(120, seed=4), 1)
+    for _ in range(2):
+        fastcompact.model_view(msgs, max_input_tokens=200_000)
+    light = fastcompact.cache_bytes()[0]
+    fastcompact.set_cache_capacity(1)
+    # Another conversation takes the only place; this one comes back as the same
+    # objects, and is weighed as the caller's at once.
+    fastcompact.model_view(_copies(msgs, 2), max_input_tokens=200_000)
+    fastcompact.model_view(msgs, max_input_tokens=200_000)
+    assert fastcompact.cache_bytes()[0] == light
+    # Dropped again and back as new objects: weighed in full.
+    fastcompact.model_view(_copies(msgs, 3), max_input_tokens=200_000)
+    fastcompact.model_view(_copies(msgs, 1), max_input_tokens=200_000)
+    assert fastcompact.cache_bytes()[0] == light + _texts(msgs)

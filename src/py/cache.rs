@@ -269,6 +269,24 @@ impl Counted for Entry {
         });
         message + shape
     }
+
+    /// A text content is read in place from the Python string (see `read::text_of`).
+    fn borrowed_bytes(&self) -> usize {
+        match self.message.as_deref().map(|m| &m.content) {
+            Some(crate::message::Content::Text(t)) => t.chars(),
+            _ => 0,
+        }
+    }
+}
+
+/// Whether the caller still holds a cached conversation's messages between calls:
+/// the newest one's object has a holder besides its entry.
+pub fn caller_holds(py: Python<'_>, c: &Conversation) -> bool {
+    c.entries.last().is_some_and(|e| {
+        // SAFETY: the entry holds a reference to the object, so it is live, and the
+        // `py` token proves the GIL is held while its count is read.
+        unsafe { pyo3::ffi::Py_REFCNT(e.object(py).as_ptr()) > 1 }
+    })
 }
 
 /// What an edited copy of a message takes on the Python heap (the copied model, its
@@ -324,20 +342,21 @@ impl Want {
 }
 
 /// Read `items` against the conversation's cached entries, converting only messages
-/// not seen before, edited since, or lacking something `want` asks for.
+/// not seen before, edited since, or lacking something `want` asks for. `trace`: what
+/// the conversation left behind if the cache dropped it (`Weighed::trace`).
 pub fn read_with_cache(
     list: &Bound<'_, PyList>,
     mut cached: Conversation,
+    trace: Option<usize>,
     want: Want,
 ) -> Res<ReadSet> {
     // The leading entries whose objects are still the list's items, found from the
     // list alone: only those `recheck` names are checked further.
-    let (same, recheck) = if want.recheck_all {
-        (0, None)
-    } else {
-        let same = cached.unchanged_prefix(|i| item_address(list, i));
-        (same, Some(cached.rechecked(same)))
-    };
+    let had = cached.entries.len();
+    // (Found whatever the call wants checked: it also tells whether the caller kept
+    // its objects.)
+    let same = cached.unchanged_prefix(|i| item_address(list, i));
+    let recheck = (!want.recheck_all).then(|| cached.rechecked(same));
     // Every entry was read for at least what this call wants: none need be asked.
     let wanted = want.bits();
     let read_before = cached.read_for;
@@ -410,6 +429,12 @@ pub fn read_with_cache(
     let n = i.min(list.len());
     fresh.retain(|(j, _)| *j < n);
     let mut kept = update.finish(n);
+    // Every cached entry came back as the very object it was read from, or the first
+    // message is the one a dropped conversation left its trace for: the caller keeps
+    // its messages between calls. (An address reused by another object misleads only
+    // until the next reweigh.)
+    kept.shared_with_caller =
+        (had > 0 && same >= had) || trace.is_some_and(|t| item_address(list, 0) == Some(t));
     // Each entry was kept because it satisfied `want`, or read anew for it (its BPE
     // count is set from `fresh` before the conversation is stored); with none read
     // anew, what they were all read for before still holds.

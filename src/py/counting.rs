@@ -124,10 +124,17 @@ pub(super) fn count(
     let p = opts.params()?;
     let list = read::as_list(messages)?;
     let key = cache::conversation_key(opts.cache_key.as_deref(), &list);
-    let cached = if opts.remember {
-        conversation_cache().take(key)
+    let (cached, trace) = if opts.remember {
+        let mut cache = conversation_cache();
+        let cached = cache.take(key);
+        let trace = cached
+            .entries
+            .is_empty()
+            .then(|| cache.trace_of(key))
+            .flatten();
+        (cached, trace)
     } else {
-        cache::Conversation::default()
+        (cache::Conversation::default(), None)
     };
     let want = cache::Want {
         bpe: (enc != Encoding::Heuristic).then_some(enc),
@@ -136,7 +143,7 @@ pub(super) fn count(
         usage: opts.use_usage,
         recheck_all: opts.in_place_edits,
     };
-    let mut read = cache::read_with_cache(&list, cached, want)?;
+    let mut read = cache::read_with_cache(&list, cached, trace, want)?;
     if enc != Encoding::Heuristic && !read.fresh.is_empty() {
         let fresh = &read.fresh;
         let counts = py.detach(|| tokens::bpe_counts(enc, fresh, &p));
@@ -196,9 +203,14 @@ impl Counted {
     }
 }
 
-pub(super) fn store(key: u64, counted: Counted) {
+pub(super) fn store(py: Python<'_>, key: u64, counted: Counted) {
     if counted.remember {
-        let dropped = conversation_cache().put(key, counted.read.kept);
+        let mut cache = conversation_cache();
+        let mut dropped = cache.put(key, counted.read.kept);
+        if cache.reweigh_due() {
+            dropped += cache.reweigh(&|c| cache::caller_holds(py, c));
+        }
+        drop(cache);
         freed(dropped);
     }
 }

@@ -74,7 +74,7 @@ mod _core {
     ) -> PyResult<u64> {
         let (key, counted) = count(py, messages, &opts, false, false)?;
         let total = counted.total() as u64;
-        store(key, counted);
+        store(py, key, counted);
         Ok(total)
     }
 
@@ -90,7 +90,7 @@ mod _core {
             let none = tokens::Breakdown::default();
             Breakdown::new(counted.total(), counted.fixed, &counted.per_message, none)
         });
-        store(key, counted);
+        store(py, key, counted);
         Ok(b)
     }
 
@@ -115,7 +115,7 @@ mod _core {
                 .filter_map(|e| e.shape.as_deref())
                 .collect();
             let cut = cutoff::find_cutoff(&shapes, &counted.per_message, keep, max_input_tokens);
-            store(key, counted);
+            store(py, key, counted);
             cut
         };
         run().map_err(PyErr::from)
@@ -136,7 +136,7 @@ mod _core {
             let (key, counted) = count(py, messages, &opts, false, false)?;
             let n = counted.per_message.len();
             let fired = cutoff::any_clause_fires(&clauses, n, counted.total(), max_input_tokens);
-            store(key, counted);
+            store(py, key, counted);
             fired
         };
         run().map_err(PyErr::from)

@@ -249,7 +249,7 @@ pub(super) fn plan<'py>(
     if let Some(b) = make_edited.is_none().then(|| breakdown(&counted)).flatten() {
         out.breakdown = Some(Py::new(py, b)?);
     }
-    store(key, counted);
+    store(py, key, counted);
     Ok(out)
 }
 
