@@ -353,8 +353,8 @@ pub fn read_with_cache(
     // The leading entries whose objects are still the list's items, found from the
     // list alone: only those `recheck` names are checked further.
     let had = cached.entries.len();
-    // (Found whatever the call wants checked: it also tells whether the caller kept
-    // its objects.)
+    // Found even when every entry is to be checked: it also tells whether the caller
+    // kept its objects.
     let same = cached.unchanged_prefix(|i| item_address(list, i));
     let recheck = (!want.recheck_all).then(|| cached.rechecked(same));
     // Every entry was read for at least what this call wants: none need be asked.
