@@ -94,6 +94,10 @@ def test_a_disk_that_fills_leaves_no_output_and_no_partial_archive(tmp_path: Pat
     assert out.exists() and (tmp_path / "out" / "small.archive.md").exists()
 
 
+def _takes_interrupts() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_stops_after_the_files_in_progress_and_says_what_was_written(tmp_path: Path):
     session = json.dumps(messages_to_dict(load_session("coding")))
     inputs = []
@@ -108,10 +112,14 @@ def test_ctrl_c_stops_after_the_files_in_progress_and_says_what_was_written(tmp_
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # As a terminal runs it: a runner started in the background (`cmd &` in a
+        # script) ignores Ctrl-C, and so would the command it starts.
+        preexec_fn=_takes_interrupts,
     )
     deadline = time.monotonic() + 120
     while not list(out.glob("*.json")) and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.02)
+    assert proc.poll() is None, "the run ended before it could be interrupted"
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
