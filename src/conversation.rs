@@ -195,12 +195,12 @@ impl<E: Counted> Conversation<E> {
     }
 }
 
-impl<E: Counted> crate::tokens::Weighed for Conversation<E> {
+impl<E: Counted> crate::bounded_cache::Weighed for Conversation<E> {
     /// The vectors as allocated, what the entries hold and what the binding keeps
     /// beside them: what dropping the conversation would free. Not the memos' texts,
     /// which are shared with the edits, nor the caller's texts while it shares them.
     fn bytes(&self) -> usize {
-        use crate::tokens::Weighed as W;
+        use crate::bounded_cache::Weighed as W;
         let borrowed = if self.shared_with_caller {
             self.entry_borrowed
         } else {
@@ -554,7 +554,7 @@ mod tests {
 
     #[test]
     fn the_callers_texts_weigh_only_while_it_keeps_them() {
-        use crate::tokens::Weighed;
+        use crate::bounded_cache::Weighed;
         let (mut conv, _) = read(Conversation::default(), &[1, 2, 3]);
         assert_eq!((conv.entry_heap, conv.entry_borrowed), (48, 24));
         let full = conv.bytes();

@@ -3,6 +3,7 @@
 //! Everything here is plain Rust and testable with `cargo test`; the Python bindings
 //! (`py/`) are compiled only with the `python` feature.
 
+pub mod bounded_cache;
 pub mod calibration;
 pub mod config;
 pub mod conversation;

@@ -95,7 +95,7 @@ impl Memos {
     /// The vectors as allocated (not the texts their memos share with the edits).
     pub fn bytes(&self) -> usize {
         let mut n = 0;
-        each_kind!(shared self, v => n += crate::tokens::Weighed::bytes(v));
+        each_kind!(shared self, v => n += crate::bounded_cache::Weighed::bytes(v));
         n
     }
 

@@ -10,10 +10,11 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
+use crate::bounded_cache::ConversationCache;
 use crate::conversation::Counted;
 use crate::cutoff::PairShape;
 use crate::message::Message;
-use crate::tokens::{CachedCounts, ConversationCache, Encoding};
+use crate::tokens::{CachedCounts, Encoding};
 
 use super::read::read_message;
 use super::scan::scan_message;
