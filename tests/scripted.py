@@ -237,6 +237,7 @@ class ProviderChatModel(BaseChatModel):
 
     script: Callable[[list[BaseMessage]], AIMessage] = coding_script
     provider: str = "anthropic"
+    model_name: str = "scripted-1"
     meter: Any = Field(default_factory=TokenMeter)
     calls: list[MeteredCall] = Field(default_factory=list)
     tool_texts: list[str] = Field(default_factory=list)
@@ -257,7 +258,7 @@ class ProviderChatModel(BaseChatModel):
         return "provider-scripted"
 
     def _get_ls_params(self, stop: Any = None, **kwargs: Any) -> Any:
-        params = {"ls_model_name": "scripted-1", "ls_model_type": "chat"}
+        params = {"ls_model_name": self.model_name, "ls_model_type": "chat"}
         return {**params, "ls_provider": self.provider} if self.declares_provider else params
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> ProviderChatModel:  # type: ignore[override]
@@ -301,7 +302,7 @@ class ProviderChatModel(BaseChatModel):
                 "usage_metadata": usage,
                 "response_metadata": {
                     **({"model_provider": self.provider} if self.answers_name_provider else {}),
-                    "model_name": "scripted-1",
+                    "model_name": self.model_name,
                     "usage": {
                         "input_tokens": total,
                         "output_tokens": output,

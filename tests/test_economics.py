@@ -181,6 +181,32 @@ def test_pricing_is_validated_and_picked_from_the_provider():
     assert fastcompact.config.pricing_of(ProviderChatModel(provider="google_genai")) == "gemini"
 
 
+@pytest.mark.parametrize(
+    ("provider", "name", "expected"),
+    [
+        ("amazon_bedrock", "us.anthropic.claude-sonnet-4-6-v1:0", "anthropic"),
+        ("google_vertexai", "gemini-2.5-pro", "gemini"),
+        ("google_vertexai", "claude-opus-4-1@20250805", "anthropic"),
+        ("azure_ai", "gpt-5", "openai"),
+        ("openrouter", "anthropic/claude-haiku-4.5", "anthropic"),
+        ("amazon_bedrock", "meta.llama3-70b-instruct-v1:0", None),
+        ("cohere", "command-a-03-2025", "none"),
+    ],
+)
+def test_a_host_of_another_makers_model_is_priced_as_that_maker(
+    tmp_path: Path, provider: str, name: str, expected: str | None
+):
+    """A cloud or router that serves Anthropic's, OpenAI's or Google's models under its
+    own provider name is priced as the model's maker; a provider without a prompt cache
+    as ``none``; another maker's model on a cloud stays unpriced."""
+    model = ProviderChatModel(provider=provider, model_name=name, profile={"max_input_tokens": 100_000})
+    assert fastcompact.config.pricing_of(model) == expected
+    agent = compacting_agent(model, FilesystemBackend(root_dir=tmp_path, virtual_mode=True))
+    cfg = {"configurable": {"thread_id": "host"}}
+    agent.invoke({"messages": [HumanMessage("hello")]}, cfg)
+    assert agent.get_state(cfg).values["_fastcompact"]["last_plan"]["pricing"] == expected
+
+
 @pytest.mark.parametrize(("names", "expected"), [(True, "anthropic"), (False, None)])
 def test_pricing_is_read_from_the_answers_of_a_model_behind_a_proxy(
     tmp_path: Path, names: bool, expected: str | None
