@@ -267,6 +267,12 @@ pub struct MemoryConfig {
     pub head_share: f64,
     /// A model's notes on the older requests.
     pub note_share: f64,
+    /// The newest user messages a model summary leaves verbatim (at most
+    /// `user_share`): the older ones go into its notes. Less than `user_share`, so the
+    /// layer has room to grow again before the next summary; every token of it is read
+    /// on every call (the session benchmark measured a fifth of the window as a
+    /// summary at nearly every compaction on long sessions).
+    pub fold_share: f64,
 }
 
 impl Default for MemoryConfig {
@@ -276,6 +282,7 @@ impl Default for MemoryConfig {
             step_share: 0.01,
             head_share: 0.05,
             note_share: 0.10,
+            fold_share: 0.05,
         }
     }
 }
@@ -306,6 +313,7 @@ impl MemoryConfig {
             steps: of(self.step_share),
             heads: of(self.head_share),
             notes: of(self.note_share),
+            folded_users: of(self.fold_share.min(self.user_share)),
         }
     }
 }

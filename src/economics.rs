@@ -200,9 +200,28 @@ impl Fold {
     }
 }
 
+/// Whether restoring a file read before a compaction (its text in the summary message)
+/// pays: the summary message is read on every call until the next compaction, about
+/// as many as `cycle` calls (the last cycle's length); a file left out costs, if the
+/// agent needs it again, one read, whose result is written once and then read the
+/// same. Restoring pays while those reads cost less than that write.
+pub fn restoring_pays(p: &Pricing, cycle: f64) -> bool {
+    p.read * cycle.max(0.0) < p.write
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn restoring_pays_over_short_cycles_only() {
+        // Anthropic: a write is 12.5 reads.
+        assert!(restoring_pays(&ANTHROPIC, 10.0));
+        assert!(!restoring_pays(&ANTHROPIC, 13.0));
+        // Without a cache every read is a write: never.
+        let none = Pricing::preset("none").unwrap_or(ANTHROPIC);
+        assert!(!restoring_pays(&none, 1.0));
+    }
 
     const ANTHROPIC: Pricing = PRESETS[0].1;
 

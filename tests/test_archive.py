@@ -12,7 +12,7 @@ from typing import Any
 from deepagents import create_deep_agent
 from deepagents.backends import FilesystemBackend
 from deepagents.backends.protocol import FileDownloadResponse
-from fastcompact import CompactionMiddleware, storage
+from fastcompact import CompactionMiddleware, steps, storage, summarize
 from hypothesis import given
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage
@@ -200,9 +200,39 @@ def test_the_files_restored_are_the_newest_distinct_reads_not_still_in_view(
     in_view = {p for ps in kept for p in ps}
     newest_first = [p for ps in reversed(summarized) for p in reversed(ps) if p not in in_view]
     expected = list(dict.fromkeys(newest_first))[:limit]
-    assert storage.recent_reads(_reads(summarized), _reads(kept), limit) == expected
+    found = storage.recent_reads(_reads(summarized), _reads(kept), limit)
+    assert [r.path for r in found] == expected
 
 
 def test_only_reads_are_restored():
     span = [*_reads([["/a"]]), *_reads([["/b"]], tool="write_file"), HumanMessage("hi")]
-    assert storage.recent_reads(span, [], 5) == ["/a"]
+    assert [r.path for r in storage.recent_reads(span, [], 5)] == ["/a"]
+
+
+def test_a_paged_file_is_restored_at_the_part_read_last(tmp_path: Path):
+    """An agent that paged through a file (offsets 314, 588, 862) gets back the last
+    part it read, as the file is now, not the file's head."""
+    lines = [f"line {i}: " + "text " * 8 for i in range(1, 1201)]
+    (tmp_path / "big.py").write_text("\n".join(lines))
+    span = [
+        AIMessage(
+            "",
+            tool_calls=[
+                {
+                    "name": "read_file",
+                    "args": {"file_path": "/big.py", "offset": at, "limit": 100},
+                    "id": f"r{at}",
+                }
+            ],
+        )
+        for at in (314, 588, 862)
+    ]
+    [read] = storage.recent_reads(span, [], 5)
+    assert read == storage.Read("/big.py", 862, 100)
+    backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
+    [restored] = steps.run(storage.restore_files(backend, [read], 50_000, 50_000))
+    assert restored.lines == "863-962"
+    assert "line 863: " in restored.text and "line 962: " in restored.text
+    assert "line 1: " not in restored.text and "line 963: " not in restored.text
+    block = summarize.summary_message("notes", file_path=None, restored_files=[restored]).content
+    assert '<file path="/big.py" lines="863-962">\nline 863: ' in block

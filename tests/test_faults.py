@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -125,7 +126,8 @@ def test_summarizer_faults_fall_back_and_trip_the_breaker(
 ):
     model = FaultyModel(profile={"max_input_tokens": WINDOW}, summary_reply=reply)
     config = CompactionConfig(max_consecutive_failures=2, failure_cooldown_messages=10_000)
-    steps = range(1, 45)
+    # Long enough for compactions after the breaker trips (one every 14 steps or so).
+    steps = range(1, 51)
     state = _session(
         _agent(model, LocalShellBackend(root_dir=tmp_path, virtual_mode=True), config), "s", steps
     )
@@ -153,7 +155,7 @@ def test_garbage_that_is_not_empty_is_used_as_the_notes(tmp_path: Path):
 
 def test_a_summary_longer_than_its_input_is_cut_to_the_notes_share(tmp_path: Path):
     """Whatever a model writes, the memory keeps its notes within their share of the
-    window (the archive has everything): the summary still commits."""
+    window, and saves them whole where the cut says: the summary still commits."""
     model = FaultyModel(
         profile={"max_input_tokens": WINDOW},
         summary_reply=lambda p: f"<summary>{'words ' * len(p)}</summary>",
@@ -163,7 +165,9 @@ def test_a_summary_longer_than_its_input_is_cut_to_the_notes_share(tmp_path: Pat
     event = state["_summarization_event"]
     assert event["fastcompact"]["summarizer"] == "model"
     content = event["summary_message"].content
-    assert "The notes go on in the archive; they were cut here for space." in content
+    found = re.search(r"\(Cut here for space: the whole notes are in (\S+\.notes\.md)\.\)", content)
+    assert found, content
+    assert "words " * 1_000 in (tmp_path / found.group(1).lstrip("/")).read_text()
     notes = content.split("## Notes on the earlier work\n", 1)[1].split("\n## ", 1)[0]
     # A tenth of the window, as a provider counts it.
     assert fastcompact.count_text_tokens(notes, "o200k_base") <= 0.10 * WINDOW

@@ -82,11 +82,14 @@ def test_chained_memories_keep_every_user_message_or_its_way_back(
         assert verbatim or short or in_run
         assert fastcompact.recall(msgs, f"u{i}") == u
     # Every request is numbered, in order, from R1 (the steps that carry a request on
-    # into the next span stand under its number again).
+    # into the next span stand under its number again; steps before any request, here
+    # after a blank user message, stand under 0, "before R1").
     numbers = [n for r in runs for n in r]
     numbers += [h["number"] for h in kept["heads"]] + [r["number"] for r in kept["requests"]]
     assert numbers == sorted(numbers)
-    assert sorted(set(numbers)) == list(range(1, len([u for u in users if u.strip()]) + 1))
+    assert sorted(set(numbers) - {0}) == list(range(1, len([u for u in users if u.strip()]) + 1))
+    if 0 in numbers:
+        assert not users[0].strip() and "before R1" in text.replace("Before R1", "before R1")
     # On a roomy window, every one is verbatim.
     if window == 500_000:
         assert all(u in text for u in users if u.strip())
@@ -146,20 +149,35 @@ def test_requests_outgrowing_their_share_go_into_short_oldest_first():
     assert "## Earlier requests, in short\n" in text
 
 
-def test_a_model_fold_leaves_its_notes_and_runs_by_number():
+def test_a_model_fold_keeps_the_newest_requests_verbatim_and_the_older_in_its_notes():
     msgs = _session(["fix the parser please, it fails on empty input", "then add the tests for it"], 2)
     previous = memory.remember(None, None, msgs[:4], config=MemoryConfig(), window=40_000, file="/h/1.md")
     notes = "The user asked: fix the parser please, it fails on empty input. The parser is fixed."
-    bounded = memory.bounded_notes(notes, previous.memory, msgs[4:], 2)
-    assert bounded == "The user asked: (request R1). The parser is fixed."
     made = memory.remember(
-        previous.memory, None, msgs[4:], config=MemoryConfig(), window=40_000, file="/h/2.md", notes=bounded
+        previous.memory, None, msgs[4:], config=MemoryConfig(), window=40_000, file="/h/2.md", notes=notes
     )
     m = made.memory
-    assert m["requests"] == m["heads"] == [] and m["ranges"][0]["first"] == 1
+    # Both requests fit their share: they stay verbatim, and the notes name R1 instead
+    # of quoting it (R1 is in view under its number).
+    assert [r["number"] for r in m["requests"]] == [1, 2] and made.folded == 0
     text = memory.text(m, recall=True)
     assert "## Notes on the earlier work\nThe user asked: (request R1). The parser is fixed.\n" in text
-    assert "- R1-R2: in 1.md to 2.md\n" in text
+    assert "### R1\nfix the parser please, it fails on empty input\n" in text
+    # On a window whose user share holds one of them, R1 folds into a run: its quote
+    # stays in the notes, the only place its words are now.
+    small = memory.remember(
+        previous.memory,
+        None,
+        msgs[4:],
+        config=MemoryConfig(user_share=0.0006),
+        window=40_000,
+        file="/h/2.md",
+        notes=notes,
+    )
+    text = memory.text(small.memory, recall=True)
+    assert small.folded == 1 and [r["number"] for r in small.memory["requests"]] == [2]
+    assert "The user asked: fix the parser please, it fails on empty input." in text
+    assert "- R1: in 1.md\n" in text
     assert "oldest first: 1.md to 2.md." in text
 
 

@@ -440,7 +440,7 @@ def test_archive_through_each_backend_kind(kind: str):
     agent = create_deep_agent(
         model=model, backend=backend, middleware=[mw, TodoListMiddleware()], checkpointer=InMemorySaver()
     )
-    state = _run(agent, "b", range(1, 32))
+    state = _run(agent, "b", range(1, 40))
     event = state["_summarization_event"]
     assert len(model.summary_calls) >= 2
     assert event["file_path"] == f"/conversation_history/b/{len(model.summary_calls)}.md"
@@ -455,7 +455,7 @@ def test_archive_through_each_backend_kind(kind: str):
         return AIMessage("read back")
 
     model.script = read_back
-    _run(agent, "b", range(32, 33))
+    _run(agent, "b", range(40, 41))
     indices = [int(i) for t in texts for i in re.findall(r"^### \[(\d+)\]", t, flags=re.M)]
     assert sorted(indices) == list(range(event["cutoff_index"]))
 

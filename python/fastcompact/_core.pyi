@@ -4,7 +4,9 @@ from collections.abc import Callable, Mapping
 from typing import Any, NotRequired, TypedDict, final
 
 __all__ = [
+    "ESSENTIAL_SECTION_WORDS",
     "PRICING_PRESETS",
+    "SUMMARY_SECTIONS",
     "WIDTHS_PER_TOKEN",
     "WIDTHS_PER_TOKEN_BOUNDS",
     "Breakdown",
@@ -25,8 +27,8 @@ __all__ = [
     "find_cutoff",
     "identities",
     "input_error",
+    "memory_budgets",
     "normalize",
-    "notes_without_quotes",
     "pass_defaults",
     "plan",
     "read_size",
@@ -43,6 +45,10 @@ __all__ = [
 
 PRICING_PRESETS: list[str]
 WIDTHS_PER_TOKEN: float
+SUMMARY_SECTIONS: list[str]
+"""The titles of the summary's sections, in order."""
+ESSENTIAL_SECTION_WORDS: list[str]
+"""Words in the headings of the sections kept whole when notes are cut for space."""
 WIDTHS_PER_TOKEN_BOUNDS: tuple[float, float]
 
 class InputError(ValueError):
@@ -243,6 +249,10 @@ class PlanSettings:
     ) -> bool | None:
         """Whether folding the memory into a model summary pays over the session;
         ``None`` without a price model."""
+    def restoring_pays(self, cycle: float) -> bool:
+        """Whether restoring files after a compaction pays when a cycle takes ``cycle``
+        calls (the reads of them cost less than a re-read's write); ``True`` without a
+        price model."""
     @property
     def resolved(self) -> dict[str, Any]:
         """The settings as ``CompactionConfig.resolved()`` gave them."""
@@ -280,12 +290,44 @@ def remember(
     widths_per_token: float = ...,  # WIDTHS_PER_TOKEN
     room: int | None = None,
     notes: str | None = None,
-) -> tuple[dict[str, Any], int]:
-    """The memory after a compaction, and how many requests went into short."""
+    earlier_file: str | None = None,
+    notes_file: str | None = None,
+) -> tuple[dict[str, Any], int, str | None]:
+    """The memory after a compaction.
+
+    Args:
+        previous: The memory the last compaction left (as the state keeps it), or None.
+        earlier: Without ``previous``, the text of an earlier summary made elsewhere.
+        messages: The span taken in.
+        first_number: The number its first request takes.
+        file: The archive file of this compaction.
+        config: A ``MemoryConfig`` as a dict.
+        window: The model's window in tokens (None: unknown).
+        widths_per_token: What a token of this conversation measures in widths.
+        room: The widths the memory may take in all, when the window leaves less.
+        notes: A model's notes on all of it: the older requests fold beside them.
+        earlier_file: The archive file the earlier summary names.
+        notes_file: Where notes cut for space are to be written whole.
+
+    Returns:
+        The memory, how many requests left the verbatim layer, and the notes to write
+        to ``notes_file`` whole when they were cut for space (else None).
+
+    Raises:
+        ValueError: ``previous`` or ``config`` is not a memory or a memory config.
+    """
+
+def memory_budgets(
+    config: dict[str, Any], window: int | None, widths_per_token: float = ..., room: int | None = None
+) -> dict[str, int]:
+    """The memory's layer budgets in widths (``users``, ``steps``, ``heads``, ``notes``).
+
+    Raises:
+        ValueError: ``config`` is not a memory config.
+    """
 
 def text_width(text: str) -> int: ...
 def render_memory(memory: Mapping[str, Any], recall: bool) -> str: ...
-def notes_without_quotes(notes: str, texts: list[tuple[int, str]], min_chars: int) -> str: ...
 def normalize(messages: Any) -> list[dict[str, Any]]: ...
 def identities(messages: Any) -> list[int]: ...
 def _read_each(

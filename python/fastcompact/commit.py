@@ -20,6 +20,7 @@ from fastcompact.helpers import count_once
 from fastcompact.memory import MEMORY_KEY
 from fastcompact.schedule import KEPT_PRICE_KEY, SPAN_PRICE_KEY
 from fastcompact.state import EVENT_KEY, STATE_KEY, Turn, count_of, sent_size
+from fastcompact.storage import Restored
 
 if TYPE_CHECKING:
     from fastcompact import _core
@@ -58,7 +59,7 @@ class Committing:
         draft: Draft,
         summary: Summary,
         error: BaseException | None,
-        restored: list[tuple[str, str]],
+        restored: list[Restored],
         path: str | None,
         usage: dict[str, int] | None = None,
         *,
@@ -115,12 +116,13 @@ class Committing:
             "error": None if error is None else f"{type(error).__name__}: {error}",
             "summarizer_tokens": usage,
             "file_path": path,
-            "restored_files": [p for p, _ in restored],
+            "restored_files": [f.path for f in restored],
             "forced": draft.forced,
         }
         if not fits:
             counters["backoff_until"] = len(turn.raw) + BACKOFF_MESSAGES
-            logger.warning(
+            # A step of fitting, not a fault: logged for the curious, not warned.
+            logger.info(
                 "fastcompact: a summary would leave %d tokens in %d messages, neither enough below the "
                 "trigger nor under the window; not committed",
                 tokens,
@@ -173,7 +175,7 @@ class Committing:
         summaries: list[Summary],
         error: BaseException | None,
         usage: dict[str, int] | None,
-        restored: list[tuple[str, str]],
+        restored: list[Restored],
         path: str | None,
     ) -> Outcome:
         """The outcome of the first of ``summaries`` (the model's, then the digest)
@@ -181,7 +183,7 @@ class Committing:
         convenience, and in a small window they alone can fill it. A forced draft
         takes the first choice that fits the window, else the first that makes the
         view smaller."""
-        file_sets: list[list[tuple[str, str]]] = [restored, []] if restored else [[]]
+        file_sets: list[list[Restored]] = [restored, []] if restored else [[]]
         outcome: Outcome | None = None
         for strict in (True, False) if draft.forced else (True,):
             for summary in summaries:
@@ -203,7 +205,7 @@ class Committing:
                     )
                     if outcome.committed:
                         if failed is not error:
-                            logger.warning("fastcompact: %s; used the digest", failed)
+                            logger.info("fastcompact: %s; used the digest", failed)
                         return outcome
         assert outcome is not None
         return outcome

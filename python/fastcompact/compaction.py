@@ -9,18 +9,22 @@ compaction tool too.
 from __future__ import annotations
 
 import logging
+import math
+from collections.abc import Callable
 from typing import Any
 
 from langchain.agents.middleware.types import ModelRequest
+from langchain_core.exceptions import ContextOverflowError
 
-from fastcompact import media, storage, summarize
+from fastcompact import media, memory, storage, summarize
 from fastcompact.commit import Committing, Outcome
 from fastcompact.draft import Draft, Summary
 from fastcompact.drafting import Drafting
 from fastcompact.fitting import Fitting, WindowTooSmallError
+from fastcompact.helpers import count_once
 from fastcompact.memory import is_request
 from fastcompact.schedule import PricedSchedule
-from fastcompact.state import Turn
+from fastcompact.state import Turn, window_of
 from fastcompact.steps import Io, Steps
 
 __all__ = ["CompactionSteps", "Outcome", "WindowTooSmallError"]
@@ -43,35 +47,49 @@ class CompactionSteps(PricedSchedule, Committing, Fitting, Drafting):
 
     def _compact(self, request: ModelRequest, turn: Turn, draft: Draft) -> Steps[Outcome]:
         """Summarize ``draft``'s span and commit it. The summary call, the restoration
-        reads and the archive write are made together (at the same time when async): a
+        reads and the archive write are made together (at the same time when async); a
         compaction that gets this far commits (see :meth:`_hopeless`), so the archive is
-        never written for nothing."""
+        never written for nothing. Notes the memory cuts for space are then saved whole
+        beside the archive, in the file the memory names."""
         draft = self._with_digest(request, turn, draft)
         hopeless = self._hopeless(request, turn, draft, self._longest_archive_path(draft))
         if hopeless is not None:
             return hopeless
         backend = storage.resolve_backend(self.backend, request.runtime)
         (notes, error, usage), restored, path = yield (
-            Io.of(lambda: self._summary(request, backend, draft)),
+            Io.of(lambda: self._summary(request, turn, backend, draft)),
             Io.of(lambda: self._restored(backend, draft)),
             Io.of(lambda: self._archived(backend, turn, draft)),
         )
-        # The memories name the archive file as it was written.
-        summaries: list[Summary] = []
-        if notes is not None:
-            summaries.append(self._summary_of(turn, draft, path, notes))
-        summaries.append(self._summary_of(turn, draft, path))
+        planned = storage.notes_path(path) if path is not None else None
+        summaries = self._memories(turn, draft, path, notes, planned)
+        cut = list(dict.fromkeys(s.notes_to_save for s in summaries if s.notes_to_save))
+        if cut and path is not None:
+            written = yield from storage.write_notes(backend, path, cut)
+            if written != planned:
+                summaries = self._memories(turn, draft, path, notes, written)
         return self._settle(request, turn, draft, summaries, error, usage, restored, path)
 
+    def _memories(
+        self, turn: Turn, draft: Draft, path: str | None, notes: str | None, notes_file: str | None
+    ) -> list[Summary]:
+        """What may stand in for the span, archived at ``path``: the model's ``notes``
+        beside the memory, when it gave some, then the digest."""
+        summaries = [self._summary_of(turn, draft, path, notes_file=notes_file)]
+        if notes is not None:
+            summaries.insert(0, self._summary_of(turn, draft, path, notes, notes_file=notes_file))
+        return summaries
+
     def _summary(
-        self, request: ModelRequest, backend: Any, draft: Draft
+        self, request: ModelRequest, turn: Turn, backend: Any, draft: Draft
     ) -> Steps[tuple[str | None, BaseException | None, dict[str, int] | None]]:
         """The model's notes and usage, or the error it failed with."""
         if not draft.use_llm:
             return None, None, None
+        brief = self._brief(turn, draft)
         if self._shares_cache(request):
             try:
-                text, usage = yield from self._in_place(request, draft)
+                text, usage = yield from self._in_place(request, turn, draft, brief)
                 return text, None, usage
             except Exception as e:
                 # Too long with the agent's whole input: the separate prompt below sends
@@ -80,29 +98,52 @@ class CompactionSteps(PricedSchedule, Committing, Fitting, Drafting):
                     return None, summarizer_failed(e), None
         try:
             span = yield Io.in_thread(self._with_media_saved, backend, draft, draft.span)
+            summarizer = self._summarizer(request)
             text, usage = yield from summarize.summarize(
-                self._summarizer(request),
+                summarizer,
                 self._trimmed(span),
                 custom_instructions=self._config.custom_instructions,
                 retries=self._config.ptl_max_retries,
                 template=self.summary_prompt,
-                numbers=self._numbers(draft),
+                brief=brief,
+                fits=self._fits(request, turn, summarizer),
             )
             return text, None, usage
         except Exception as e:
             return None, summarizer_failed(e), None
 
-    def _numbers(self, draft: Draft) -> tuple[int, int] | None:
-        """The numbers of the requests the span opens, first and last."""
+    def _brief(self, turn: Turn, draft: Draft) -> summarize.Brief:
+        """What the summary of ``draft`` is asked to cover: the requests its span opens,
+        those that stay verbatim beside the notes (as a fold leaves them), and the
+        length the memory keeps whole."""
         opened = sum(1 for m in draft.span if is_request(m))
-        return (draft.first_number, draft.first_number + opened - 1) if opened else None
+        first, last = (draft.first_number, draft.first_number + opened - 1) if opened else (None, None)
+        folded = self._summary_of(turn, draft, self._longest_archive_path(draft), notes="")
+        verbatim = memory.verbatim_numbers(folded.memory)
+        budget = memory.budgets(self._config.memory, turn.window, draft.widths_per_token, draft.room)
+        words = int(budget["notes"] / draft.widths_per_token * summarize.WORDS_PER_TOKEN)
+        return summarize.Brief(first, last, kept_from=min(verbatim) if verbatim else None, words=words)
 
-    def _in_place(self, request: ModelRequest, draft: Draft) -> Steps[tuple[str, dict[str, int] | None]]:
+    def _fits(self, request: ModelRequest, turn: Turn, summarizer: Any) -> Callable[[Any], bool] | None:
+        """Whether a summary prompt fits the summary model's window (its profile's, or
+        the agent's when it is the agent's model); ``None`` when no window is known."""
+        own = summarizer is request.model
+        window = window_of(summarizer) or (turn.window if own else None)
+        if window is None:
+            return None
+        ratio = turn.plan.ratio if own else 1.0
+        return lambda prompt: math.ceil(ratio * count_once([prompt], model=summarizer)) <= window
+
+    def _in_place(
+        self, request: ModelRequest, turn: Turn, draft: Draft, brief: summarize.Brief
+    ) -> Steps[tuple[str, dict[str, int] | None]]:
         """The summary asked in the agent's own request: its system prompt, tools,
         settings and messages as planned for this call (which start with what it was
         sent last), then one instruction. The provider reads all but the instruction
         from its prompt cache; an Anthropic model is asked to cache it, as the agent's
-        calls are."""
+        calls are. A request over the window is not sent: the span's oldest requests
+        give way (an earlier summary at its head stays), and with none left to give,
+        the separate prompt is used."""
         model = request.model
         settings = dict(request.model_settings or {})
         kwargs: dict[str, Any] = {}
@@ -114,13 +155,49 @@ class CompactionSteps(PricedSchedule, Committing, Fitting, Drafting):
         else:
             bound = model.bind(**settings) if settings else model
         system = [request.system_message] if request.system_message is not None else []
-        sent = [*draft.span, *draft.kept]
-        instruction = summarize.in_place_prompt(
-            sent, len(draft.span), self._config.custom_instructions, numbers=self._numbers(draft)
-        )
+        sent, instruction = self._in_place_input(request, turn, draft, brief)
         return (yield from summarize.summarize_in_place(bound, [*system, *sent], instruction, **kwargs))
 
-    def _restored(self, backend: Any, draft: Draft) -> Steps[list[tuple[str, str]]]:
+    def _in_place_input(
+        self, request: ModelRequest, turn: Turn, draft: Draft, brief: summarize.Brief
+    ) -> tuple[list[Any], Any]:
+        """The messages of a summary request that shares the agent's cache, and its
+        instruction, within the window (see :meth:`_in_place`)."""
+        span = list(draft.span)
+        while True:
+            sent = [*span, *draft.kept]
+            instruction = summarize.in_place_prompt(
+                sent, len(span), self._config.custom_instructions, brief=brief
+            )
+            over = (
+                0
+                if turn.window is None
+                else self._true_size(request, turn, [*sent, instruction]) - turn.window
+            )
+            if over <= 0:
+                return sent, instruction
+            shorter = self._without_oldest(request, turn, span, over)
+            if shorter is None:
+                raise ContextOverflowError(
+                    f"the summary request is {over:,} tokens over the window with the agent's whole input"
+                )
+            span = shorter
+
+    def _without_oldest(
+        self, request: ModelRequest, turn: Turn, span: list[Any], over: int
+    ) -> list[Any] | None:
+        """``span`` without its oldest requests, at least ``over`` tokens of them, cut
+        before a user message (where no tool call is parted from its result); a summary
+        at its head stays. ``None`` when no request is left to drop."""
+        start = 1 if span and summarize.is_summary(span[0]) else 0
+        dropped = 0.0
+        for i in range(start, len(span)):
+            if i > start and is_request(span[i]) and dropped >= over:
+                return [*span[:start], *span[i:]]
+            dropped += turn.plan.ratio * count_once([span[i]], model=request.model)
+        return None
+
+    def _restored(self, backend: Any, draft: Draft) -> Steps[list[storage.Restored]]:
         if backend is None or not draft.reads:
             return []
         r = self._config.restoration

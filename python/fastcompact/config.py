@@ -355,15 +355,19 @@ class MicrocompactConfig(_Watched):
 
 @dataclass
 class RestorationConfig(_Watched):
-    """After a summary: re-read up to ``max_files`` recently read files (each within
-    ``per_file_chars``, all within ``file_budget_chars``) and the current plan. The
-    skill budgets have no effect (kept for compact-middleware; giving one warns).
+    """After a summary: re-read up to ``max_files`` files read for the last request it
+    compacted and not read again since, each the part that was read (its offset and
+    limit), within ``per_file_chars`` and all within ``file_budget_chars``, and the
+    current plan. With a price model, files are restored only while it pays: while
+    reading them on every call until the next compaction (as many calls as the last
+    cycle took) costs less than the one read the agent makes when it needs a file
+    again. The skill budgets have no effect (kept for compact-middleware; giving one
+    warns).
 
     A compaction the price model schedules (see ``CompactionConfig.summarizer``) keeps
-    the turn in progress whole and restores files only with ``on_schedule``: then the
-    files read in the last turn it compacted and not read again since. The session
-    benchmark measured both; restoring cost more and kept nothing a later step needed
-    that the digest's recall ids did not give back.
+    the turn in progress whole and restores files only with ``on_schedule``. The
+    session benchmark measured both; restoring cost more and kept nothing a later step
+    needed that the digest's recall ids did not give back.
     """
 
     enabled: bool = True
@@ -403,7 +407,10 @@ class MemoryConfig(_Watched):
     agent's newest steps a line each (``step_share``), older requests in short
     (``head_share``), and a model's notes on them (``note_share``). What does not fit
     goes into the next layer down, so a session of any length stays inside the window;
-    every message stays recoverable by its id and in the archive.
+    every message stays recoverable by its id and in the archive. A model summary keeps
+    the newest user messages verbatim within ``fold_share`` (at most ``user_share``;
+    the older ones go into its notes), so the layer has room to grow again before the
+    next summary: every token of it is read on every call.
 
     Example:
         >>> MemoryConfig(user_share=0.3).user_share
@@ -418,11 +425,12 @@ class MemoryConfig(_Watched):
     step_share: float = _core("memory", "step_share")
     head_share: float = _core("memory", "head_share")
     note_share: float = _core("memory", "note_share")
+    fold_share: float = _core("memory", "fold_share")
 
     def __post_init__(self) -> None:
         o = "MemoryConfig"
         shares = ("user_share", "step_share", "head_share", "note_share")
-        for name in shares:
+        for name in (*shares, "fold_share"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 1:
                 raise ValueError(f"{o}.{name}: expected a fraction of the window from 0 to 1, got {v!r}")

@@ -253,9 +253,13 @@ def run(
                     result.passes_fired[p["name"]] = result.passes_fired.get(p["name"], 0) + 1
                 previous[p["name"]] = p["edits"]
             notes = [f"{name} fired" for name in fired]
-            # Every summary writes an archive file: the new ones are this turn's summaries.
+            # Every summary writes an archive file (beside any notes file it saved): the
+            # new ones are this turn's summaries.
             files = (
-                sorted(history.glob("*.md"), key=lambda f: int(f.stem.split("-")[0]))
+                sorted(
+                    (f for f in history.glob("*.md") if f.stem.split("-")[0].isdigit()),
+                    key=lambda f: int(f.stem.split("-")[0]),
+                )
                 if history.exists()
                 else []
             )
@@ -292,16 +296,23 @@ def run(
             f"({result.raw_tokens / window:.1f}x the window)."
         )
         over = f"{result.calls_over_window} of {result.model_calls} calls over it"
+        summaries = _count(len(result.summaries), "summary", "summaries")
         echo(
             f"After:  the model's last input was {result.last_view_tokens:,} tokens; peak fill "
-            f"{100 * result.peak_fill:.0f}% of the window ({over}); {len(result.summaries)} summaries."
+            f"{100 * result.peak_fill:.0f}% of the window ({over}); {summaries}."
         )
         fired_text = ", ".join(f"{k} x{v}" for k, v in sorted(result.passes_fired.items())) or "none"
         echo(f"Cheap passes fired: {fired_text}.")
         kept = "" if result.kept else "; removed with the temporary project, --keep keeps it"
-        echo(f"Archive: {len(result.archive_files)} files under {history} (nothing was lost{kept}).")
+        archive_files = _count(len(result.archive_files), "file", "files")
+        echo(f"Archive: {archive_files} under {history} (nothing was lost{kept}).")
         echo(f"Done in {result.seconds:.1f} s.")
     finally:
         if not result.kept:
             shutil.rmtree(workdir, ignore_errors=True)
     return result
+
+
+def _count(n: int, one: str, many: str) -> str:
+    """``n`` and the noun, singular for one."""
+    return f"{n} {one if n == 1 else many}"

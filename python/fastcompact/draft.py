@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from fastcompact.storage import Read
+
 
 @dataclasses.dataclass
 class Draft:
@@ -20,13 +22,14 @@ class Draft:
     thread: str
     number: int
     todos: list[Any]
-    reads: list[str]
+    reads: list[Read]
     use_llm: bool
     forced: bool
-    # The memory the last compaction left (or, when it left none, its summary's text),
-    # and the number the span's first request takes.
+    # The memory the last compaction left (or, when it left none, its summary's text and
+    # the archive file it names), and the number the span's first request takes.
     memory: dict[str, Any] | None = None
     earlier_text: str | None = None
+    earlier_file: str | None = None
     first_number: int = 1
     # Whether the agent has the `recall` tool (the memory names it only then).
     recall: bool = True
@@ -47,9 +50,11 @@ class Draft:
 @dataclasses.dataclass(frozen=True)
 class Summary:
     """What stands in for the span: the memory and its text, whether a model's notes
-    are in it, and how many requests it put into short."""
+    are in it, how many requests left the verbatim layer, and the notes the archive
+    file must take whole when they were cut for space."""
 
     text: str
     memory: dict[str, Any]
     by_model: bool = False
     folded: int = 0
+    notes_to_save: str | None = None

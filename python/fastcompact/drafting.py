@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Any
 from langchain.agents.middleware.types import ModelRequest
 
 from fastcompact import _core, memory, storage, summarize
+from fastcompact.commit import COMMIT_MARGIN
 from fastcompact.config import ContextSize
 from fastcompact.draft import Draft, Summary
 from fastcompact.helpers import count_once, cutoff_once
 from fastcompact.passes import _settings
-from fastcompact.state import Turn, newest_request, sent_size, thread_name
+from fastcompact.state import Turn, count_of, newest_request, sent_size, thread_name
 
 if TYPE_CHECKING:
     from fastcompact.config import CompactionConfig
@@ -105,13 +106,8 @@ class Drafting:
         todos = state.get("todos") or []
         restoration = self._config.restoration
         leaving = turn.raw[turn.prior_cutoff : state_cutoff]
-        reads = (
-            storage.recent_reads(leaving, turn.raw[state_cutoff:], restoration.max_files)
-            if restoration.enabled
-            else []
-        )
         paused_until = turn.counters.get("llm_paused_until") or 0
-        previous, earlier_text = memory.earlier(turn.event)
+        earlier = memory.earlier(turn.event)
         return Draft(
             state_cutoff=state_cutoff,
             leaving=leaving,
@@ -119,18 +115,34 @@ class Drafting:
             kept=turn.view[cut:],
             thread=thread_name(turn.counters),
             number=int(turn.counters.get("archives", 0)) + 1,
-            memory=previous,
-            earlier_text=earlier_text,
-            first_number=memory.next_number(previous, turn.raw[: turn.prior_cutoff]),
+            memory=earlier.memory,
+            earlier_text=earlier.text,
+            earlier_file=earlier.file,
+            first_number=memory.next_number(earlier.memory, turn.raw[: turn.prior_cutoff]),
             recall=has_recall(request) if recall is None else recall,
             todos=list(todos) if isinstance(todos, list) and restoration.restore_plans else [],
-            reads=reads,
+            reads=self._reads_to_restore(turn, leaving, turn.raw[state_cutoff:]),
             paused=len(turn.raw) < paused_until,
             use_llm=len(turn.raw) >= paused_until
             and self._config.summarizer != "digest"
             and (self.summary_model or self.model or request.model) is not None,
             forced=forced,
         )
+
+    def _reads_to_restore(self, turn: Turn, leaving: list[Any], after: list[Any]) -> list[storage.Read]:
+        """The files a compaction restores: those read for the last request it compacts
+        (from its user message on) and not read again since, each the part that was
+        read; and only while restoring pays: with a price model, while reading them on
+        every call until the next compaction (as many calls as this cycle took) costs
+        less than the one read the agent makes when it needs a file again."""
+        restoration = self._config.restoration
+        if not restoration.enabled:
+            return []
+        cycle = count_of(turn.counters.get("calls_since_compaction")) + 1
+        if not self._plan_settings(turn.window, turn.pricing).restoring_pays(float(cycle)):
+            return []
+        last = newest_request(leaving)
+        return storage.recent_reads(leaving[last or 0 :], after, restoration.max_files)
 
     def _true_size(self, request: ModelRequest, turn: Turn, view: list[Any]) -> int:
         """The size the provider will see of ``view`` with the request's system prompt
@@ -183,17 +195,31 @@ class Drafting:
             frame = summarize.summary_message(
                 "", file_path=self._longest_archive_path(draft), todos=draft.todos
             )
-            left = turn.window - self._true_size(request, turn, [frame, *draft.kept])
-            room = int(max(left, 0) * per_token * ROOM_MARGIN)
+            fixed = self._true_size(request, turn, [frame, *draft.kept])
+            # What a trigger's compaction commits at: under the trigger with its margin,
+            # when that leaves room beside what stays; else (a small window) under the
+            # window. A priced or forced one commits whenever it makes the view smaller.
+            target = None
+            if not (draft.priced or draft.forced):
+                target = self._commit_size(turn, 1 + len(draft.kept), turn.window)
+            limit = target if target is not None and fixed < target < turn.window else turn.window
+            room = int(max(limit - fixed, 0) * per_token * ROOM_MARGIN)
         draft = dataclasses.replace(draft, room=room, widths_per_token=per_token)
         digest = self._summary_of(turn, draft, self._longest_archive_path(draft))
         return dataclasses.replace(draft, digest=digest)
 
-    def _summary_of(self, turn: Turn, draft: Draft, path: str | None, notes: str | None = None) -> Summary:
+    def _summary_of(
+        self,
+        turn: Turn,
+        draft: Draft,
+        path: str | None,
+        notes: str | None = None,
+        *,
+        notes_file: str | None = None,
+    ) -> Summary:
         """The memory ``draft`` leaves, archived at ``path``: a digest, or with a
-        model's ``notes`` every request in short beside them."""
-        if notes is not None:
-            notes = memory.bounded_notes(notes, draft.memory, [*draft.span, *draft.kept], draft.first_number)
+        model's ``notes`` the older requests folded beside them; notes cut for space
+        name ``notes_file`` as where they are whole."""
         made = memory.remember(
             draft.memory,
             draft.earlier_text,
@@ -205,13 +231,36 @@ class Drafting:
             widths_per_token=draft.widths_per_token,
             room=draft.room,
             notes=notes,
+            earlier_file=draft.earlier_file,
+            notes_file=notes_file,
         )
         return Summary(
             text=memory.text(made.memory, recall=draft.recall),
             memory=made.memory,
             by_model=notes is not None,
             folded=made.folded,
+            notes_to_save=made.notes_to_save,
         )
+
+    def _commit_size(self, turn: Turn, messages: int, window: int) -> int | None:
+        """The largest view of ``messages`` messages, up to ``window`` tokens, that a
+        compaction commits as under the trigger (its margin kept); ``None`` when no
+        size is (a trigger in messages that the count alone reaches)."""
+        settings = self._plan_settings(turn.window, None)
+        scale = 1 / (1 - COMMIT_MARGIN)
+
+        def fires(tokens: int) -> bool:
+            return bool(settings.trigger_fires(messages, tokens * scale, window))
+
+        if fires(0):
+            return None
+        low, high = 0, window
+        if not fires(high):
+            return high
+        while low + 1 < high:
+            mid = (low + high) // 2
+            low, high = (low, mid) if fires(mid) else (mid, high)
+        return low
 
     def _longest_archive_path(self, draft: Draft) -> str | None:
         """The longest name the archive of ``draft`` may get (a summary names it)."""

@@ -90,8 +90,11 @@ class Fitting:
             clipped += 1
         if not clipped:
             return None
-        logger.warning(
-            "fastcompact: the newest turn did not fit the window; clipped %d tool results", clipped
+        # A step of fitting, not a fault: logged for the curious, not warned.
+        logger.info(
+            "fastcompact: the newest turn did not fit the window; clipped %d tool %s",
+            clipped,
+            "result" if clipped == 1 else "results",
         )
         return out
 

@@ -39,8 +39,6 @@ from fastcompact.summarize import is_summary, summary_text, text_of
 
 # Under the compaction event's "fastcompact" entry.
 MEMORY_KEY = "memory"
-# A model's notes may quote a request; quoting one this short says nothing it repeats.
-QUOTE_MIN_CHARS = 24
 # Widths a token, as the budgets assume when a conversation has not said, and the
 # bounds of what one may say (the core's, which holds the budgets to them).
 WIDTHS_PER_TOKEN = _core.WIDTHS_PER_TOKEN
@@ -51,22 +49,38 @@ SAMPLE_MESSAGES = 200
 
 @dataclasses.dataclass(frozen=True)
 class Remembered:
-    """A memory after a compaction, and how many requests went into short."""
+    """A memory after a compaction, how many requests left the verbatim layer, and the
+    notes to write whole to the notes file when they were cut for space (the memory
+    names that file where it cut them)."""
 
     memory: dict[str, Any]
     folded: int
+    notes_to_save: str | None = None
 
 
-def earlier(event: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, str | None]:
-    """The memory an earlier compaction left in its event, or, when it left none (an
-    event made elsewhere), its summary's text."""
+@dataclasses.dataclass(frozen=True)
+class Earlier:
+    """What an earlier compaction left: its memory, or, when it left none (an event
+    made by another summarizer, DeepAgents' say), its summary's text and the archive
+    file the event names."""
+
+    memory: dict[str, Any] | None = None
+    text: str | None = None
+    file: str | None = None
+
+
+def earlier(event: Mapping[str, Any] | None) -> Earlier:
+    """What the compaction ``event`` left (see :class:`Earlier`)."""
     if not event:
-        return None, None
+        return Earlier()
     ours = event.get("fastcompact")
     found = ours.get(MEMORY_KEY) if isinstance(ours, Mapping) else None
     if isinstance(found, Mapping):
-        return dict(found), None
-    return None, summary_text(event.get("summary_message"))
+        return Earlier(memory=dict(found))
+    file = event.get("file_path")
+    return Earlier(
+        text=summary_text(event.get("summary_message")), file=file if isinstance(file, str) else None
+    )
 
 
 def is_request(message: Any) -> bool:
@@ -103,20 +117,62 @@ def remember(
     widths_per_token: float = WIDTHS_PER_TOKEN,
     room: int | None = None,
     notes: str | None = None,
+    earlier_file: str | None = None,
+    notes_file: str | None = None,
 ) -> Remembered:
-    """``previous`` (or an earlier summary's text, without one) with ``span`` taken in:
-    its requests numbered from ``first_number`` (default: after the memory's last),
-    archived in ``file``; held to the layers' shares of ``window``, where a token of
-    the conversation takes ``widths_per_token`` (see :func:`widths_per_token`), and
-    within ``room`` widths when given. With ``notes``, a model's summary of all of it,
-    every request goes into short beside them."""
+    """``previous`` (or, without one, an earlier summary's text and the archive file it
+    names, ``earlier_file``) with ``span`` taken in: its requests numbered from
+    ``first_number`` (default: after the memory's last), archived in ``file``; held to
+    the layers' shares of ``window``, where a token of the conversation takes
+    ``widths_per_token`` (see :func:`widths_per_token`), and within ``room`` widths when
+    given. With ``notes``, a model's summary of all of it, the newest requests stay
+    verbatim within their share and the older ones fold beside the notes; notes over
+    their share are cut where it hurts least (what the agent needs to carry on stays),
+    naming ``notes_file`` as where they are whole: ``notes_to_save`` is then what that
+    file must take."""
     messages = [m for m in span if not is_summary(m)]
     number = first_number if first_number is not None else next_number(previous, [])
     shares = dataclasses.asdict(config)
-    memory, folded = _core.remember(
-        previous, earlier_text, messages, number, file, shares, window, widths_per_token, room, notes
+    memory, folded, to_save = _core.remember(
+        previous,
+        earlier_text,
+        messages,
+        number,
+        file,
+        shares,
+        window,
+        widths_per_token,
+        room,
+        notes,
+        earlier_file,
+        notes_file,
     )
-    return Remembered(memory=memory, folded=folded)
+    return Remembered(memory=memory, folded=folded, notes_to_save=to_save)
+
+
+def budgets(
+    config: MemoryConfig,
+    window: int | None,
+    widths_per_token: float = WIDTHS_PER_TOKEN,
+    room: int | None = None,
+) -> dict[str, int]:
+    """The layers' budgets in widths (``users``, ``steps``, ``heads``, ``notes``), as
+    :func:`remember` holds them.
+
+    Example:
+        >>> budgets(MemoryConfig(), 10_000)["notes"]
+        4000
+    """
+    return _core.memory_budgets(dataclasses.asdict(config), window, widths_per_token, room)
+
+
+def verbatim_numbers(memory: Mapping[str, Any]) -> list[int]:
+    """The numbers of the requests ``memory`` keeps verbatim."""
+    return [
+        r["number"]
+        for r in memory.get("requests") or []
+        if isinstance(r.get("number"), int) and isinstance(r.get("text"), str)
+    ]
 
 
 def widths_per_token(span: Sequence[Any]) -> float:
@@ -138,20 +194,3 @@ def widths_per_token(span: Sequence[Any]) -> float:
 def text(memory: Mapping[str, Any], *, recall: bool) -> str:
     """The memory's text, which names ``recall`` only when the agent has it."""
     return _core.render_memory(memory, recall)
-
-
-def bounded_notes(notes: str, previous: Mapping[str, Any] | None, messages: Sequence[Any], first: int) -> str:
-    """A model's notes with its verbatim copies of requests replaced by their numbers:
-    the memory lists every request by number, so the copies would only repeat them
-    (and a model that quotes every request would let the notes grow without bound).
-    ``messages`` are those the model saw after the memory, numbered from ``first``."""
-    texts: list[tuple[int, str]] = []
-    for r in (previous or {}).get("requests") or []:
-        if isinstance(r.get("text"), str) and isinstance(r.get("number"), int):
-            texts.append((r["number"], r["text"]))
-    number = first
-    for m in messages:
-        if is_request(m):
-            texts.append((number, text_of(m)))
-            number += 1
-    return _core.notes_without_quotes(notes, texts, QUOTE_MIN_CHARS)

@@ -242,9 +242,7 @@ def compact(
         except Exception as e:
             warning = f"the model failed ({type(e).__name__}: {e}); used the digest"
     # A model's summary becomes the memory's notes; either way, the requests stand in
-    # it numbered, and the archive holds everything in full.
-    if text is not None:
-        text = memory.bounded_notes(text, None, span, 1)
+    # it numbered, and the archive holds everything in full (notes cut for space too).
     made = memory.remember(
         None,
         None,
@@ -254,6 +252,7 @@ def compact(
         file=archive_path,
         widths_per_token=memory.widths_per_token(span),
         notes=text,
+        notes_file=archive_path,
     )
     message = summarize.summary_message(
         memory.text(made.memory, recall=False),
@@ -262,6 +261,8 @@ def compact(
     )
     out = [*msgs[:lead], _summary_in_shape(message, msgs[lead]), *kept]
     archive = storage.archive_text(with_media, lead, source, 1)
+    if made.notes_to_save:
+        archive += "\n\n" + storage.notes_text([made.notes_to_save])
     # A summarized result is in the archive whole; only the kept ones need saving.
     saved = {path: text for i, path, text in cut_results if i >= cut}
     after = count_tokens(out, encoding=encoding)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from langchain.agents.middleware.types import ModelRequest
 from langchain_core.messages import HumanMessage
 
-from fastcompact import _core, storage, summarize
+from fastcompact import _core, summarize
 from fastcompact.draft import Draft, Summary
 from fastcompact.helpers import _counting, cutoff_once
 from fastcompact.memory import is_request
@@ -63,7 +63,13 @@ class PricedSchedule:
         ) -> Draft | None: ...
         def _with_digest(self, request: ModelRequest, turn: Turn, draft: Draft) -> Draft: ...
         def _summary_of(
-            self, turn: Turn, draft: Draft, path: str | None, notes: str | None = None
+            self,
+            turn: Turn,
+            draft: Draft,
+            path: str | None,
+            notes: str | None = None,
+            *,
+            notes_file: str | None = None,
         ) -> Summary: ...
         def _longest_archive_path(self, draft: Draft) -> str | None: ...
 
@@ -146,7 +152,9 @@ class PricedSchedule:
         draft = self._draft(request, turn, forced=False, cut=cut)
         if draft is None:
             return None
-        draft = dataclasses.replace(draft, priced=True, reads=self._scheduled_reads(draft))
+        # A scheduled compaction restores files only when asked to.
+        restored = draft.reads if self._config.restoration.on_schedule else []
+        draft = dataclasses.replace(draft, priced=True, reads=restored)
         return self._cheaper(request, turn, settings, draft, size, prefix, grown, cycle, due=True)
 
     def _uncached(self, request: ModelRequest, turn: Turn) -> float:
@@ -182,16 +190,6 @@ class PricedSchedule:
                 _counting({"model": model}, "count_tokens", remember=False),
             )
         return _core.count_tokens(messages, found[1])
-
-    def _scheduled_reads(self, draft: Draft) -> list[str]:
-        """The files a scheduled compaction restores: none, unless ``on_schedule``; then
-        those read in the last turn it compacts (its newest request on) and not since."""
-        restoration = self._config.restoration
-        if not (restoration.enabled and restoration.on_schedule):
-            return []
-        last = newest_request(draft.leaving)
-        turn = draft.leaving[last:] if last is not None else draft.leaving
-        return storage.recent_reads(turn, draft.kept, restoration.max_files)
 
     def _cheaper(
         self,

@@ -8,9 +8,10 @@ is already taken is never written over.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -71,6 +72,25 @@ def archive_text(messages: Sequence[Any], first: int, thread: str, number: int) 
     return header + _core.render_transcript(list(messages), first)
 
 
+def notes_path(archive: str, attempt: int = 0) -> str:
+    """Where the notes a memory cut for space are saved whole: beside the archive file
+    of the same compaction.
+
+    Example:
+        >>> notes_path("/conversation_history/t1/3.md")
+        '/conversation_history/t1/3.notes.md'
+        >>> notes_path("/conversation_history/t1/3.md", attempt=1)
+        '/conversation_history/t1/3.notes-2.md'
+    """
+    suffix = f"-{attempt + 1}" if attempt else ""
+    return f"{archive.removesuffix('.md')}.notes{suffix}.md"
+
+
+def notes_text(notes: Sequence[str]) -> str:
+    """A notes file's content: each summary's notes, whole."""
+    return "".join(f"# The summary's notes, whole\n\n{n.strip()}\n\n" for n in notes)
+
+
 def _backend(backend: Any, name: str, *args: Any, or_sync: bool = False) -> Io:
     """A call of the backend's method ``name``; awaited as its ``a``-prefixed twin when
     it has one. ``or_sync``: when the twin fails, the plain method is tried (for
@@ -116,8 +136,8 @@ def _failed(result: Any) -> str | None:
 
 def _warn(path: str, reason: str) -> None:
     msg = (
-        f"fastcompact: could not archive the summarized messages to {path}: {reason}. "
-        "Compaction goes on; those messages stay in the graph state."
+        f"fastcompact: could not archive to {path}: {reason}. "
+        "Compaction goes on; the messages stay in the graph state."
     )
     logger.warning(msg)
     warnings.warn(msg, UserWarning, stacklevel=3)
@@ -126,10 +146,24 @@ def _warn(path: str, reason: str) -> None:
 def write_archive(backend: Any, prefix: str, thread: str, number: int, text: str) -> Steps[str | None]:
     """Write ``text`` to a new archive file (steps, see :mod:`fastcompact.steps`); its
     path, or ``None`` (logged and warned) when the backend failed."""
-    path = archive_path(prefix, thread, number)
+    return (
+        yield from _write_new(backend, lambda attempt: archive_path(prefix, thread, number, attempt), text)
+    )
+
+
+def write_notes(backend: Any, archive: str, notes: Sequence[str]) -> Steps[str | None]:
+    """Write ``notes`` whole to a new notes file beside ``archive`` (see
+    :func:`notes_path`); its path, or ``None`` (logged and warned) when the backend
+    failed."""
+    return (yield from _write_new(backend, lambda attempt: notes_path(archive, attempt), notes_text(notes)))
+
+
+def _write_new(backend: Any, name: Callable[[int], str], text: str) -> Steps[str | None]:
+    """Write ``text`` to the first of the names ``name(0)``, ``name(1)``, ... not taken."""
+    path = name(0)
     try:
         for attempt in range(8):
-            path = archive_path(prefix, thread, number, attempt)
+            path = name(attempt)
             if (yield from _taken(backend, path)):
                 continue
             reason = _failed((yield _backend(backend, "write", path, text)))
@@ -152,28 +186,55 @@ def _calls(message: Any) -> list[Mapping[str, Any]]:
     return [c for c in calls or () if isinstance(c, Mapping)]
 
 
-def _read_path(call: Mapping[str, Any]) -> str | None:
+@dataclasses.dataclass(frozen=True)
+class Read:
+    """A file as a read call read it: its path, and the window (``offset``, ``limit``
+    in lines) when the call gave one."""
+
+    path: str
+    offset: int | None = None
+    limit: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Restored:
+    """A file restored after a compaction: its path, its text as it is now, and the
+    lines it holds when the read was of a part (``"315-588"``)."""
+
+    path: str
+    text: str
+    lines: str | None = None
+
+
+def _whole_number(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _read_of(call: Mapping[str, Any]) -> Read | None:
     if call.get("name") not in READ_TOOLS:
         return None
     args = call.get("args")
     if not isinstance(args, Mapping):
         return None
     path = args.get("file_path") or args.get("path")
-    return path if isinstance(path, str) and path else None
+    if not isinstance(path, str) or not path:
+        return None
+    return Read(path, _whole_number(args.get("offset")), _whole_number(args.get("limit")))
 
 
-def recent_reads(summarized: Sequence[Any], kept: Sequence[Any], limit: int) -> list[str]:
-    """The newest distinct files read in the summarized span, newest first, leaving
-    out files read again in the kept messages (those reads are still in view)."""
-    in_view = {p for m in kept for c in _calls(m) if (p := _read_path(c))}
-    out: list[str] = []
+def recent_reads(summarized: Sequence[Any], kept: Sequence[Any], limit: int) -> list[Read]:
+    """The newest distinct files read in the summarized span, newest first, each with
+    the window its newest read read, leaving out files read again in the kept messages
+    (those reads are still in view)."""
+    in_view = {r.path for m in kept for c in _calls(m) if (r := _read_of(c))}
+    out: list[Read] = []
     if limit <= 0:
         return out
     for m in reversed(summarized):
         for c in reversed(_calls(m)):
-            path = _read_path(c)
-            if path and path not in out and path not in in_view:
-                out.append(path)
+            read = _read_of(c)
+            if read and read.path not in in_view and all(r.path != read.path for r in out):
+                out.append(read)
                 if len(out) == limit:  # the newest are found: older reads cannot displace them
                     return out
     return out
@@ -202,19 +263,17 @@ def _cut(text: str, limit: int) -> str:
     )
 
 
-def _within_budget(
-    found: Sequence[tuple[str, str]], per_file_chars: int, total_chars: int
-) -> list[tuple[str, str]]:
+def _within_budget(found: Sequence[Restored], per_file_chars: int, total_chars: int) -> list[Restored]:
     """The files read, each cut to ``per_file_chars``, until ``total_chars`` are used."""
-    out: list[tuple[str, str]] = []
+    out: list[Restored] = []
     used = 0
-    for path, text in found:
+    for f in found:
         room = min(per_file_chars, total_chars - used)
         if room <= 0:
             break
-        text = _cut(text, room)
+        text = _cut(f.text, room)
         used += min(len(text), room)
-        out.append((path, text))
+        out.append(dataclasses.replace(f, text=text))
     return out
 
 
@@ -224,21 +283,32 @@ def _unreadable(path: str, error: Exception) -> None:
     )
 
 
+def _lines(read: Read, text: str) -> str | None:
+    """The lines a windowed read's text holds, 1-based (``None`` for a whole read)."""
+    if read.offset is None and read.limit is None:
+        return None
+    first = (read.offset or 0) + 1
+    return f"{first}-{first + max(len(text.splitlines()), 1) - 1}"
+
+
 def restore_files(
-    backend: Any, paths: Sequence[str], per_file_chars: int, total_chars: int
-) -> Steps[list[tuple[str, str]]]:
-    """Re-read ``paths`` through the backend (steps, see :mod:`fastcompact.steps`), each
-    within ``per_file_chars`` and all within ``total_chars``; files that cannot be read
-    are left out (and logged)."""
-    found: list[tuple[str, str]] = []
-    for path in paths:
+    backend: Any, reads: Sequence[Read], per_file_chars: int, total_chars: int
+) -> Steps[list[Restored]]:
+    """Re-read ``reads`` through the backend (steps, see :mod:`fastcompact.steps`), each
+    the part its read read, within ``per_file_chars``, all within ``total_chars``;
+    files that cannot be read are left out (and logged)."""
+    found: list[Restored] = []
+    for read in reads:
+        window: tuple[int, ...] = ()
+        if read.offset is not None or read.limit is not None:
+            window = (read.offset or 0,) if read.limit is None else (read.offset or 0, read.limit)
         try:
-            text = _file_text((yield _backend(backend, "read", path)))
+            text = _file_text((yield _backend(backend, "read", read.path, *window)))
         except Exception as e:
-            _unreadable(path, e)
+            _unreadable(read.path, e)
             continue
         if text is not None:
-            found.append((path, text))
+            found.append(Restored(read.path, text, _lines(read, text)))
     return _within_budget(found, per_file_chars, total_chars)
 
 

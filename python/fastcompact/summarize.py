@@ -8,41 +8,59 @@ with the digest from the core).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from fastcompact import _core
 from fastcompact.steps import Io, Steps
+from fastcompact.storage import Restored
 
 SUMMARY_SOURCE = "summarization"
 """``additional_kwargs["lc_source"]`` of a summary message, as DeepAgents marks it."""
 
+# What each section of the notes holds, in the order of the core's titles (the core
+# keeps the sections a model needs to carry on whole when notes must be cut).
+_SECTION_TEXTS = (
+    "everything the user has asked for, with the constraints they set.",
+    "languages, frameworks, tools and conventions in use.",
+    "each file read, created or changed, with its path, why it matters, and short code "
+    "excerpts where they record a decision.",
+    "what went wrong, the exact error text where it matters, and how it was resolved, or "
+    "that it is still open.",
+    "approaches tried, what worked, what was ruled out.",
+    "every request the user made (not tool output), in order, each under its number (R1, "
+    "R2, ...): a line of your own words for a request that stays verbatim beside your "
+    "notes; for any other, what it asked with every constraint, name, number and path, in "
+    "the user's own words where they matter.",
+    "what was asked for and is not finished.",
+    "exactly what was under way when the transcript ends, naming files and code.",
+    "the next action that follows from the latest request, quoting the user's or the "
+    "agent's own words; omit it when the last task is done and nothing new was asked.",
+)
 # What the notes must hold, in order; both prompts ask for it.
-SUMMARY_SECTIONS = """\
-1. Primary request and intent: everything the user has asked for, with the constraints
-   they set.
-2. Key technical concepts: languages, frameworks, tools and conventions in use.
-3. Files and code: each file read, created or changed, with its path, why it matters,
-   and short code excerpts where they record a decision.
-4. Errors and fixes: what went wrong, the exact error text where it matters, and how it
-   was resolved, or that it is still open.
-5. Problem solving: approaches tried, what worked, what was ruled out.
-6. User requests: every request the user made (not tool output), in order, each in a
-   line of your own words under its number (R1, R2, ...). Their full texts are kept
-   apart from your notes, so do not copy them out.
-7. Pending tasks: what was asked for and is not finished.
-8. Current work: exactly what was under way when the transcript ends, naming files and
-   code.
-9. Next step: the next action that follows from the latest request, quoting the user's
-   or the agent's own words; omit it when the last task is done and nothing new was
-   asked.
+SUMMARY_SECTIONS = (
+    "\n".join(
+        f"{i}. {title}: {text}"
+        for i, (title, text) in enumerate(zip(_core.SUMMARY_SECTIONS, _SECTION_TEXTS, strict=True), 1)
+    )
+    + "\n\nKeep every reference to an image, audio, video or other file (its saved path or its URL) "
+    "where the notes mention what it showed."
+)
 
-Keep every reference to an image, audio, video or other file (its saved path or its URL)
-where the notes mention what it showed."""
+# About how many English words a token holds: the notes' length is asked in words.
+WORDS_PER_TOKEN = 0.75
+
+# The sections kept whole when notes must be cut, by number.
+ESSENTIAL_SECTIONS = tuple(
+    i
+    for i, title in enumerate(_core.SUMMARY_SECTIONS, 1)
+    if any(word in title.lower() for word in _core.ESSENTIAL_SECTION_WORDS)
+)
 
 SUMMARY_PROMPT = (
     """\
@@ -57,7 +75,7 @@ every request, decision, file, command, error and fix. Then write the notes insi
 """
     + SUMMARY_SECTIONS.replace("{", "{{").replace("}", "}}")
     + """
-{numbers}{custom}
+{brief}{custom}
 Reply with the two blocks only. The transcript:
 
 <transcript>
@@ -79,7 +97,7 @@ with these sections in this order:
 """
     + SUMMARY_SECTIONS.replace("{", "{{").replace("}", "}}")
     + """
-{numbers}{custom}
+{brief}{custom}
 Reply with the two blocks only."""
 )
 
@@ -88,35 +106,84 @@ class SummaryError(Exception):
     """The summarizer gave no usable summary."""
 
 
+@dataclasses.dataclass(frozen=True)
+class Brief:
+    """What a summary is asked to cover and how long it may be.
+
+    ``first`` and ``last``: the numbers of the requests the summarized messages open;
+    ``kept_from``: the first request that stays verbatim beside the notes (every later
+    one does too; ``None``: none stays); ``words``: about the length the memory keeps
+    whole (``None``: not said).
+
+    Example:
+        >>> text = Brief(first=4, last=6, kept_from=5, words=900).text()
+        >>> "The requests you summarize here are R4 to R6" in text
+        True
+        >>> "what R1 to R4 asked is known from your notes alone" in text
+        True
+        >>> "about 900 words" in text and "sections 1, 7, 8 and 9 whole" in text
+        True
+    """
+
+    first: int | None = None
+    last: int | None = None
+    kept_from: int | None = None
+    words: int | None = None
+
+    def text(self) -> str:
+        """The lines the prompt gives the brief in (none when it says nothing)."""
+        parts: list[str] = []
+        if self.first is not None and self.last is not None:
+            which = f"R{self.first}" if self.first == self.last else f"R{self.first} to R{self.last}"
+            parts.append(f"The requests you summarize here are {which}, in the order they come.")
+        if self.kept_from == 1:
+            parts.append(
+                "Every request stays verbatim beside your notes, so a line of your own words is "
+                "enough for each."
+            )
+        elif self.kept_from is not None:
+            left = "R1" if self.kept_from == 2 else f"R1 to R{self.kept_from - 1}"
+            parts.append(
+                f"R{self.kept_from} and every later request stay verbatim beside your notes, so a line of "
+                f"your own words is enough for them; what {left} asked is known from your notes alone "
+                "from now on."
+            )
+        elif self.first is not None:
+            parts.append(
+                "No request stays verbatim beside your notes: what each asked is known from your notes "
+                "alone from now on."
+            )
+        lines = " ".join(parts)
+        if self.words is not None:
+            kept = ", ".join(map(str, ESSENTIAL_SECTIONS[:-1])) + f" and {ESSENTIAL_SECTIONS[-1]}"
+            lines += (
+                f"\nKeep the notes to about {self.words:,} words: longer notes are cut to fit, keeping "
+                f"sections {kept} whole."
+            )
+        return f"\n{lines.strip()}\n" if lines.strip() else ""
+
+
 def build_prompt(
     messages: Sequence[Any],
     custom_instructions: str | None = None,
     template: str | None = None,
-    numbers: tuple[int, int] | None = None,
+    brief: Brief | None = None,
 ) -> str:
-    """The summarizer's prompt for ``messages`` (with the user's extra instructions;
-    ``numbers``: the first and last number of the requests they open)."""
+    """The summarizer's prompt for ``messages`` (with the user's extra instructions, and
+    what ``brief`` says of the requests and the length)."""
     custom = _custom(custom_instructions)
     transcript = _core.render_transcript(list(messages))
     if template is not None:
         # A caller's prompt (DeepAgents' `summary_prompt`): the transcript goes where
         # `{messages}` is; other braces are left as they are.
         return template.replace("{messages}", f"<transcript>\n{transcript}\n</transcript>") + custom
-    return SUMMARY_PROMPT.format(numbers=_numbered(numbers), custom=custom, transcript=transcript)
+    return SUMMARY_PROMPT.format(brief=(brief or Brief()).text(), custom=custom, transcript=transcript)
 
 
 def _custom(custom_instructions: str | None) -> str:
     if not custom_instructions:
         return ""
     return f"\nAlso follow these instructions from the user:\n{custom_instructions.strip()}\n"
-
-
-def _numbered(numbers: tuple[int, int] | None) -> str:
-    if numbers is None:
-        return ""
-    first, last = numbers
-    which = f"R{first}" if first == last else f"R{first} to R{last}"
-    return f"\nThe requests you summarize here are {which}, in the order they come.\n"
 
 
 def boundary(messages: Sequence[Any], at: int) -> str:
@@ -157,7 +224,7 @@ def in_place_prompt(
     at: int,
     custom_instructions: str | None = None,
     *,
-    numbers: tuple[int, int] | None = None,
+    brief: Brief | None = None,
 ) -> HumanMessage:
     """The instruction that follows the agent's own input ``sent`` in a summary request
     that shares its cache: it names ``sent[at]``, the first message that stays, so that
@@ -165,14 +232,14 @@ def in_place_prompt(
 
     Example:
         >>> sent = [HumanMessage("Fix the parser"), HumanMessage("Now add the tests")]
-        >>> m = in_place_prompt(sent, 1, numbers=(1, 1))
+        >>> m = in_place_prompt(sent, 1, brief=Brief(first=1, last=1))
         >>> 'before the message that begins "Now add the tests"' in m.content
         True
         >>> "The requests you summarize here are R1" in m.content
         True
     """
     text = IN_PLACE_PROMPT.format(
-        boundary=boundary(sent, at), numbers=_numbered(numbers), custom=_custom(custom_instructions)
+        boundary=boundary(sent, at), brief=(brief or Brief()).text(), custom=_custom(custom_instructions)
     )
     return HumanMessage(text)
 
@@ -269,17 +336,22 @@ def summarize(
     custom_instructions: str | None,
     retries: int,
     template: str | None = None,
-    numbers: tuple[int, int] | None = None,
+    brief: Brief | None = None,
+    fits: Callable[[HumanMessage], bool] | None = None,
 ) -> Steps[tuple[str, dict[str, int] | None]]:
-    """Summarize ``messages`` with ``model`` (steps, see :mod:`fastcompact.steps`); a
-    prompt-too-long answer drops the oldest chunk and tries again, up to ``retries``
-    times. Returns the summary and the summarizer's token usage (when it reports one).
-    Raises ``SummaryError`` (or the model's own error) when no usable summary comes
-    back."""
+    """Summarize ``messages`` with ``model`` (steps, see :mod:`fastcompact.steps`). A
+    prompt that ``fits`` says is over the summarizer's window is not sent: the oldest
+    chunk goes first until it fits (the newest message stays); a prompt-too-long answer
+    drops the oldest chunk and tries again, up to ``retries`` times. Returns the summary
+    and the summarizer's token usage (when it reports one). Raises ``SummaryError`` (or
+    the model's own error) when no usable summary comes back."""
     span = list(messages)
     attempt = 0
     while True:
-        prompt = [HumanMessage(build_prompt(span, custom_instructions, template, numbers))]
+        prompt = [HumanMessage(build_prompt(span, custom_instructions, template, brief))]
+        if fits is not None and len(span) > 1 and not fits(prompt[0]):
+            span = drop_oldest_chunk(span)
+            continue
         try:
             reply = yield _invoked(model, prompt)
         except Exception as e:
@@ -329,7 +401,7 @@ def summary_message(
     summary: str,
     *,
     file_path: str | None,
-    restored_files: Sequence[tuple[str, str]] = (),
+    restored_files: Sequence[Restored | tuple[str, str]] = (),
     todos: Sequence[Mapping[str, Any]] = (),
     suppress_follow_up_questions: bool = True,
 ) -> HumanMessage:
@@ -352,7 +424,7 @@ def summary_message(
         )
     parts.append(f"<summary>\n{summary}\n</summary>")
     if restored_files:
-        files = "\n\n".join(f'<file path="{path}">\n{text}\n</file>' for path, text in restored_files)
+        files = "\n\n".join(_file_block(f) for f in restored_files)
         parts.append(f"Files you read recently, as they are now:\n\n{files}")
     listed = [t for t in todos if isinstance(t, Mapping)]
     if listed:
@@ -368,6 +440,12 @@ def summary_message(
         additional_kwargs={"lc_source": SUMMARY_SOURCE},
         id=f"fastcompact-summary-{uuid.uuid4().hex}",
     )
+
+
+def _file_block(restored: Restored | tuple[str, str]) -> str:
+    f = restored if isinstance(restored, Restored) else Restored(*restored)
+    lines = f' lines="{f.lines}"' if f.lines else ""
+    return f'<file path="{f.path}"{lines}>\n{f.text}\n</file>'
 
 
 def is_summary(message: Any) -> bool:

@@ -11,6 +11,7 @@
 //! request its archive file. The memory lives in the graph state as plain data (see
 //! [`Memory`]) and is rendered as the summary message's text ([`render`]).
 
+pub mod notes;
 pub mod render;
 pub mod requests;
 pub mod text;
@@ -18,7 +19,7 @@ pub mod text;
 use serde::{Deserialize, Serialize};
 
 use crate::message::Message;
-use text::{head, width, within};
+use text::{head, width};
 
 /// The heads an older request keeps of its text and of its answer, in widths.
 const REQUEST_HEAD: usize = 60;
@@ -78,6 +79,9 @@ pub struct Memory {
     /// A model's notes on the requests in short (or an earlier summary not made here).
     #[serde(default)]
     pub notes: Option<String>,
+    /// The file that holds the notes whole, once they were cut for space.
+    #[serde(default)]
+    pub notes_file: Option<String>,
     #[serde(default)]
     pub ranges: Vec<Range>,
     #[serde(default)]
@@ -100,6 +104,8 @@ pub struct Budgets {
     pub heads: usize,
     /// A model's notes.
     pub notes: usize,
+    /// The verbatim requests a model summary leaves (the older ones fold beside it).
+    pub folded_users: usize,
 }
 
 impl Budgets {
@@ -115,18 +121,52 @@ impl Budgets {
             steps: scale(self.steps),
             heads: scale(self.heads),
             notes: scale(self.notes),
+            folded_users: scale(self.folded_users),
         }
     }
 }
 
-const NOTES_CUT: &str = "(The notes go on in the archive; they were cut here for space.)";
+/// What ends notes cut for space when no archive file holds them whole.
+const NOTES_CUT: &str = "(Cut here for space.)";
+
+/// A model's notes may quote a request; quoting one this short says nothing it repeats.
+pub const QUOTE_MIN_CHARS: usize = 24;
+
+/// What ends notes cut for space whose whole text is in `file`.
+fn notes_cut_in(file: &str) -> String {
+    format!("(Cut here for space: the whole notes are in {file}.)")
+}
+
+/// What holding the memory to its budgets did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Fitted {
+    /// How many requests left the verbatim layer.
+    pub folded: usize,
+    /// Notes cut for space that no file holds whole yet: the caller writes them to the
+    /// notes file it named (now the memory's `notes_file`, which the cut names).
+    pub to_save: Option<String>,
+}
 
 impl Memory {
     /// The memory an earlier summary stands for when it came without one (made by
-    /// another summarizer): its text as the notes.
-    pub fn from_summary(text: &str) -> Memory {
+    /// another summarizer, DeepAgents' say): its text as the notes, and the `before`
+    /// requests it replaced as a run in `file`, the archive it wrote them to.
+    pub fn from_summary(text: &str, file: Option<&str>, before: u32) -> Memory {
+        let file = file.filter(|f| !f.is_empty()).map(str::to_owned);
+        let ranges = if before > 0 {
+            vec![Range {
+                first: 1,
+                last: before,
+                first_file: file.clone(),
+                last_file: file.clone(),
+            }]
+        } else {
+            Vec::new()
+        };
         Memory {
             notes: Some(text.trim_end().to_owned()).filter(|t| !t.is_empty()),
+            ranges,
+            files: file.into_iter().collect(),
             ..Memory::default()
         }
     }
@@ -150,7 +190,9 @@ impl Memory {
             match self.requests.last_mut() {
                 Some(r) => r.steps.extend(span.continued),
                 None => {
-                    let number = self.next_number().saturating_sub(1).max(1);
+                    // The request they carry on is in short or in a run; with none
+                    // before them at all, they stand before R1 (number 0).
+                    let number = self.next_number().saturating_sub(1);
                     self.requests.push(Request {
                         number,
                         steps: span.continued,
@@ -186,26 +228,70 @@ impl Memory {
 
     /// Hold every layer to its budget: the oldest steps give way first, then the
     /// oldest verbatim requests go into short, then the oldest requests in short into
-    /// runs. Returns how many requests went into short.
-    pub fn fit(&mut self, b: &Budgets) -> usize {
+    /// runs; notes over theirs are cut where it hurts least (see [`notes::fit`]).
+    /// `notes_file` is where notes cut here are to be saved whole.
+    pub fn fit(&mut self, b: &Budgets, notes_file: Option<&str>) -> Fitted {
         self.fit_steps(b.steps);
         let folded = self.overflow(b.users);
         self.fold(folded);
         self.fit_heads(b.heads);
-        if let Some(notes) = &self.notes {
-            self.notes = Some(within(notes, b.notes, NOTES_CUT));
-        }
-        folded
+        let to_save = self.fit_notes(b.notes, notes_file);
+        Fitted { folded, to_save }
     }
 
-    /// A model's summary of all of it: `notes` (which keep every request in short)
-    /// in place of the earlier notes, and every request, verbatim or in short, into the
-    /// runs that name it by number and archive file; then held to `b`.
-    pub fn fold_all(&mut self, notes: &str, b: &Budgets) {
-        self.fold(self.requests.len());
+    /// A model's summary of all of it: `notes` (which keep every request in short) in
+    /// place of the earlier notes. The newest requests stay verbatim within
+    /// `b.folded_users`, and the notes do not repeat them (a quote of one becomes its
+    /// number, which stands in view); every older request goes into the runs that name
+    /// it by number and archive file, and its quotes stay in the notes. Then all of it
+    /// is held to `b`.
+    pub fn fold_all(&mut self, notes: &str, b: &Budgets, notes_file: Option<&str>) -> Fitted {
+        self.fit_steps(b.steps);
+        let folded = self.overflow(b.folded_users.min(b.users));
+        self.fold(folded);
         self.fit_heads(0);
+        let verbatim: Vec<(u32, String)> = self
+            .requests
+            .iter()
+            .filter_map(|r| r.text.clone().map(|t| (r.number, t)))
+            .collect();
+        let notes = notes_without_quotes(notes, &verbatim, QUOTE_MIN_CHARS);
         self.notes = Some(notes.trim().to_owned()).filter(|n| !n.is_empty());
-        self.fit(b);
+        self.notes_file = None;
+        let to_save = self.fit_notes(b.notes, notes_file);
+        Fitted { folded, to_save }
+    }
+
+    /// The notes within `budget`, cut where it hurts least; the cut names the file that
+    /// holds them whole: the one that took them at an earlier cut, else `notes_file`,
+    /// which must then take them (returned).
+    fn fit_notes(&mut self, budget: usize, notes_file: Option<&str>) -> Option<String> {
+        let notes = self.notes.take()?;
+        if width(&notes) <= budget {
+            self.notes = Some(notes);
+            return None;
+        }
+        // Cut before, the notes end with the line naming their file: cut again, they
+        // name it once.
+        let notes = match &self.notes_file {
+            Some(f) => notes
+                .trim_end()
+                .strip_suffix(&notes_cut_in(f))
+                .map_or(notes.clone(), |n| n.trim_end().to_owned()),
+            None => notes,
+        };
+        let file = self
+            .notes_file
+            .clone()
+            .or_else(|| notes_file.map(str::to_owned));
+        let note = file.as_deref().map_or(NOTES_CUT.to_owned(), notes_cut_in);
+        let (fitted, _) = notes::fit(&notes, budget, &note);
+        self.notes = Some(fitted).filter(|n| !n.trim().is_empty());
+        if self.notes_file.is_some() || file.is_none() {
+            return None;
+        }
+        self.notes_file = file;
+        Some(notes)
     }
 
     /// The newest steps within `budget`; older ones are counted as left out.
@@ -242,6 +328,7 @@ impl Memory {
                 .map(|s| head(s.trim_start_matches("- "), ANSWER_HEAD + 40).0);
             let text = match &r.text {
                 Some(t) => head(t, REQUEST_HEAD).0,
+                None if r.number == 0 => "(steps before any request)".to_owned(),
                 None => "(the steps that carried it on)".to_owned(),
             };
             match self.heads.last_mut() {
@@ -291,6 +378,49 @@ impl Memory {
             }
         }
     }
+}
+
+/// An earlier summary that came without a memory (made by another summarizer): its
+/// text, and the archive file it names.
+#[derive(Clone, Copy, Debug)]
+pub struct Earlier<'a> {
+    pub text: &'a str,
+    pub file: Option<&'a str>,
+}
+
+/// Where a compaction's span goes: the archive file of its messages, and the file that
+/// takes notes cut for space whole.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Files<'a> {
+    pub archive: Option<&'a str>,
+    pub notes: Option<&'a str>,
+}
+
+/// The memory a compaction leaves: `previous` (else what `earlier` stands for) with the
+/// span `msgs` taken in, its requests numbered from `first_number` and archived in
+/// `files.archive`; then held to `b`, or, with a model's `notes` on all of it, folded
+/// beside them (see [`Memory::fold_all`]).
+pub fn after_compaction(
+    previous: Option<Memory>,
+    earlier: Option<Earlier<'_>>,
+    msgs: &[&Message],
+    first_number: u32,
+    files: Files<'_>,
+    b: &Budgets,
+    notes: Option<&str>,
+) -> (Memory, Fitted) {
+    let mut memory = match (previous, earlier) {
+        (Some(m), _) => m,
+        // The requests before the span are those the earlier summary replaced.
+        (None, Some(e)) => Memory::from_summary(e.text, e.file, first_number.saturating_sub(1)),
+        (None, None) => Memory::default(),
+    };
+    memory.remember(msgs, first_number, files.archive);
+    let fitted = match notes {
+        Some(n) => memory.fold_all(n, b, files.notes),
+        None => memory.fit(b, files.notes),
+    };
+    (memory, fitted)
 }
 
 /// `notes` with every verbatim copy of a request's text (one of `texts`, with its

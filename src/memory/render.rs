@@ -51,9 +51,21 @@ fn shown(line: &str, ways: Ways) -> String {
     out
 }
 
+/// Requests `first` to `last` by number; number 0 stands for the steps before the
+/// first request (a conversation that did not open with one).
+fn numbers(first: u32, last: u32) -> String {
+    match (first, last) {
+        (0, 0) => "the steps before R1".to_owned(),
+        (0, 1) => "R1 and the steps before it".to_owned(),
+        (0, l) => format!("R1-R{l} and the steps before them"),
+        (f, l) if f == l => format!("R{f}"),
+        (f, l) => format!("R{f}-R{l}"),
+    }
+}
+
 /// A request in short, on one line: its number, head, recall id, answer and file.
 pub fn head_line(h: &Head) -> String {
-    let mut line = format!("- R{}: {}", h.number, h.text);
+    let mut line = format!("- {}: {}", numbers(h.number, h.number), h.text);
     line.push_str(&crate::memory::text::recall_note(h.id.as_deref()));
     if let Some(a) = &h.answer {
         let _ = write!(line, " → {a}");
@@ -65,11 +77,7 @@ pub fn head_line(h: &Head) -> String {
 }
 
 fn range_line(r: &Range) -> String {
-    let numbers = if r.first == r.last {
-        format!("R{}", r.first)
-    } else {
-        format!("R{}-R{}", r.first, r.last)
-    };
+    let numbers = numbers(r.first, r.last);
     let files = match (&r.first_file, &r.last_file) {
         (Some(a), Some(b)) if a != b => format!(": in {} to {}", base(a), base(b)),
         (Some(a), _) | (None, Some(a)) => format!(": in {}", base(a)),
@@ -85,6 +93,7 @@ fn request_block(out: &mut String, r: &Request, ways: Ways) {
             out.push_str(t.trim_end_matches('\n'));
             out.push('\n');
         }
+        None if r.number == 0 => out.push_str("### Before R1\n"),
         None => {
             let _ = writeln!(out, "### R{} (continued)", r.number);
         }
@@ -162,11 +171,7 @@ pub fn render(m: &Memory, ways: Ways) -> String {
         }
     }
     if let (Some(first), Some(last)) = (m.requests.first(), m.requests.last()) {
-        let numbers = if first.number == last.number {
-            format!("R{}", first.number)
-        } else {
-            format!("R{}-R{}", first.number, last.number)
-        };
+        let numbers = numbers(first.number, last.number);
         let _ = write!(
             out,
             "\n{REQUESTS_HEADING} {numbers}, verbatim, each followed by the agent's steps\n"
@@ -175,15 +180,37 @@ pub fn render(m: &Memory, ways: Ways) -> String {
             request_block(&mut out, r, ways);
         }
     }
-    if let Some(first) = m.files.first() {
-        let _ = write!(
-            out,
-            "\n{ARCHIVE_HEADING}\nEvery compacted message is saved under {}, one file a \
-             compaction, oldest first: {}. Each request names its file; read it, or grep \
-             the folder, for a detail.\n",
-            folder(first),
-            file_runs(&m.files)
-        );
+    if !m.files.is_empty() {
+        let _ = write!(out, "\n{ARCHIVE_HEADING}\n{}\n", archive_line(&m.files));
     }
     out
+}
+
+/// Where the archive files are, oldest first: in one folder, or (when an earlier
+/// summarizer wrote elsewhere) folder by folder.
+fn archive_line(files: &[String]) -> String {
+    let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
+    for f in files {
+        match groups.last_mut() {
+            Some((dir, group)) if *dir == folder(f) => group.push(f.clone()),
+            _ => groups.push((folder(f), vec![f.clone()])),
+        }
+    }
+    if let [(dir, group)] = groups.as_slice() {
+        return format!(
+            "Every compacted message is saved under {dir}, one file a compaction, oldest \
+             first: {}. Each request names its file; read it, or grep the folder, for a \
+             detail.",
+            file_runs(group)
+        );
+    }
+    let places: Vec<String> = groups
+        .iter()
+        .map(|(dir, group)| format!("under {dir}, {}", file_runs(group)))
+        .collect();
+    format!(
+        "Every compacted message is saved, oldest first: {}. Each request names its \
+         file; read it, or grep the folders, for a detail.",
+        places.join("; then ")
+    )
 }

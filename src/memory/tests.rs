@@ -11,6 +11,7 @@ const WIDE: Budgets = Budgets {
     steps: 100_000,
     heads: 100_000,
     notes: 100_000,
+    folded_users: 100_000,
 };
 
 fn user(id: &str, text: &str) -> Message {
@@ -45,7 +46,7 @@ fn the_memory_reads_in_order_each_request_with_its_steps() {
     let mut msgs = turn(1, "list the root");
     msgs.extend(turn(2, "now list it again,\nplease"));
     m.remember(&refs(&msgs), 1, Some("/h/t/1.md"));
-    m.fit(&WIDE);
+    m.fit(&WIDE, None);
     let text = render(&m, Ways { recall: true });
     let expected = format!(
         "{}\n\n## Requests R1-R2, verbatim, each followed by the agent's steps\n\
@@ -78,7 +79,7 @@ fn numbering_and_order_survive_a_merge() {
     let second = turn(2, "second");
     span.extend(refs(&second));
     m.remember(&span, 2, Some("/h/2.md"));
-    m.fit(&WIDE);
+    m.fit(&WIDE, None);
     let numbers: Vec<u32> = m.requests.iter().map(|r| r.number).collect();
     assert_eq!(numbers, vec![1, 2]);
     assert!(m.requests[0].steps[2].contains("recall(\"c9\")"));
@@ -91,18 +92,59 @@ fn numbering_and_order_survive_a_merge() {
     assert!(text.contains("oldest first: 1.md to 2.md."));
     // Into short without a model, the numbers stay.
     let mut short = m.clone();
-    short.fit(&Budgets { users: 0, ..WIDE });
+    short.fit(&Budgets { users: 0, ..WIDE }, None);
     let text = render(&short, Ways { recall: true });
     assert!(text.contains("- R1: first recall(\"u1\") → Agent: answer 1 (1.md)\n"));
     assert!(text.contains("- R2: second recall(\"u2\") → Agent: answer 2 (2.md)\n"));
     assert_eq!(short.next_number(), 3);
-    // Folded by a model, its notes hold them, and a run names them and their files.
-    m.fold_all("R1 and R2: the root was listed twice.", &WIDE);
-    let text = render(&m, Ways { recall: true });
+    // Folded by a model, the requests that fit their budget stay verbatim beside its
+    // notes; the older ones fold into a run that names them and their files.
+    let mut folded = m.clone();
+    folded.fold_all("R1 and R2: the root was listed twice.", &WIDE, None);
+    let text = render(&folded, Ways { recall: true });
     assert!(text.contains("## Notes on the earlier work\nR1 and R2: the root was listed twice.\n"));
-    assert!(text.contains("## Earlier requests, in short\n- R1-R2: in 1.md to 2.md\n"));
-    assert!(m.heads.is_empty() && m.requests.is_empty());
+    assert!(text.contains("### R1\nfirst\n") && text.contains("### R2\nsecond\n"));
+    let room = Budgets {
+        folded_users: width("second") + REQUEST_OVERHEAD,
+        ..WIDE
+    };
+    let fit = m.fold_all("R1 and R2: the root was listed twice.", &room, None);
+    assert_eq!(fit.folded, 1);
+    let text = render(&m, Ways { recall: true });
+    assert!(
+        text.contains("## Earlier requests, in short\n- R1: in 1.md\n"),
+        "{text}"
+    );
+    assert!(text.contains("### R2\nsecond\n") && !text.contains("### R1"));
+    assert!(m.heads.is_empty());
     assert_eq!(m.next_number(), 3);
+}
+
+#[test]
+fn a_fold_keeps_the_quotes_of_requests_that_leave_the_view() {
+    let mut m = Memory::default();
+    let mut msgs = turn(
+        1,
+        "never touch tests/legacy, and the staging database is on port 5433",
+    );
+    msgs.extend(turn(
+        2,
+        "now review the module that parses the configuration file",
+    ));
+    m.remember(&refs(&msgs), 1, Some("/h/1.md"));
+    let notes = "User asked: never touch tests/legacy, and the staging database is on port 5433. \
+                 Then: now review the module that parses the configuration file.";
+    let room = Budgets {
+        folded_users: width("now review the module that parses the configuration file")
+            + REQUEST_OVERHEAD,
+        ..WIDE
+    };
+    m.fold_all(notes, &room, None);
+    let text = render(&m, Ways { recall: true });
+    // R1 left the view: its words stay in the notes. R2 is in view under its number.
+    assert!(text.contains("never touch tests/legacy, and the staging database is on port 5433."));
+    assert!(text.contains("Then: (request R2)."), "{text}");
+    assert!(text.contains("### R2\nnow review"));
 }
 
 #[test]
@@ -120,10 +162,11 @@ fn each_layer_keeps_its_budget_oldest_first() {
         steps: 200,
         heads: 900,
         notes: 40,
+        folded_users: 150,
     };
     m.notes = Some("a long line of notes that cannot fit\nsecond line".into());
-    let folded = m.fit(&b);
-    assert!(folded > 0);
+    let folded = m.fit(&b, None);
+    assert!(folded.folded > 0);
     // The newest requests stay verbatim, the oldest of them lost their steps.
     let last = m.requests.last().map(|r| r.number);
     assert_eq!(last, Some(30));
@@ -143,7 +186,49 @@ fn each_layer_keeps_its_budget_oldest_first() {
     numbers.extend(m.heads.iter().map(|h| h.number));
     numbers.extend(m.requests.iter().map(|r| r.number));
     assert_eq!(numbers, (1..=30).collect::<Vec<_>>());
-    assert_eq!(m.notes.as_deref(), Some(NOTES_CUT));
+    assert_eq!(
+        m.notes.as_deref(),
+        Some("a long line of\n(Cut here for space.)")
+    );
+    assert_eq!(folded.to_save, None, "no archive file to hold them");
+}
+
+#[test]
+fn notes_cut_for_space_name_the_file_that_holds_them_whole() {
+    let whole = format!(
+        "1. Primary request and intent:\nbuild it\n2. Files and code:\n{}3. Next step:\nship it",
+        "- a file line\n".repeat(80)
+    );
+    let b = Budgets { notes: 400, ..WIDE };
+    let mut m = Memory::default();
+    m.remember(&refs(&turn(1, "build it")), 1, Some("/h/t/3.md"));
+    let fit = m.fold_all(&whole, &b, Some("/h/t/3.notes.md"));
+    assert_eq!(fit.to_save.as_deref(), Some(whole.as_str()));
+    assert_eq!(m.notes_file.as_deref(), Some("/h/t/3.notes.md"));
+    let notes = m.notes.clone().unwrap_or_default();
+    assert!(notes.contains("3. Next step:\nship it"), "{notes}");
+    assert!(notes.ends_with("(Cut here for space: the whole notes are in /h/t/3.notes.md.)"));
+    assert!(width(&notes) <= 400);
+    // A later digest with less room cuts them again, naming the same file once, and
+    // has nothing new to save.
+    m.remember(&refs(&turn(2, "then test it")), 2, Some("/h/t/4.md"));
+    let fit = m.fit(&Budgets { notes: 200, ..WIDE }, Some("/h/t/4.notes.md"));
+    assert_eq!(fit.to_save, None);
+    let notes = m.notes.clone().unwrap_or_default();
+    assert_eq!(
+        notes
+            .matches("the whole notes are in /h/t/3.notes.md")
+            .count(),
+        1
+    );
+    assert!(width(&notes) <= 200);
+    // Notes that fit again keep their cut and its pointer.
+    m.fit(&WIDE, Some("/h/t/5.notes.md"));
+    assert!(m
+        .notes
+        .as_deref()
+        .unwrap_or("")
+        .ends_with("/h/t/3.notes.md.)"));
 }
 
 fn request_width(r: &Request) -> usize {
@@ -167,7 +252,7 @@ fn a_model_summary_stands_in_for_requests_it_quotes() {
 fn without_recall_no_line_names_it() {
     let mut m = Memory::default();
     m.remember(&refs(&turn(1, "first")), 1, Some("/h/1.md"));
-    m.fit(&Budgets { users: 0, ..WIDE });
+    m.fit(&Budgets { users: 0, ..WIDE }, None);
     m.remember(&refs(&turn(2, "second")), 2, Some("/h/2.md"));
     let text = render(&m, Ways { recall: false });
     assert!(!text.contains("recall"), "{text}");
@@ -177,10 +262,72 @@ fn without_recall_no_line_names_it() {
 
 #[test]
 fn an_earlier_summary_becomes_the_notes() {
-    let m = Memory::from_summary("1. The user wants a parser.\n");
+    let m = Memory::from_summary("1. The user wants a parser.\n", None, 0);
     assert_eq!(m.notes.as_deref(), Some("1. The user wants a parser."));
     let text = render(&m, Ways { recall: true });
     assert!(text.contains("## Notes on the earlier work\n1. The user wants a parser.\n"));
+}
+
+#[test]
+fn an_earlier_summarizers_requests_and_file_keep_their_numbers() {
+    // DeepAgents summarized 11 requests into its own file; the span then carries on
+    // request 11 and opens 12.
+    let earlier = Earlier {
+        text: "The user reviews modules.",
+        file: Some("/conversation_history/session_9.md"),
+    };
+    let mut msgs = vec![
+        ai_call("c9", "ls", json!({"path": "/"})),
+        tool("c9", "a.py"),
+    ];
+    msgs.extend(turn(12, "review module 12"));
+    let (m, _) = after_compaction(
+        None,
+        Some(earlier),
+        &refs(&msgs),
+        12,
+        Files {
+            archive: Some("/conversation_history/sw/1.md"),
+            notes: None,
+        },
+        &WIDE,
+        None,
+    );
+    let text = render(&m, Ways { recall: true });
+    assert!(
+        text.contains("## Earlier requests, in short\n- R1-R11: in session_9.md\n"),
+        "{text}"
+    );
+    assert!(text.contains("### R11 (continued)\n- ls"));
+    assert!(text.contains("### R12\nreview module 12\n"));
+    assert!(text.contains(
+        "Every compacted message is saved, oldest first: under /conversation_history/, \
+         session_9.md; then under /conversation_history/sw/, 1.md."
+    ));
+}
+
+#[test]
+fn steps_before_any_request_stand_before_r1() {
+    let msgs = [ai_call("c1", "ls", json!({})), tool("c1", "x")];
+    let mut m = Memory::default();
+    m.remember(&refs(&msgs), 1, None);
+    m.remember(&refs(&turn(1, "go")), 1, None);
+    assert_eq!(m.next_number(), 2);
+    let text = render(&m, Ways { recall: true });
+    assert!(
+        text.contains("## Requests R1 and the steps before it, verbatim"),
+        "{text}"
+    );
+    assert!(
+        text.contains("### Before R1\n- ls {} → x recall(\"c1\")\n### R1\ngo\n"),
+        "{text}"
+    );
+    m.fit(&Budgets { users: 0, ..WIDE }, None);
+    let text = render(&m, Ways { recall: true });
+    assert!(
+        text.contains("- the steps before R1: (steps before any request)"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -199,9 +346,11 @@ fn budgets_scale_down_to_the_room() {
         steps: 200,
         heads: 200,
         notes: 400,
+        folded_users: 200,
     };
     assert_eq!(b.within(10_000), b);
     let small = b.within(800);
+    assert_eq!(small.folded_users, 100);
     assert_eq!(
         (small.users, small.steps, small.heads, small.notes),
         (400, 100, 100, 200)
@@ -228,7 +377,7 @@ proptest! {
         per_span in 1usize..12,
         fold_every in 0usize..6,
     ) {
-        let b = Budgets { users: 2_000, steps: 800, heads: 1_200, notes: 400 };
+        let b = Budgets { users: 2_000, steps: 800, heads: 1_200, notes: 400, folded_users: 500 };
         let mut m = Memory::default();
         let mut number = 1u32;
         for (k, chunk) in lengths.chunks(per_span).enumerate() {
@@ -239,12 +388,15 @@ proptest! {
                 .collect();
             m.remember(&refs(&msgs), number, Some(&format!("/h/{}.md", k + 1)));
             number += chunk.len() as u32;
-            if fold_every > 0 && k % fold_every == fold_every - 1 {
-                m.fold_all(&"note ".repeat(200), &b);
+            let folding = fold_every > 0 && k % fold_every == fold_every - 1;
+            if folding {
+                m.fold_all(&"note ".repeat(200), &b, None);
             } else {
-                m.fit(&b);
+                m.fit(&b, None);
             }
             let users: usize = m.requests.iter().map(request_width).sum();
+            let verbatim = if folding { b.folded_users } else { b.users };
+            prop_assert!(users <= verbatim || m.requests.len() == 1);
             let steps: usize = m.requests.iter().flat_map(|r| &r.steps).map(|s| width(s) + 1).sum();
             let heads: usize = m.heads.iter().map(|h| width(&render::head_line(h)) + 1).sum();
             prop_assert!(users <= b.users || m.requests.len() == 1);

@@ -60,6 +60,11 @@ mod _core {
         let presets: Vec<&str> = crate::economics::PRESETS.iter().map(|(n, _)| *n).collect();
         m.add("PRICING_PRESETS", presets)?;
         m.add("WIDTHS_PER_TOKEN", crate::config::WIDTHS_PER_TOKEN)?;
+        m.add("SUMMARY_SECTIONS", crate::memory::notes::SECTIONS.to_vec())?;
+        m.add(
+            "ESSENTIAL_SECTION_WORDS",
+            crate::memory::notes::ESSENTIAL.to_vec(),
+        )?;
         m.add(
             "WIDTHS_PER_TOKEN_BOUNDS",
             crate::config::WIDTHS_PER_TOKEN_BOUNDS,
@@ -303,15 +308,16 @@ mod _core {
         Ok(py.detach(|| crate::render::transcript(&refs, first)))
     }
 
-    /// The memory after a compaction (see `memory`): `previous` (a memory as the state
-    /// keeps it, else `None`; an earlier summary's text without one is `earlier`), with
-    /// `messages` taken in (their requests numbered from `first_number`, archived in
-    /// `file`), then held to the budgets of `config` for `window`, where a token takes
-    /// `widths_per_token` (scaled down to `room` widths when given). With `notes` (a model's summary of all of it), every request
-    /// goes into short beside them. Returns the memory and how many requests went into
-    /// short.
+    /// The memory after a compaction (see `memory::after_compaction`): `previous` (a
+    /// memory as the state keeps it, else `None`; without one, an earlier summary's
+    /// text `earlier` and the archive file it names, `earlier_file`), with `messages`
+    /// taken in (their requests numbered from `first_number`, archived in `file`), held
+    /// to the budgets of `config` for `window` (see `memory_budgets`). With `notes`, a
+    /// model's summary of all of it, the older requests fold beside them. Returns the
+    /// memory, how many requests left the verbatim layer, and the notes to write whole
+    /// to `notes_file` when they were cut for space (else `None`).
     #[pyfunction]
-    #[pyo3(signature = (previous, earlier, messages, first_number, file, config, window, widths_per_token=crate::config::WIDTHS_PER_TOKEN, room=None, notes=None))]
+    #[pyo3(signature = (previous, earlier, messages, first_number, file, config, window, widths_per_token=crate::config::WIDTHS_PER_TOKEN, room=None, notes=None, earlier_file=None, notes_file=None))]
     #[allow(clippy::too_many_arguments)]
     fn remember<'py>(
         py: Python<'py>,
@@ -325,38 +331,75 @@ mod _core {
         widths_per_token: f64,
         room: Option<usize>,
         notes: Option<String>,
-    ) -> PyResult<(Bound<'py, PyAny>, usize)> {
-        use crate::memory::Memory;
-        let mut memory = match previous.filter(|p| !p.is_none()) {
-            Some(p) => pythonize::depythonize::<Memory>(p)
-                .map_err(|e| PyValueError::new_err(format!("memory: {e}")))?,
-            None => earlier
-                .as_deref()
-                .map(Memory::from_summary)
-                .unwrap_or_default(),
+        earlier_file: Option<String>,
+        notes_file: Option<String>,
+    ) -> PyResult<(Bound<'py, PyAny>, usize, Option<String>)> {
+        use crate::memory::{after_compaction, Earlier, Files, Memory};
+        let previous: Option<Memory> = match previous.filter(|p| !p.is_none()) {
+            Some(p) => Some(
+                pythonize::depythonize(p)
+                    .map_err(|e| PyValueError::new_err(format!("memory: {e}")))?,
+            ),
+            None => None,
         };
-        let config: crate::config::MemoryConfig = pythonize::depythonize(config)
-            .map_err(|e| PyValueError::new_err(format!("memory config: {e}")))?;
-        let mut budgets = config.budgets(window, widths_per_token);
-        if let Some(room) = room {
-            budgets = budgets.within(room);
-        }
+        let budgets = budgets_of(config, window, widths_per_token, room)?;
         let msgs = read::read_all(messages)?;
-        let folded = py.detach(|| {
+        let (memory, fitted) = py.detach(|| {
             let refs: Vec<&Message> = msgs.iter().collect();
-            memory.remember(&refs, first_number, file.as_deref());
-            match &notes {
-                Some(n) => {
-                    let folded = memory.requests.len();
-                    memory.fold_all(n, &budgets);
-                    folded
-                }
-                None => memory.fit(&budgets),
-            }
+            let earlier = earlier.as_deref().map(|text| Earlier {
+                text,
+                file: earlier_file.as_deref(),
+            });
+            after_compaction(
+                previous,
+                earlier,
+                &refs,
+                first_number,
+                Files {
+                    archive: file.as_deref(),
+                    notes: notes_file.as_deref(),
+                },
+                &budgets,
+                notes.as_deref(),
+            )
         });
         let out =
             pythonize::pythonize(py, &memory).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        Ok((out, folded))
+        Ok((out, fitted.folded, fitted.to_save))
+    }
+
+    fn budgets_of(
+        config: &Bound<'_, PyAny>,
+        window: Option<u64>,
+        widths_per_token: f64,
+        room: Option<usize>,
+    ) -> PyResult<crate::memory::Budgets> {
+        let config: crate::config::MemoryConfig = pythonize::depythonize(config)
+            .map_err(|e| PyValueError::new_err(format!("memory config: {e}")))?;
+        let budgets = config.budgets(window, widths_per_token);
+        Ok(room.map_or(budgets, |r| budgets.within(r)))
+    }
+
+    /// The memory's layer budgets in widths (`users`, `steps`, `heads`, `notes`) for
+    /// `config` (a `MemoryConfig` as a dict) and a model of `window` tokens, where a
+    /// token takes `widths_per_token`, scaled down to `room` widths when given.
+    #[pyfunction]
+    #[pyo3(signature = (config, window, widths_per_token=crate::config::WIDTHS_PER_TOKEN, room=None))]
+    fn memory_budgets(
+        config: &Bound<'_, PyAny>,
+        window: Option<u64>,
+        widths_per_token: f64,
+        room: Option<usize>,
+    ) -> PyResult<std::collections::BTreeMap<&'static str, usize>> {
+        let b = budgets_of(config, window, widths_per_token, room)?;
+        Ok([
+            ("users", b.users),
+            ("steps", b.steps),
+            ("heads", b.heads),
+            ("notes", b.notes),
+        ]
+        .into_iter()
+        .collect())
     }
 
     /// A text's width (see `memory::text::width`).
@@ -374,13 +417,6 @@ mod _core {
             &m,
             crate::memory::render::Ways { recall },
         ))
-    }
-
-    /// A model's notes with its verbatim copies of the requests `texts` (numbered)
-    /// replaced by their numbers.
-    #[pyfunction]
-    fn notes_without_quotes(notes: &str, texts: Vec<(u32, String)>, min_chars: usize) -> String {
-        crate::memory::notes_without_quotes(notes, &texts, min_chars)
     }
 
     /// What identifies each message apart from its content (see

@@ -101,6 +101,14 @@ impl PlanSettings {
         Some(fold.pays(&p))
     }
 
+    /// Whether restoring files after a compaction pays when a cycle takes `cycle` calls
+    /// (see `economics::restoring_pays`); `True` without a price model.
+    fn restoring_pays(&self, cycle: f64) -> bool {
+        self.config
+            .pricing
+            .is_none_or(|p| crate::economics::restoring_pays(&p, cycle))
+    }
+
     /// The settings as `CompactionConfig.resolved()` gave them.
     #[getter]
     fn resolved(&self, py: Python<'_>) -> Py<PyAny> {
