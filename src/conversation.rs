@@ -68,6 +68,10 @@ pub struct Conversation<E> {
     /// very objects cached): their texts are the caller's, not weighed here, until
     /// `caller_let_go` finds otherwise.
     pub shared_with_caller: bool,
+    /// The search index of the first `index.len()` messages, made by the first
+    /// search (most conversations never search) and grown by later ones; dropped when
+    /// a message it holds is replaced or removed, and made again on the next search.
+    pub search: Option<Box<crate::search::Index>>,
 }
 
 impl<E> Default for Conversation<E> {
@@ -88,6 +92,7 @@ impl<E> Default for Conversation<E> {
             held_elsewhere: 0,
             entry_borrowed: 0,
             shared_with_caller: false,
+            search: None,
         }
     }
 }
@@ -193,6 +198,14 @@ impl<E: Counted> Conversation<E> {
             self.entries.truncate(n);
         }
     }
+
+    /// Drop the search index when it holds message `n` or a later one (replaced or
+    /// removed): an index only ever grows.
+    fn forget_search_from(&mut self, n: usize) {
+        if self.search.as_ref().is_some_and(|s| s.len() > n) {
+            self.search = None;
+        }
+    }
 }
 
 impl<E: Counted> crate::bounded_cache::Weighed for Conversation<E> {
@@ -216,6 +229,7 @@ impl<E: Counted> crate::bounded_cache::Weighed for Conversation<E> {
             + W::bytes(&self.measures)
             + W::bytes(&self.usage)
             + W::bytes(&self.identities)
+            + self.search.as_ref().map_or(0, |s| s.bytes())
     }
 
     fn caller_let_go(&mut self, caller_holds: &dyn Fn(&Self) -> bool) -> bool {
@@ -239,6 +253,7 @@ impl<E: Counted> Conversation<E> {
     /// skeleton and memos.
     pub fn update(mut self, len: usize, with_messages: bool) -> Update<E> {
         self.drop_entries_from(len);
+        self.forget_search_from(len);
         self.identities.truncate(len);
         self.skeletons.truncate(len);
         self.memos.truncate(len);
@@ -313,6 +328,7 @@ impl<E: Counted> Update<E> {
                     *id = identity;
                 }
                 self.first_replaced.get_or_insert(i);
+                c.forget_search_from(i);
             }
             None => {
                 c.entries.push(entry);
@@ -339,6 +355,7 @@ impl<E: Counted> Update<E> {
         } = self;
         let c = &mut conversation;
         c.drop_entries_from(n);
+        c.forget_search_from(n);
         c.identities.truncate(n);
         c.skeletons.truncate(n);
         c.memos.truncate(n);
@@ -444,6 +461,35 @@ mod tests {
 
     fn ids(conv: &Conversation<E>) -> Vec<u32> {
         conv.entries.iter().map(|e| e.0).collect()
+    }
+
+    fn indexed(n: usize) -> Option<Box<crate::search::Index>> {
+        let mut ix = crate::search::Index::new("english")?;
+        for i in 0..n {
+            ix.add(&Message::text(Role::Human, &format!("message {i}")));
+        }
+        Some(Box::new(ix))
+    }
+
+    #[test]
+    fn the_search_index_stays_while_the_conversation_only_grows() {
+        use crate::bounded_cache::Weighed;
+        let (mut conv, _) = read(Conversation::default(), &[1, 2, 3]);
+        let without = conv.bytes();
+        conv.search = indexed(3);
+        assert!(
+            conv.bytes() > without,
+            "the index is weighed with the conversation"
+        );
+        let (conv, _) = read(conv, &[1, 2, 3, 4]);
+        assert_eq!(conv.search.as_ref().map(|s| s.len()), Some(3));
+        // A message it holds replaced, or the conversation cut shorter: it goes.
+        let (conv, _) = read(conv, &[1, 9, 3, 4]);
+        assert!(conv.search.is_none());
+        let (mut conv, _) = read(conv, &[1, 9, 3, 4]);
+        conv.search = indexed(4);
+        let (conv, _) = read(conv, &[1, 9]);
+        assert!(conv.search.is_none());
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod plan;
 pub mod printable;
 pub mod pyrepr;
 pub mod render;
+pub mod search;
 pub mod tally;
 pub mod tokens;
 

@@ -123,8 +123,8 @@ def test_the_memory_of_a_span_exactly():
     assert memory.text(made.memory, recall=True) == (
         "What came before, kept in layers: the oldest requests in short, then the newer ones "
         "verbatim, numbered in order, each followed by the steps the agent took for it. "
-        'recall("<id>") returns any message or step named here in full, and recall(query="...") '
-        "searches the whole history.\n\n"
+        'recall("<id>") returns any message or step named here in full; recall(query="a few words") '
+        "searches everything said and done in this session.\n\n"
         "## Requests R1-R2, verbatim, each followed by the agent's steps\n"
         "### R1\n"
         "please fix the parser  \n"

@@ -66,8 +66,9 @@ from fastcompact.passes import (
     plan,
     truncate_args,
 )
-from fastcompact.recall import Match, recall, search
+from fastcompact.recall import recall
 from fastcompact.report import Report, inspect
+from fastcompact.search_history import Match, search
 
 if TYPE_CHECKING:
     from fastcompact.factories import (

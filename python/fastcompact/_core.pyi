@@ -36,6 +36,7 @@ __all__ = [
     "remember",
     "render_memory",
     "render_transcript",
+    "search",
     "set_cache_capacity",
     "should_compact",
     "state_cutoff",
@@ -324,6 +325,38 @@ def memory_budgets(
 
     Raises:
         ValueError: ``config`` is not a memory config.
+    """
+
+def search(
+    messages: Any,
+    query: str,
+    *,
+    limit: int = 5,
+    role: str | None = None,
+    tool: str | None = None,
+    requests: tuple[int, int] | None = None,
+    language: str = "english",
+    cache_key: str | None = None,
+) -> tuple[list[tuple[int, float, str, str, str | None, int, str | None]], int, int]:
+    """The messages that best match ``query`` (BM25F over text, tool and arguments).
+
+    Args:
+        messages: The conversation, in any shape the readers take.
+        query: A few words; a part in double quotes is a phrase a message must hold.
+        limit: How many of the best to return.
+        role: Only messages of this role (``human``, ``ai``, ``tool``, ``system``).
+        tool: Only calls of this tool and their results.
+        requests: Only requests from the first to the last number, both in.
+        language: The Snowball stemmer's language.
+        cache_key: The conversation's key in the cache, where its index is kept.
+
+    Returns:
+        The hits, best first, each ``(index, score, excerpt, role, tool, request,
+        recall id)``; how many messages matched; how many requests there are.
+
+    Raises:
+        InputError: a message the readers cannot read.
+        ValueError: a role or language it does not know.
     """
 
 def text_width(text: str) -> int: ...

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import fastcompact
+from fastcompact import cli_search
 from fastcompact.helpers import plural
 from fastcompact.samples import SESSIONS, load_session
 from fastcompact.transcripts import FileError, Layout, load_conversation, read_file, read_text
@@ -661,6 +662,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     d.add_argument("--keep", action="store_true", help="keep the temporary project when the run ends")
     d.set_defaults(run=_demo)
+    cli_search.add_command(sub)
 
     args = parser.parse_args(argv)
     for stream in (sys.stdout, sys.stderr):

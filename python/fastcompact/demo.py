@@ -24,6 +24,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, Field
 
+from fastcompact.helpers import plural
 from fastcompact.samples import load_session, session_files
 
 WINDOW = 24_000
@@ -296,7 +297,7 @@ def run(
             f"({result.raw_tokens / window:.1f}x the window)."
         )
         over = f"{result.calls_over_window} of {result.model_calls} calls over it"
-        summaries = _count(len(result.summaries), "summary", "summaries")
+        summaries = plural(len(result.summaries), "summary", "summaries")
         echo(
             f"After:  the model's last input was {result.last_view_tokens:,} tokens; peak fill "
             f"{100 * result.peak_fill:.0f}% of the window ({over}); {summaries}."
@@ -304,15 +305,10 @@ def run(
         fired_text = ", ".join(f"{k} x{v}" for k, v in sorted(result.passes_fired.items())) or "none"
         echo(f"Cheap passes fired: {fired_text}.")
         kept = "" if result.kept else "; removed with the temporary project, --keep keeps it"
-        archive_files = _count(len(result.archive_files), "file", "files")
+        archive_files = plural(len(result.archive_files), "file")
         echo(f"Archive: {archive_files} under {history} (nothing was lost{kept}).")
         echo(f"Done in {result.seconds:.1f} s.")
     finally:
         if not result.kept:
             shutil.rmtree(workdir, ignore_errors=True)
     return result
-
-
-def _count(n: int, one: str, many: str) -> str:
-    """``n`` and the noun, singular for one."""
-    return f"{n} {one if n == 1 else many}"

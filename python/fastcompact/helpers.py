@@ -152,14 +152,15 @@ def _counting(
     )
 
 
-def plural(n: int, word: str) -> str:
-    """``1 message``, ``2 messages``: a count with its noun.
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 message``, ``2 messages``: a count with its noun (``many`` where the plural
+    is not the noun and an s).
 
     Example:
-        >>> plural(1, "edit"), plural(1_500, "message")
-        ('1 edit', '1,500 messages')
+        >>> plural(1, "edit"), plural(1_500, "message"), plural(2, "summary", "summaries")
+        ('1 edit', '1,500 messages', '2 summaries')
     """
-    return f"{n:,} {word}{'' if n == 1 else 's'}"
+    return f"{n:,} {word if n == 1 else many or word + 's'}"
 
 
 def _window(max_input_tokens: Any) -> int | None:

@@ -4,9 +4,8 @@ the agent never has to run a tool with side effects again.
 
 Every placeholder says that ``recall("<id>")`` returns what it replaced (the call's
 id; ``<id>/args`` for a call's shortened arguments); a summarized message is found by
-its message id. An agent that knows no id searches instead (:func:`search`): every
-message whose text or tool call holds a string, or matches a pattern, with the id
-that returns it.
+its message id. An agent that knows no id searches instead
+(:func:`~fastcompact.search_history.search`), in words of its own, and gets the id.
 
 Example:
     >>> from langchain_core.messages import AIMessage, ToolMessage
@@ -26,9 +25,7 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -39,15 +36,11 @@ ARGS_SUFFIX = "/args"
 ORIGINAL_KEY = "fastcompact_original"
 
 RECALL_DESCRIPTION = (
-    "Get back, in full, something that was cleared or shortened to save context: a tool "
-    "result, a tool call's arguments, or a summarized message. Pass the id its placeholder "
-    'names (as in recall("<id>")), or a message id. Without an id, search the whole '
-    "conversation: query finds the messages that contain a string (any case), pattern "
-    "those that match a regular expression; each match comes with its id."
+    "Get back in full anything said or done earlier, cleared or summarized too: by the id "
+    'a placeholder or memory line names, or by a search: query (a few words; "an exact '
+    'phrase" in quotes) or pattern (a regex); only narrows it: "human", "ai", a tool\'s '
+    'name, "R3-R7".'
 )
-# What a search shows of each match, either side of it, and how many matches at most.
-EXCERPT_CHARS = 160
-SEARCH_LIMIT = 10
 
 
 def _text(content: Any) -> str:
@@ -144,89 +137,3 @@ def recall(messages: Sequence[Any] | Mapping[str, Any], ref: str) -> str:
     if content is not None:
         return content
     raise KeyError(f"nothing in this conversation has the id {ref!r}")
-
-
-@dataclasses.dataclass(frozen=True)
-class Match:
-    """A message a search found: its place in the conversation, the id that
-    ``recall`` returns it by, its role, and the text around the match."""
-
-    index: int
-    id: str | None
-    role: str
-    excerpt: str
-
-    def __str__(self) -> str:
-        name = f'recall("{self.id}")' if self.id else "no id"
-        return f"[message {self.index}, {self.role}, {name}] {self.excerpt}"
-
-
-def _searchable(m: Mapping[str, Any]) -> str:
-    """What a search looks through in one message: its text and its tool calls."""
-    parts = [_text(m["content"])]
-    for call in m["tool_calls"]:
-        parts.append(
-            json.dumps({"name": call.get("name"), "args": call.get("args")}, ensure_ascii=False, default=str)
-        )
-    return "\n".join(p for p in parts if p)
-
-
-def search(
-    messages: Sequence[Any] | Mapping[str, Any],
-    query: str | None = None,
-    *,
-    pattern: str | None = None,
-    limit: int = SEARCH_LIMIT,
-) -> list[Match]:
-    r"""The messages that hold ``query`` (any case) or match the regular expression
-    ``pattern``, newest last, at most ``limit`` of them (the newest). Each comes with
-    the id :func:`recall` returns it by: a tool result's call id, else the message's.
-    Raises :class:`~fastcompact.InputError` for a bad pattern or input that is not
-    messages.
-
-    Example:
-        >>> from langchain_core.messages import AIMessage, HumanMessage
-        >>> msgs = [HumanMessage("Where is the config?", id="u1"),
-        ...         AIMessage("The config is in settings/app.toml.", id="a1")]
-        >>> [str(m) for m in search(msgs, "app.TOML")]
-        ['[message 1, ai, recall("a1")] The config is in settings/app.toml.']
-        >>> search(msgs, pattern=r"conf\w+ is in")[0].id
-        'a1'
-    """
-    from fastcompact.helpers import _input_error, normalize
-
-    if isinstance(messages, Mapping) and "messages" in messages:
-        messages = messages.get("messages") or []
-    if (query is None) == (pattern is None):
-        raise _input_error("query", "give a query or a pattern, one of them")
-    needle = query if query is not None else pattern
-    if not isinstance(needle, str) or not needle:
-        raise _input_error("query", f"expected a non-empty str, got {needle!r}")
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise _input_error("limit", f"expected a positive int, got {limit!r}")
-    try:
-        found = re.compile(re.escape(needle) if query is not None else needle, re.IGNORECASE if query else 0)
-    except re.error as e:
-        raise _input_error("pattern", f"not a regular expression: {e}") from e
-    matches: list[Match] = []
-    for i, m in enumerate(normalize(messages)):
-        text = _searchable(m)
-        hit = found.search(text)
-        if hit is None:
-            continue
-        start, end = max(hit.start() - EXCERPT_CHARS, 0), min(hit.end() + EXCERPT_CHARS, len(text))
-        excerpt = " ".join(text[start:end].split())
-        excerpt = ("…" if start > 0 else "") + excerpt + ("…" if end < len(text) else "")
-        matches.append(Match(index=i, id=m["tool_call_id"] or m["id"], role=m["role"], excerpt=excerpt))
-    return matches[-limit:]
-
-
-def search_text(messages: Sequence[Any] | Mapping[str, Any], query: str | None, pattern: str | None) -> str:
-    """A search's answer as the ``recall`` tool gives it."""
-    every = search(messages, query, pattern=pattern, limit=10**9)
-    if not every:
-        return f"Nothing in this conversation matches {query or pattern!r}."
-    shown = every[-SEARCH_LIMIT:]
-    more = len(every) - len(shown)
-    head = f"{len(every)} messages match" + (f"; the newest {len(shown)}:" if more else ":")
-    return "\n".join([head, *map(str, shown)])

@@ -8,7 +8,8 @@ from typing import Any
 
 from langchain.tools import ToolRuntime
 
-from fastcompact.recall import RECALL_DESCRIPTION, recall, search_text
+from fastcompact.recall import RECALL_DESCRIPTION, recall
+from fastcompact.search_history import narrowed, search_text
 
 
 def recall_tool() -> Any:
@@ -16,20 +17,27 @@ def recall_tool() -> Any:
     from langchain_core.tools import StructuredTool
 
     def run(
-        runtime: ToolRuntime, id: str | None = None, query: str | None = None, pattern: str | None = None
+        runtime: ToolRuntime,
+        id: str | None = None,
+        query: str | None = None,
+        pattern: str | None = None,
+        only: str | None = None,
     ) -> str:
         state: Any = runtime.state if isinstance(runtime.state, Mapping) else {}
         try:
             if id is not None and id.strip():
                 return recall(state, id)
-            if query is None and pattern is None:
+            if not (query or "").strip() and not (pattern or "").strip():
                 return (
-                    "Give the id a placeholder names, or a query (or a pattern) to search the conversation."
+                    "Give the id a placeholder names, or a query of a few words (or a pattern) to search "
+                    "the conversation."
                 )
-            return search_text(state, query, pattern)
+            if query and pattern:
+                pattern = None  # the words say what is wanted; the pattern would narrow it twice
+            return search_text(state, query or None, pattern or None, **narrowed(only))
         except KeyError as e:
             return f"{e.args[0]}. Use the id a placeholder names, or search with a query."
-        except ValueError as e:  # a bad pattern, or a message the reader cannot read: say so
+        except ValueError as e:  # a bad pattern or filter, or a message the reader cannot read: say so
             return f"recall could not do that: {e}"
 
     return StructuredTool.from_function(func=run, name="recall", description=RECALL_DESCRIPTION)

@@ -16,7 +16,7 @@ pub const INTRO: &str = "What came before, kept in layers: the oldest requests i
 then the newer ones verbatim, numbered in order, each followed by the steps the agent \
 took for it.";
 const RECALL_HINT: &str = "recall(\"<id>\") returns any message or step named here in \
-full, and recall(query=\"...\") searches the whole history.";
+full; recall(query=\"a few words\") searches everything said and done in this session.";
 pub const NOTES_HEADING: &str = "## Notes on the earlier work";
 pub const HEADS_HEADING: &str = "## Earlier requests, in short";
 pub const REQUESTS_HEADING: &str = "## Requests";

@@ -60,8 +60,8 @@ fn the_memory_reads_in_order_each_request_with_its_steps() {
          oldest first: 1.md. Each request names its file; read it, or grep the folder, for a \
          detail.\n",
         render::INTRO.to_owned()
-            + " recall(\"<id>\") returns any message or step named here in full, and \
-               recall(query=\"...\") searches the whole history."
+            + " recall(\"<id>\") returns any message or step named here in full; \
+               recall(query=\"a few words\") searches everything said and done in this session."
     );
     assert_eq!(text, expected);
 }

@@ -13,6 +13,7 @@ mod read;
 mod reprlen;
 mod results;
 mod scan;
+mod search;
 mod sizes;
 mod source;
 mod tool_schemas;
@@ -53,6 +54,8 @@ mod _core {
     use super::planning::{plan, PlanSettings};
     #[pymodule_export]
     use super::results::{Breakdown, Edit, PassStats, PlanOutcome};
+    #[pymodule_export]
+    use super::search::search;
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -1,0 +1,187 @@
+"""Findable history: facts planted in a long agent session, asked for as a model asks
+(a few words of its own, at least one the fact does not hold), and the search's speed
+on a 100,000-message conversation beside a plain Python substring scan.
+
+Run from the repository root after `pip install .`:
+
+    python benches/bench_search.py
+
+Recall@3: of the 32 facts (24 English, 8 Chinese) planted in a 1,200-message coding
+session whose other messages share their words, the share whose message is among the
+three results shown. Side by side: fastcompact's ranked search, and the exact
+substring search it replaced (the query as a whole, any case; the newest three
+matches shown).
+
+Speed: the first search of a 100,000-message conversation (it builds the index), the
+median of later searches (the index kept in the conversation cache), and the median of
+a Python scan that lowercases every message and looks for one word of the query; the
+index's bytes per message.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import fastcompact
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+# (fact, where it is said, the words a model asks with)
+FACTS: list[tuple[str, str, str]] = [
+    ("The staging database listens on port 5433 behind the bastion host.", "tool", "staging database port"),
+    ("Invoice INV-88213 went to Acme Corp for the March renewal.", "human", "INV-88213 invoice customer"),
+    ("Root cause: the cache worker leaked file handles after every retry.", "ai", "why worker leak handles"),
+    ("The benchmark page reports p95 latency of 412 ms for checkout.", "tool", "checkout latency p95 figure"),
+    (
+        "Never touch anything under tests/legacy; it is frozen for the audit.",
+        "human",
+        "legacy tests rule audit",
+    ),
+    ("The deploy key is rotated every 90 days by the ops rota.", "ai", "how often deploy key rotation"),
+    (
+        "Customer support escalations go to Priya Raman on the payments team.",
+        "human",
+        "who handles escalations",
+    ),
+    (
+        "The migration 0042_add_ledger failed on a duplicate index name.",
+        "tool",
+        "ledger migration failure reason",
+    ),
+    ("Feature flag new_checkout_flow is at 25 percent of traffic.", "ai", "checkout flag rollout percent"),
+    ("The backup bucket is s3://acme-backups-eu in eu-west-1.", "tool", "backup bucket region"),
+    (
+        "Use Python 3.11 for the build image; 3.12 breaks the grpc wheels.",
+        "human",
+        "python version build image",
+    ),
+    ("The flaky test is test_refund_partial, it races the clock.", "ai", "which test is flaky"),
+    ("Rate limit for the public API is 600 requests per minute.", "tool", "api rate limit minute"),
+    ("The on-call phone number for the weekend is 555-0142.", "human", "weekend on-call number"),
+    ("The memory leak came from an unbounded LRU in session_store.py.", "ai", "memory leak source file"),
+    ("Quarterly revenue in the report was 4.2 million euros.", "tool", "revenue quarter amount"),
+    ("The vendor contract ends on 30 June 2027 unless renewed.", "human", "vendor contract end date"),
+    ("Timeouts were caused by DNS lookups taking 3 seconds in the sidecar.", "ai", "cause of timeouts dns"),
+    ("The search index rebuild takes 47 minutes on the large cluster.", "tool", "index rebuild duration"),
+    ("Answer every user in French, including error messages.", "human", "language for answers"),
+    ("The font used in the invoices is Inter, 11 point.", "ai", "invoice font size"),
+    ("Kafka topic orders.v2 has 48 partitions after the resize.", "tool", "orders topic partitions count"),
+    ("The product owner for onboarding is Lucas Meyer.", "human", "onboarding owner name"),
+    ("Disk usage hit 91 percent on db-replica-3 last night.", "tool", "replica disk usage"),
+    ("主服务器位于法兰克福数据中心，机柜编号七。", "tool", "服务器 数据中心 位置"),  # noqa: RUF001
+    ("用户要求所有报告都用中文撰写。", "human", "报告 语言 要求"),
+    ("支付失败的原因是证书在周五过期了。", "ai", "支付 失败 原因"),
+    ("测试环境的数据库密码每月更换一次。", "human", "数据库 密码 更换"),
+    ("订单服务的超时时间设置为三十秒。", "tool", "订单 超时 设置"),
+    ("新版本计划在十二月十五日发布。", "ai", "发布 日期 版本"),
+    ("日志保留期限为九十天。", "tool", "日志 保留 多久"),
+    ("负责安全审计的是王芳。", "human", "安全 审计 负责人"),
+]
+
+FILLER = (
+    "the database settings of the service were checked again",
+    "the worker queue and the cache report look fine",
+    "config port host values match the invoice module defaults",
+    "staging and production builds ran the test suite",
+    "服务器 数据 运行 正常 备份 完成",
+)
+
+
+def session(n_requests: int = 300) -> tuple[list[BaseMessage], dict[int, str]]:
+    """A coding session of `n_requests` requests (four messages each) with the facts
+    planted in it: the messages and, by fact, the id of the message that holds it."""
+    msgs: list[BaseMessage] = []
+    planted: dict[int, str] = {}
+    for i in range(n_requests):
+        filler = FILLER[i % len(FILLER)]
+        every = n_requests // len(FACTS)
+        k = i // every if i % every == 5 else len(FACTS)
+        fact = FACTS[k] if k < len(FACTS) else None
+        ask = fact[0] if fact and fact[1] == "human" else f"Request {i}: look at {filler} for module {i}."
+        msgs.append(HumanMessage(ask, id=f"u{i}"))
+        call = {"name": "read_file", "args": {"file_path": f"/srv/module_{i}/settings.toml"}, "id": f"c{i}"}
+        msgs.append(AIMessage("", tool_calls=[call], id=f"a{i}"))
+        result = fact[0] if fact and fact[1] == "tool" else f"[module_{i}]\n{filler}\nport = {7000 + i}"
+        msgs.append(ToolMessage(result, tool_call_id=f"c{i}", name="read_file", id=f"t{i}"))
+        answer = fact[0] if fact and fact[1] == "ai" else f"Module {i}: {filler}."
+        msgs.append(AIMessage(answer, id=f"d{i}"))
+        if fact:
+            planted[k] = {"human": f"u{i}", "tool": f"c{i}", "ai": f"d{i}"}[fact[1]]
+    return msgs, planted
+
+
+def substring_ids(msgs: list[BaseMessage], query: str, k: int = 3) -> list[str]:
+    """The search fastcompact had before: the query as one substring, any case, the
+    newest `k` matches."""
+    q = query.lower()
+    found = [
+        (m.tool_call_id if isinstance(m, ToolMessage) else m.id) for m in msgs if q in str(m.content).lower()
+    ]
+    return [f for f in found if f][-k:]
+
+
+def recall_at_3() -> tuple[float, float, int]:
+    msgs, planted = session()
+    ranked = substring = 0
+    for k, (_, _, query) in enumerate(FACTS):
+        want = planted[k]
+        ranked += want in [m.id for m in fastcompact.search(msgs, query, limit=3)]
+        substring += want in substring_ids(msgs, query)
+    return ranked / len(FACTS), substring / len(FACTS), len(msgs)
+
+
+def speed(n: int = 100_000, runs: int = 15) -> dict[str, float]:
+    msgs, _ = session(n // 4)
+    fastcompact.clear_cache()
+    before = fastcompact.cache_bytes()[0]
+    t = time.perf_counter()
+    fastcompact.search(msgs, "staging database port")
+    first = time.perf_counter() - t
+    weight = fastcompact.cache_bytes()[0] - before
+    queries = [q for _, _, q in FACTS]
+    warm, scan = [], []
+    for r in range(runs):
+        q = queries[r % len(queries)]
+        t = time.perf_counter()
+        fastcompact.search(msgs, q)
+        warm.append(time.perf_counter() - t)
+        word = q.split()[0].lower()
+        t = time.perf_counter()
+        _ = [i for i, m in enumerate(msgs) if word in str(m.content).lower()]
+        scan.append(time.perf_counter() - t)
+    return {
+        "messages": len(msgs),
+        "first_ms": 1000 * first,
+        "warm_p50_ms": 1000 * statistics.median(warm),
+        "scan_p50_ms": 1000 * statistics.median(scan),
+        "cache_bytes_per_message": weight / len(msgs),
+    }
+
+
+def main() -> None:
+    ranked, substring, n = recall_at_3()
+    s = speed()
+    print(f"Recall@3 over {len(FACTS)} planted facts in a {n:,}-message session (same run):")
+    print("| search | recall@3 |")
+    print("|---|---:|")
+    print(f"| fastcompact (ranked, words of the model's own) | {ranked:.0%} |")
+    print(f"| exact substring (before) | {substring:.0%} |")
+    print()
+    print(f"Speed on a {s['messages']:,}-message conversation (medians of 15 searches):")
+    print("| | ms |")
+    print("|---|---:|")
+    print(f"| first search (builds the index) | {s['first_ms']:.0f} |")
+    print(f"| later search, p50 | {s['warm_p50_ms']:.1f} |")
+    print(f"| Python substring scan of one word, p50 | {s['scan_p50_ms']:.1f} |")
+    print(
+        f"\nThe conversation's cache entry with its index: {s['cache_bytes_per_message']:,.0f} bytes "
+        "a message."
+    )
+
+
+if __name__ == "__main__":
+    main()

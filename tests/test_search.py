@@ -1,0 +1,220 @@
+"""Findable history: a model that asks in its own words gets an old fact back. The
+ranked search through the notebook helper, the ``recall`` tool inside a real
+DeepAgents graph (its own searches never found), filters, phrases and patterns, the
+index kept in the conversation cache (grown, evicted, rebuilt), and the command line
+over a transcript and an archive folder."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import fastcompact
+import pytest
+from deepagents import create_deep_agent
+from deepagents.backends import FilesystemBackend
+from fastcompact import CompactionMiddleware, search
+from fastcompact.recall_tool import recall_tool
+from fastcompact.search_history import search_text
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage, messages_to_dict
+from langgraph.checkpoint.memory import InMemorySaver
+
+from tests.scripted import ScriptedChatModel
+
+WORDS = "module database settings service check report config port host cache queue worker".split()
+
+
+def _session(n: int, seed: int) -> list[BaseMessage]:
+    """A session whose messages share their words: requests about modules, a read of
+    each module's settings, and an answer."""
+    out: list[BaseMessage] = []
+    for i in range(n):
+        w = [WORDS[(seed + i + k) % len(WORDS)] for k in range(4)]
+        out.append(HumanMessage(f"Please {w[0]} the {w[1]} of module {i}.", id=f"u{i}"))
+        call = {"name": "read_file", "args": {"file_path": f"/etc/m{i}.conf"}, "id": f"c{i}"}
+        out.append(AIMessage("", tool_calls=[call], id=f"a{i}"))
+        out.append(
+            ToolMessage(f"[{w[2]}]\n{w[3]} = value {i}", tool_call_id=f"c{i}", name="read_file", id=f"t{i}")
+        )
+        out.append(AIMessage(f"Module {i}: the {w[1]} {w[2]} looks fine.", id=f"d{i}"))
+    return out
+
+
+FACTS = [
+    ("The staging database is on port 5433, behind the bastion.", "staging database port number"),
+    ("Invoice INV-88213 was issued to Acme on March 3.", "INV-88213 invoice customer"),
+    ("Root cause: the cache worker leaked file handles after each retry.", "why did the worker leak"),
+    ("主服务器位于法兰克福数据中心。", "服务器 数据中心 位置"),
+]
+
+
+@pytest.mark.parametrize(("fact", "query"), FACTS)
+def test_a_planted_fact_is_found_by_words_of_a_models_own(fact: str, query: str):
+    msgs = _session(300, 7)
+    msgs.insert(517, AIMessage(fact, id="fact"))
+    found = search(msgs, query, limit=3)
+    assert found and found[0].id == "fact", [str(m) for m in found]
+    assert fact[:20] in found[0].excerpt
+
+
+_word = st.text(alphabet="bcdfghjklmnprstvz", min_size=6, max_size=9)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rare=st.lists(_word, min_size=3, max_size=3, unique=True), at=st.integers(0, 199), seed=st.integers(0, 50)
+)
+def test_any_message_is_in_the_top_three_for_three_of_its_rare_words(rare: list[str], at: int, seed: int):
+    msgs = _session(50, seed)
+    target = msgs[at]
+    planted = AIMessage(f"{target.text} {' '.join(rare)}", id="planted")
+    msgs[at] = planted
+    found = search(msgs, " ".join(rare), limit=3)
+    assert "planted" in [m.id for m in found]
+
+
+def test_chinese_messages_are_found_without_spaces():
+    msgs = [AIMessage(f"服务器{i}号运行正常，数据已备份。", id=f"z{i}") for i in range(50)]  # noqa: RUF001
+    msgs.append(AIMessage("部署脚本在周五凌晨失败，原因是证书过期。", id="cert"))  # noqa: RUF001
+    assert search(msgs, "证书 过期 原因")[0].id == "cert"
+
+
+def test_filters_phrases_and_patterns():
+    msgs = _session(20, 3)
+    by_tool = search(msgs, "module", tool="read_file", limit=50)
+    assert by_tool and all(m.tool == "read_file" for m in by_tool)
+    by_role = search(msgs, "module", role="human", limit=50)
+    assert {m.role for m in by_role} == {"human"} and len(by_role) == 20
+    in_range = search(msgs, "module", requests="R3-R4", limit=50)
+    assert {m.request for m in in_range} == {3, 4}
+    # A phrase must be there as it is; a pattern is a regular expression, newest last.
+    assert [m.id for m in search(msgs, '"module 7."')] == ["u7"]
+    found = search(msgs, pattern=r"value 1[0-9]$")
+    assert [m.id for m in found][-1] == "c19" and all(m.role == "tool" for m in found)
+    with pytest.raises(fastcompact.InputError, match="regular expression"):
+        search(msgs, pattern="(")
+    with pytest.raises(fastcompact.InputError, match="a query or a pattern"):
+        search(msgs)
+    with pytest.raises(fastcompact.InputError, match="requests"):
+        search(msgs, "module", requests="the third")
+    with pytest.raises(fastcompact.InputError, match="language"):
+        search(msgs, "module", language="klingon")
+
+
+def test_the_index_survives_growth_eviction_and_new_objects():
+    msgs = _session(100, 1)
+    first = [(m.id, m.excerpt) for m in search(msgs, "cache worker module 42")]
+    before = fastcompact.cache_bytes()[0]
+    assert before > 0, "the index is weighed in the cache"
+    # Grown by new messages, it finds them.
+    msgs.append(AIMessage("The cache worker of module 42 restarts nightly.", id="new"))
+    assert search(msgs, "cache worker module 42 nightly")[0].id == "new"
+    # Evicted, it is built again; equal copies (a checkpointer's) find the same.
+    fastcompact.clear_cache()
+    copies = [m.model_copy() for m in msgs[:-1]]
+    assert [(m.id, m.excerpt) for m in search(copies, "cache worker module 42")] == first
+
+
+def _asking(question: str) -> Any:
+    """An agent that, asked about a fact, searches with recall five times in a row (in
+    its own words), then answers; any other request it answers at once."""
+
+    def script(messages: list[BaseMessage]) -> AIMessage:
+        last = messages[-1]
+        asked = [m for m in messages if isinstance(m, HumanMessage)]
+        if isinstance(last, HumanMessage) or (isinstance(last, ToolMessage) and last.name == "recall"):
+            searches = sum(1 for m in messages if isinstance(m, ToolMessage) and m.name == "recall")
+            if "port" in str(asked[-1].content) and "Remember" not in str(asked[-1].content) and searches < 5:
+                call = {"name": "recall", "args": {"query": question}, "id": f"r{len(messages)}"}
+                return AIMessage("", tool_calls=[call])
+        return AIMessage("Noted.")
+
+    return script
+
+
+def test_recall_in_an_agent_finds_the_fact_not_its_own_searches(tmp_path: Path):
+    """The DeepAgents drop-in, 36 turns: the user gave the port in turn 2; six searches
+    later the user's message still comes first, and no search finds an earlier
+    search."""
+    question = "the port number of the staging database"
+    model = ScriptedChatModel(script=_asking(question), profile={"max_input_tokens": 30_000})
+    backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
+    agent = create_deep_agent(
+        model=model,
+        backend=backend,
+        middleware=[CompactionMiddleware(backend=backend)],
+        checkpointer=InMemorySaver(),
+    )
+    cfg = {"configurable": {"thread_id": "s"}}
+    turns = ["Hello.", "Remember: the staging database listens on port 5433."]
+    turns += [f"Note {i}: the production database settings were reviewed again." for i in range(33)]
+    turns += ["Which port does staging use?"]
+    for t in turns:
+        agent.invoke({"messages": [HumanMessage(t)]}, cfg)
+    answers = [
+        m
+        for m in agent.get_state(cfg).values["messages"]
+        if isinstance(m, ToolMessage) and m.name == "recall"
+    ]
+    assert len(answers) == 5
+    for a in answers:
+        first = str(a.content).split("\n2. ")[0]
+        assert "port 5433" in first, a.content
+        assert "recall(query" not in str(a.content) and question not in str(a.content)
+
+
+def test_the_tools_answer_says_how_to_narrow_and_bad_input_gets_words():
+    msgs = _session(40, 2)
+    text = search_text(msgs, "module settings", None)
+    assert text.startswith("5 of ") and "narrow with only=" in text and 'only="R35-R40"' in text
+    assert text.endswith('recall("<id>") returns any of them whole.')
+    # The tool answers bad input in words, never with an exception in the agent.
+    run = recall_tool().func
+    state = SimpleNamespace(state={"messages": msgs})
+    assert run(state, pattern="(").startswith("recall could not do that: field 'pattern': not a regular")
+    assert run(state, query="module", only="no_such_tool").startswith("Nothing in this conversation matches")
+    narrowed = run(state, query="module", only="human R3-R4")
+    assert "· human ·" in narrowed and "· ai ·" not in narrowed and "R5 ·" not in narrowed
+    assert run(state, query="   ").startswith("Give the id a placeholder names")
+    assert run(state, id="c3") == msgs[14].content
+
+
+def test_the_command_line_searches_a_transcript_and_an_archive_folder(tmp_path: Path):
+    msgs = _session(30, 4)
+    msgs.insert(60, AIMessage("Root cause: the queue worker dropped messages on retry.", id="cause"))
+    src = tmp_path / "s.json"
+    src.write_text(json.dumps(messages_to_dict(msgs)))
+    cmd = [sys.executable, "-m", "fastcompact.cli", "search"]
+    r = subprocess.run([*cmd, str(src), "why", "queue", "worker", "dropped"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith('1. message 60 · R15 · ai · recall("cause")'), r.stdout
+    out = tmp_path / "out.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fastcompact.cli",
+            "compact",
+            str(src),
+            "-o",
+            str(out),
+            "--max-input-tokens",
+            "3000",
+            "--force",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    r = subprocess.run(
+        [*cmd, str(tmp_path), "queue worker dropped", "--json"], capture_output=True, text=True
+    )
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    assert rows and "dropped messages on retry" in rows[0]["excerpt"] and rows[0]["where"].endswith("[60]")
