@@ -152,8 +152,7 @@ class PricedSchedule:
         draft = self._draft(request, turn, forced=False, cut=cut)
         if draft is None:
             return None
-        # A scheduled compaction restores files only when asked to.
-        restored = draft.reads if self._config.restoration.on_schedule else []
+        restored = draft.reads if self._config.restoration.on_schedule else []  # only when asked to
         draft = dataclasses.replace(draft, priced=True, reads=restored)
         return self._cheaper(request, turn, settings, draft, size, prefix, grown, cycle, due=True)
 
