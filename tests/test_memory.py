@@ -10,7 +10,7 @@ import re
 import fastcompact
 import pytest
 from fastcompact import MemoryConfig, memory, search
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
@@ -63,6 +63,8 @@ def _chained(msgs: list[BaseMessage], cuts: list[int], window: int) -> tuple[dic
     seed=st.integers(0, 1_000),
     window=st.sampled_from([200, 2_000, 20_000, 500_000]),
 )
+# Blank to Python's strip, and so to the core: no request.
+@example(users=["\x1f"], cuts=[1], seed=0, window=200)
 def test_chained_memories_keep_every_user_message_or_its_way_back(
     users: list[str], cuts: list[int], seed: int, window: int
 ):

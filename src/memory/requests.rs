@@ -15,6 +15,14 @@ const ARGS_HEAD: usize = 80;
 const RESULT_HEAD: usize = 80;
 const ANSWER_HEAD: usize = 120;
 
+/// Whether a user's text says anything, and so opens a request: a character that is
+/// not blank, blank as Python's `str.strip` takes it (Unicode white space and the
+/// separators U+001C to U+001F), so that the package's rule and the core's agree.
+pub fn says_something(text: &str) -> bool {
+    text.chars()
+        .any(|c| !c.is_whitespace() && !('\u{1c}'..='\u{1f}').contains(&c))
+}
+
 /// What a span holds: the steps before its first request (they continue the request
 /// before the span), and its requests in order, numbered from `first_number`.
 pub struct Span {
@@ -100,7 +108,7 @@ pub fn split(msgs: &[&Message], first_number: u32) -> Span {
     for m in msgs {
         if m.role == Role::Human {
             let text = content_text(m);
-            if !text.trim().is_empty() {
+            if says_something(&text) {
                 span.requests.push(Request {
                     number,
                     id: m.id.clone(),
@@ -159,6 +167,15 @@ mod tests {
         );
         assert_eq!(span.requests[1].number, 13);
         assert!(span.requests[1].steps.is_empty());
+    }
+
+    #[test]
+    fn a_blank_user_message_opens_no_request() {
+        for blank in ["", "  \n", "\u{1f}", "\u{1c} \t"] {
+            let span = split(&[&Message::text(Role::Human, blank)], 1);
+            assert!(span.requests.is_empty(), "{blank:?}");
+        }
+        assert!(says_something("\u{1f}x"));
     }
 
     #[test]

@@ -128,7 +128,7 @@ pub fn arguments_of(m: &Message) -> String {
 
 /// Whether a message opens a request: a user's, with text.
 fn opens_request(m: &Message, text: &str) -> bool {
-    m.role == Role::Human && !text.trim().is_empty()
+    m.role == Role::Human && crate::memory::requests::says_something(text)
 }
 
 impl Index {
