@@ -169,6 +169,48 @@ def test_recall_in_an_agent_finds_the_fact_not_its_own_searches(tmp_path: Path):
         assert "recall(query" not in str(a.content) and question not in str(a.content)
 
 
+def test_a_request_found_shows_how_its_answer_ended_and_the_open_one_is_left_out(tmp_path: Path):
+    """A real DeepAgents graph: the user asks what was found for an earlier request, in
+    the words of that request. The search shows the earlier request with the end of
+    the answer that closed it (where the conclusion is, after a long report), and not
+    the request being answered, which holds the same words."""
+    conclusion = "Root cause: the export worker runs out of disk on /var/tmp."
+    report = "Checked the scheduler, the queue and the worker logs in turn. " * 12 + conclusion
+    asked = "What did you find for the nightly export job failures?"
+
+    def script(messages: list[BaseMessage]) -> AIMessage:
+        last = messages[-1]
+        if isinstance(last, HumanMessage) and last.content == asked:
+            call = {"name": "recall", "args": {"query": "nightly export job failures"}, "id": "r1"}
+            return AIMessage("", tool_calls=[call])
+        if isinstance(last, HumanMessage) and "nightly export" in str(last.content):
+            return AIMessage(report)
+        return AIMessage("Done.")
+
+    model = ScriptedChatModel(script=script, profile={"max_input_tokens": 30_000})
+    backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
+    agent = create_deep_agent(
+        model=model,
+        backend=backend,
+        middleware=[CompactionMiddleware(backend=backend)],
+        checkpointer=InMemorySaver(),
+    )
+    cfg = {"configurable": {"thread_id": "s"}}
+    turns = ["Look into the nightly export job failures."]
+    turns += [f"Now tidy the export settings of module {i}." for i in range(8)]
+    for t in [*turns, asked]:
+        agent.invoke({"messages": [HumanMessage(t)]}, cfg)
+    messages = agent.get_state(cfg).values["messages"]
+    found = next(m for m in messages if isinstance(m, ToolMessage) and m.name == "recall")
+    first = str(found.content).split("\n2. ")[0]
+    report_id = next(m.id for m in messages if isinstance(m, AIMessage) and m.content == report)
+    assert "R1 · human" in first and "Look into the nightly export job failures." in first
+    assert f'answered (recall("{report_id}")): … ' in first and first.endswith(conclusion)
+    assert asked not in str(found.content)
+    # The answer shown with its request is not listed again on its own.
+    assert str(found.content).count(conclusion) == 1
+
+
 def test_the_tools_answer_says_how_to_narrow_and_bad_input_gets_words():
     msgs = _session(40, 2)
     text = search_text(msgs, "module settings", None)

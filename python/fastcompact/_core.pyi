@@ -337,7 +337,12 @@ def search(
     requests: tuple[int, int] | None = None,
     language: str = "english",
     cache_key: str | None = None,
-) -> tuple[list[tuple[int, float, str, str, str | None, int, str | None]], int, int]:
+    skip_open_request: bool = False,
+) -> tuple[
+    list[tuple[int, float, str, str, str | None, int, str | None, tuple[int, str | None, str] | None]],
+    int,
+    int,
+]:
     """The messages that best match ``query`` (BM25F over text, tool and arguments).
 
     Args:
@@ -349,10 +354,14 @@ def search(
         requests: Only requests from the first to the last number, both in.
         language: The Snowball stemmer's language.
         cache_key: The conversation's key in the cache, where its index is kept.
+        skip_open_request: Leave out the message that opened the newest request (the
+            one being answered, when the agent searches).
 
     Returns:
         The hits, best first, each ``(index, score, excerpt, role, tool, request,
-        recall id)``; how many messages matched; how many requests there are.
+        recall id, answer)``, where ``answer`` is, for a request, ``(index, recall id,
+        ending)`` of the answer that closed it (else ``None``); how many messages
+        matched; how many requests there are.
 
     Raises:
         InputError: a message the readers cannot read.

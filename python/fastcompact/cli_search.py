@@ -5,6 +5,7 @@ folder of them), as a person at a terminal asks it."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import sys
@@ -87,9 +88,15 @@ def _load(path: str) -> tuple[list[Any], list[str]]:
     return messages, [f"message {i}" for i in range(len(messages))]
 
 
+def _row(m: Match, places: list[str]) -> dict[str, object]:
+    """A match as JSON: its fields and where it is (a request's answer too)."""
+    answer = None if m.answer is None else _row(m.answer, places)
+    return {**dataclasses.asdict(m), "where": places[m.index], "answer": answer}
+
+
 def _print(found: list[Match], places: list[str], as_json: bool) -> None:
     if as_json:
-        rows = [{**m.__dict__, "where": places[m.index]} for m in found]
+        rows = [_row(m, places) for m in found]
         sys.stdout.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
         return
     if not found:

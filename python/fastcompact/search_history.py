@@ -50,12 +50,20 @@ class Match:
     excerpt: str
     request: int = 0
     tool: str | None = None
+    # For a request: the answer that closed it, its excerpt how it ended.
+    answer: Match | None = None
 
     def __str__(self) -> str:
         where = f"R{self.request}" if self.request else "before R1"
         tool = f" {self.tool}" if self.tool else ""
-        name = f'recall("{self.id}")' if self.id else "no id"
-        return f"{where} · {self.role}{tool} · {name}\n    {self.excerpt}"
+        out = f"{where} · {self.role}{tool} · {_named(self.id)}\n    {self.excerpt}"
+        if self.answer is not None:
+            out += f"\n    answered ({_named(self.answer.id)}): {self.answer.excerpt}"
+        return out
+
+
+def _named(ref: str | None) -> str:
+    return f'recall("{ref}")' if ref else "no id"
 
 
 def _messages(messages: Sequence[Any] | Mapping[str, Any]) -> Sequence[Any]:
@@ -153,6 +161,7 @@ def _search(
     tool: str | None,
     requests: Any,
     language: str,
+    skip_open_request: bool = False,
 ) -> tuple[list[Match], int, int]:
     """The matches shown, how many matched in all, and how many requests there are."""
     from fastcompact.helpers import _input_error
@@ -169,7 +178,7 @@ def _search(
         raise _input_error("role", f"expected one of {', '.join(ROLES)}, got {role!r}")
     span = _requests(requests)
     if pattern is not None:
-        return _by_pattern(messages, pattern, limit, role, tool, span)
+        return _by_pattern(messages, pattern, limit, role, tool, span, skip_open_request)
     try:
         rows, matched, total = _core.search(
             messages,
@@ -180,14 +189,23 @@ def _search(
             requests=span,
             language=language,
             cache_key=_cache_key(messages),
+            skip_open_request=skip_open_request,
         )
     except _core.InputError:
         raise
     except ValueError as e:  # a language it does not know
         raise _input_error("language", str(e)) from e
     found = [
-        Match(index=i, id=ref, role=kind, excerpt=excerpt, request=number, tool=name)
-        for i, _score, excerpt, kind, name, number, ref in rows
+        Match(
+            index=i,
+            id=ref,
+            role=kind,
+            excerpt=excerpt,
+            request=number,
+            tool=name,
+            answer=None if answer is None else Match(answer[0], answer[1], "ai", answer[2], number),
+        )
+        for i, _score, excerpt, kind, name, number, ref, answer in rows
     ]
     return found, matched, total
 
@@ -210,6 +228,7 @@ def _by_pattern(
     role: str | None,
     tool: str | None,
     span: tuple[int, int] | None,
+    skip_open_request: bool,
 ) -> tuple[list[Match], int, int]:
     from fastcompact.helpers import _input_error, normalize
 
@@ -219,12 +238,14 @@ def _by_pattern(
         raise _input_error("pattern", f"not a regular expression: {e}") from e
     matches: list[Match] = []
     request = 0
+    opened = -1
     tools: dict[str, str] = {}
     for i, m in enumerate(normalize(messages)):
         text = _pattern_text(m)
         kind = m["role"]
         if kind == "human" and str(m["content"]).strip():
             request += 1
+            opened = i
         names = [str(c.get("name")) for c in m["tool_calls"]]
         for c in m["tool_calls"]:
             tools[str(c.get("id"))] = str(c.get("name"))
@@ -246,6 +267,8 @@ def _by_pattern(
         excerpt = ("… " if start > 0 else "") + excerpt + (" …" if end < len(text) else "")
         ref = m["tool_call_id"] or m["id"]
         matches.append(Match(index=i, id=ref, role=kind, excerpt=excerpt, request=request, tool=name))
+    if skip_open_request:
+        matches = [m for m in matches if m.index != opened]
     return matches[-limit:], len(matches), request
 
 
@@ -260,11 +283,14 @@ def search_text(
     limit: int = SEARCH_LIMIT,
 ) -> str:
     """A search's answer as the ``recall`` tool gives it: the best matches, each with
-    its request, role, tool, id and passage; then how many more matched and how to
-    narrow."""
+    its request, role, tool, id and passage (a request with how its answer ended); then
+    how many more matched and how to narrow. The request being answered (the newest)
+    is left out: the model reads it already."""
     from fastcompact.helpers import plural
 
-    found, matched, total = _search(messages, query, pattern, limit, role, tool, requests, "english")
+    found, matched, total = _search(
+        messages, query, pattern, limit, role, tool, requests, "english", skip_open_request=True
+    )
     asked = query if query is not None else pattern
     if not found:
         return (

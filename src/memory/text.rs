@@ -3,7 +3,7 @@
 
 /// A character's width: Latin letters run about four to a token, CJK characters about
 /// one, the rest about two.
-fn char_width(c: char) -> usize {
+pub fn char_width(c: char) -> usize {
     if c.is_ascii() {
         1
     } else if c >= '\u{2E80}' {

@@ -14,7 +14,8 @@ use crate::message::{Message, Role};
 use crate::search::{Filters, Index, Query};
 
 /// One message found: its index, score, excerpt, role (LangChain's type), tool, request
-/// number, and the id `recall` returns it by.
+/// number, the id `recall` returns it by, and for a request the answer that closed it
+/// (its index, id and ending).
 type HitRow = (
     usize,
     f32,
@@ -23,7 +24,13 @@ type HitRow = (
     Option<String>,
     u32,
     Option<String>,
+    Option<(usize, Option<String>, String)>,
 );
+
+/// The id `recall` returns a message by: the call it answers, else its own.
+fn recall_id(m: &Message) -> Option<String> {
+    m.tool_call_id.clone().or_else(|| m.id.clone())
+}
 
 fn role_named(name: &str) -> PyResult<Role> {
     Ok(match name.trim().to_lowercase().as_str() {
@@ -41,12 +48,14 @@ fn role_named(name: &str) -> PyResult<Role> {
 
 /// The messages best matching `query` (a few words; a part in double quotes is a phrase
 /// a message must hold), best first, at most `limit`, among those of `role`, `tool` and
-/// request numbers `requests` (first, last); and how many matched in all, and how many
-/// requests the conversation has. Terms are stemmed for `language`. The index is kept
+/// request numbers `requests` (first, last), leaving out the message that opened the
+/// newest request when `skip_open_request` (asked from inside the conversation, the
+/// model reads it already); and how many matched in all, and how many requests the
+/// conversation has. Terms are stemmed for `language`. The index is kept
 /// in the cache under `cache_key` (else the first message's id) and grows with the
 /// conversation.
 #[pyfunction]
-#[pyo3(signature = (messages, query, *, limit=5, role=None, tool=None, requests=None, language="english", cache_key=None))]
+#[pyo3(signature = (messages, query, *, limit=5, role=None, tool=None, requests=None, language="english", cache_key=None, skip_open_request=false))]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn search(
     py: Python<'_>,
@@ -58,11 +67,13 @@ pub(super) fn search(
     requests: Option<(u32, u32)>,
     language: &str,
     cache_key: Option<&str>,
+    skip_open_request: bool,
 ) -> PyResult<(Vec<HitRow>, usize, u32)> {
     let filters = Filters {
         role: role.map(role_named).transpose()?,
         tool,
         requests,
+        skip_open_request,
     };
     let fresh = Index::new(language).ok_or_else(|| {
         PyValueError::new_err(format!(
@@ -113,8 +124,7 @@ pub(super) fn search(
         .into_iter()
         .map(|h| {
             let doc = &index.docs()[h.index];
-            let m = &msgs[h.index];
-            let id = m.tool_call_id.clone().or_else(|| m.id.clone());
+            let answer = h.answer.map(|(a, ending)| (a, recall_id(&msgs[a]), ending));
             (
                 h.index,
                 h.score,
@@ -122,7 +132,8 @@ pub(super) fn search(
                 doc.role.type_name(),
                 doc.tool.clone(),
                 doc.request,
-                id,
+                recall_id(&msgs[h.index]),
+                answer,
             )
         })
         .collect();

@@ -116,6 +116,18 @@ impl Analyzer {
     /// The terms of `text`, in order, pushed onto `out` (a term may come more than once:
     /// its count is its frequency).
     pub fn terms(&self, text: &str, out: &mut Vec<String>) {
+        self.collect(text, Singles::Always, out);
+    }
+
+    /// The terms a query asks for: as [`Analyzer::terms`], but a run of Chinese or
+    /// Japanese by its pairs of characters alone (its single characters only when it
+    /// is one): the pairs say what it means, and single characters common to every
+    /// message would outweigh a rare number or name beside them.
+    pub fn query_terms(&self, text: &str, out: &mut Vec<String>) {
+        self.collect(text, Singles::Alone, out);
+    }
+
+    fn collect(&self, text: &str, singles: Singles, out: &mut Vec<String>) {
         for chunk in text.split_whitespace() {
             let core = chunk.trim_matches(|c: char| !c.is_alphanumeric());
             if core.is_empty() {
@@ -132,18 +144,18 @@ impl Analyzer {
             {
                 out.push(core.to_lowercase());
             }
-            self.words(core, out);
+            self.words(core, singles, out);
         }
     }
 
-    fn words(&self, core: &str, out: &mut Vec<String>) {
+    fn words(&self, core: &str, singles: Singles, out: &mut Vec<String>) {
         let mut cjk = String::new();
         for word in core.unicode_words() {
             if word.chars().any(is_cjk) {
                 cjk.push_str(word);
                 continue;
             }
-            grams(&cjk, out);
+            grams(&cjk, singles, out);
             cjk.clear();
             let split = parts(word);
             if split.len() > 1 {
@@ -151,15 +163,25 @@ impl Analyzer {
             }
             out.extend(split.iter().filter_map(|p| self.word_term(p)));
         }
-        grams(&cjk, out);
+        grams(&cjk, singles, out);
     }
 }
 
+/// Which single characters of a run of Chinese or Japanese are terms.
+#[derive(Clone, Copy, PartialEq)]
+enum Singles {
+    Always,
+    /// Only a run of one.
+    Alone,
+}
+
 /// A run of Chinese or Japanese: each character, and each pair of neighbours.
-fn grams(run: &str, out: &mut Vec<String>) {
+fn grams(run: &str, singles: Singles, out: &mut Vec<String>) {
     let chars: Vec<char> = run.chars().filter(|c| is_cjk(*c)).collect();
     for (i, c) in chars.iter().enumerate() {
-        out.push(c.to_string());
+        if singles == Singles::Always || chars.len() == 1 {
+            out.push(c.to_string());
+        }
         if let Some(next) = chars.get(i + 1) {
             out.push([*c, *next].iter().collect());
         }
@@ -215,6 +237,11 @@ mod tests {
             terms("服务器位置"),
             vec!["服", "服务", "务", "务器", "器", "器位", "位", "位置", "置"]
         );
+        // A query asks for the pairs, and for a character only when it stands alone.
+        let mut asked = Vec::new();
+        let english = Analyzer::for_language("english").expect("english is a language");
+        english.query_terms("服务器位置 在 7", &mut asked);
+        assert_eq!(asked, vec!["服务", "务器", "器位", "位置", "在", "7"]);
         // Mixed with Latin text, each run on its own.
         let t = terms("数据中心 in Frankfurt");
         assert!(t.contains(&"数据".to_owned()) && t.contains(&"frankfurt".to_owned()));

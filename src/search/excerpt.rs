@@ -5,11 +5,13 @@ use std::collections::HashMap;
 
 use super::analyze::Analyzer;
 use super::arguments_of;
+use crate::memory::text::{char_width, width};
 use crate::message::Message;
 use crate::render::content_text;
 
-/// A passage's length at most, in characters.
-const PASSAGE_CHARS: usize = 240;
+/// A passage's length at most, in widths (about 60 tokens in any script: 240 Latin
+/// characters, 60 Chinese; see [`width`]).
+const PASSAGE: usize = 240;
 
 /// The phrases in double quotes in a query, case folded, spaces made single.
 pub fn phrases(query: &str) -> Vec<String> {
@@ -47,21 +49,31 @@ pub fn holds_all(m: &Message, phrases: &[String]) -> bool {
     phrases.iter().all(|p| text.contains(p.as_str()))
 }
 
-/// `text` in units no longer than [`PASSAGE_CHARS`]: its lines, a long line cut by words.
+/// `text` in units no wider than [`PASSAGE`]: its lines, a long line cut between words,
+/// a word wider than a passage (a run of Chinese, a path, a blob) in pieces.
 fn units(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for line in text.lines() {
         let mut current = String::new();
+        let mut used = 0;
         for word in line.split_whitespace() {
-            let over = current.chars().count() + word.chars().count() + 1 > PASSAGE_CHARS;
-            if over && !current.is_empty() {
+            let w = width(word);
+            if used + w + 1 > PASSAGE && !current.is_empty() {
                 out.push(std::mem::take(&mut current));
+                used = 0;
             }
             if !current.is_empty() {
                 current.push(' ');
+                used += 1;
             }
-            // A word longer than a passage (a path, a base64 blob) is cut.
-            current.extend(word.chars().take(PASSAGE_CHARS));
+            for c in word.chars() {
+                if used + char_width(c) > PASSAGE {
+                    out.push(std::mem::take(&mut current));
+                    used = 0;
+                }
+                current.push(c);
+                used += char_width(c);
+            }
         }
         if !current.is_empty() {
             out.push(current);
@@ -70,9 +82,48 @@ fn units(text: &str) -> Vec<String> {
     out
 }
 
+/// How a message ends: its last [`PASSAGE`] widths or fewer, lines joined by ` | `,
+/// starting at a word (text without spaces, as Chinese, at a character). Where an
+/// answer concludes.
+pub fn ending(m: &Message) -> String {
+    let text = content_text(m);
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let chars: Vec<char> = lines.join(" | ").chars().collect();
+    let mut start = chars.len();
+    let mut used = 0;
+    while start > 0 && used + char_width(chars[start - 1]) <= PASSAGE {
+        used += char_width(chars[start - 1]);
+        start -= 1;
+    }
+    if start == 0 {
+        return chars.iter().collect();
+    }
+    // Cut inside a word (of a script with spaces): start at the next one, if one
+    // starts soon.
+    let in_word = |c: char| c.is_alphanumeric() && char_width(c) < 4;
+    if in_word(chars[start - 1]) && in_word(chars[start]) {
+        let soon = chars[start..]
+            .iter()
+            .take(PASSAGE / 4)
+            .position(|c| *c == ' ');
+        if let Some(n) = soon {
+            start += n + 1;
+        }
+    }
+    let tail: String = chars[start..].iter().collect();
+    format!(
+        "… {}",
+        tail.trim_start_matches(|c: char| !c.is_alphanumeric())
+    )
+}
+
 /// The passage of `m` whose terms weigh most (`rarities` of the query's terms; a
 /// passage holding a quoted phrase counts it as the rarest): the run of its lines,
-/// within [`PASSAGE_CHARS`], that holds the most of the query, lines joined by ` | `,
+/// within [`PASSAGE`], that holds the most of the query, lines joined by ` | `,
 /// with marks where the message goes on before or after it.
 pub fn best_passage(
     analyzer: &Analyzer,
@@ -100,11 +151,9 @@ pub fn best_passage(
     let mut best = (0usize, 1usize, -1.0f32);
     for start in 0..all.len() {
         let mut end = start;
-        let mut chars = 0;
-        while end < all.len()
-            && (end == start || chars + all[end].chars().count() + 3 <= PASSAGE_CHARS)
-        {
-            chars += all[end].chars().count() + 3;
+        let mut used = 0;
+        while end < all.len() && (end == start || used + width(&all[end]) + 3 <= PASSAGE) {
+            used += width(&all[end]) + 3;
             end += 1;
         }
         let mut held: Vec<&str> = found[start..end].iter().flatten().copied().collect();

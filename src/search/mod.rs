@@ -49,6 +49,10 @@ pub struct Doc {
     pub request: u32,
     /// A call of `recall` or its result: never found.
     pub skipped: bool,
+    /// A user's message that opens its request.
+    pub opens: bool,
+    /// The agent's text with no tool call: an answer to its request.
+    pub answers: bool,
     lengths: [u32; FIELDS],
 }
 
@@ -59,6 +63,9 @@ pub struct Filters {
     pub tool: Option<String>,
     /// Requests from the first to the last number, both in.
     pub requests: Option<(u32, u32)>,
+    /// Leave out the message that opens the newest request: asked from inside the
+    /// conversation, that is the request being answered, which the model reads already.
+    pub skip_open_request: bool,
 }
 
 /// A search.
@@ -71,15 +78,18 @@ pub struct Query {
     pub filters: Filters,
 }
 
-/// A message found, and the passage of it that matched best.
+/// A message found, and the passage of it that matched best; for a request, the end
+/// of the answer that closed it (where an answer concludes), unless shown already.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Hit {
     pub index: usize,
     pub score: f32,
     pub excerpt: String,
+    pub answer: Option<(usize, String)>,
 }
 
-/// The best matches, best first, and how many messages matched in all.
+/// The best matches, best first, and how many messages matched in all (an answer
+/// shown with its request counted in its request's).
 #[derive(Clone, Debug, Default)]
 pub struct Found {
     pub hits: Vec<Hit>,
@@ -98,6 +108,8 @@ pub struct Index {
     /// index the result too.
     open_calls: HashMap<String, (String, Vec<u32>)>,
     requests: u32,
+    /// The message that opened the newest request.
+    open_request: Option<u32>,
 }
 
 /// The values of a call's arguments as text (keys are the tool's, not the model's).
@@ -144,6 +156,7 @@ impl Index {
             totals: [0; FIELDS],
             open_calls: HashMap::new(),
             requests: 0,
+            open_request: None,
         })
     }
 
@@ -199,11 +212,14 @@ impl Index {
         let text = content_text(m);
         if opens_request(m, &text) {
             self.requests += 1;
+            self.open_request = Some(self.docs.len() as u32);
         }
         let doc = self.docs.len() as u32;
         let mut fields: [Vec<u32>; FIELDS] = Default::default();
         let mut tool = None;
         let mut skipped = false;
+        let opens = opens_request(m, &text);
+        let answers = m.role == Role::Ai && m.tool_calls.is_empty() && !text.trim().is_empty();
         match m.role {
             Role::Ai if !m.tool_calls.is_empty() => {
                 let names: Vec<&str> = m.tool_calls.iter().map(|c| c.name.as_str()).collect();
@@ -259,6 +275,8 @@ impl Index {
             tool,
             request: self.requests,
             skipped,
+            opens,
+            answers,
             lengths,
         });
     }
@@ -289,7 +307,9 @@ impl Index {
 
     fn passes(&self, doc: usize, f: &Filters) -> bool {
         let d = &self.docs[doc];
+        let open = f.skip_open_request && self.open_request == Some(doc as u32);
         !d.skipped
+            && !open
             && f.role.is_none_or(|r| r == d.role)
             && f.tool
                 .as_deref()
@@ -302,7 +322,7 @@ impl Index {
     pub fn search(&self, msgs: &[&Message], q: &Query) -> Found {
         let phrases = excerpt::phrases(&q.text);
         let mut terms = Vec::new();
-        self.analyzer.terms(&q.text, &mut terms);
+        self.analyzer.query_terms(&q.text, &mut terms);
         let mut ids: Vec<u32> = terms
             .iter()
             .filter_map(|t| self.vocabulary.get(t).copied())
@@ -340,7 +360,8 @@ impl Index {
             .map(|(d, (s, n))| (d, s * (1.0 + n as f32) / (1.0 + wanted as f32)))
             .collect();
         found.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
-        let matched = found.len();
+        let mut matched = found.len();
+        let matching: std::collections::HashSet<u32> = found.iter().map(|f| f.0).collect();
         let rarities: HashMap<&str, f32> = terms
             .iter()
             .filter_map(|t| {
@@ -349,19 +370,48 @@ impl Index {
                     .map(|id| (t.as_str(), self.rarity(*id)))
             })
             .collect();
-        let hits = found
-            .into_iter()
-            .take(q.limit)
-            .filter_map(|(d, score)| {
-                let m = msgs.get(d as usize)?;
-                Some(Hit {
-                    index: d as usize,
-                    score,
-                    excerpt: excerpt::best_passage(&self.analyzer, m, &rarities, &phrases),
-                })
-            })
-            .collect();
+        let mut shown = std::collections::HashSet::new();
+        let mut hits = Vec::new();
+        for (d, score) in found {
+            let d = d as usize;
+            if hits.len() == q.limit {
+                break;
+            }
+            let Some(m) = msgs.get(d) else { continue };
+            if !shown.insert(d) {
+                continue;
+            }
+            let answer = self
+                .answer_to(d)
+                .filter(|a| shown.insert(*a))
+                .and_then(|a| Some((a, excerpt::ending(msgs.get(a)?))));
+            if answer
+                .as_ref()
+                .is_some_and(|(a, _)| matching.contains(&(*a as u32)))
+            {
+                matched -= 1;
+            }
+            hits.push(Hit {
+                index: d,
+                score,
+                excerpt: excerpt::best_passage(&self.analyzer, m, &rarities, &phrases),
+                answer,
+            });
+        }
         Found { hits, matched }
+    }
+
+    /// The answer that closed the request message `doc` opened: the last answer
+    /// before the next request.
+    fn answer_to(&self, doc: usize) -> Option<usize> {
+        if !self.docs.get(doc)?.opens {
+            return None;
+        }
+        let request = self.docs[doc].request;
+        let rest = &self.docs[doc + 1..];
+        let within = rest.iter().take_while(|d| d.request == request).count();
+        let last = rest[..within].iter().rposition(|d| d.answers)?;
+        Some(doc + 1 + last)
     }
 }
 

@@ -163,7 +163,13 @@ fn filters_narrow_by_role_tool_and_request() {
             ..Filters::default()
         }),
     );
-    let mut at: Vec<usize> = by_request.hits.iter().map(|h| h.index).collect();
+    // A request's hit shows the answer that closed it beside it.
+    let mut at: Vec<usize> = by_request
+        .hits
+        .iter()
+        .flat_map(|h| [Some(h.index), h.answer.as_ref().map(|a| a.0)])
+        .flatten()
+        .collect();
     at.sort_unstable();
     // Requests 3 and 4 are messages 8 to 15; their calls name no database.
     assert_eq!(at, vec![8, 10, 11, 12, 14, 15]);
@@ -281,4 +287,91 @@ proptest! {
         prop_assert_eq!(grown.search(&refs, &q).hits, whole.search(&refs, &q).hits);
         prop_assert_eq!(grown.bytes(), whole.bytes());
     }
+}
+
+#[test]
+fn a_request_found_shows_how_its_answer_ended_once() {
+    let mut msgs = session();
+    // Request 7 (message 24) ends with a long answer whose conclusion is at its end.
+    let long = format!(
+        "{} The pool was sized at 48 connections.",
+        "Checked the logs. ".repeat(30)
+    );
+    msgs[27] = said(Role::Ai, &long);
+    let found = find(&msgs, "database settings of module 6", 3);
+    let first = &found.hits[0];
+    assert_eq!(first.index, 24);
+    let (at, ending) = first.answer.clone().expect("the request's answer");
+    assert_eq!(at, 27);
+    assert!(ending.starts_with("… ") && ending.ends_with("The pool was sized at 48 connections."));
+    assert!(ending.chars().count() <= 242, "{ending}");
+    // The answer shown with its request is not shown again, nor counted apart.
+    assert!(found.hits.iter().all(|h| h.index != 27));
+    let alone = find(&msgs, "module 6", 100);
+    let mut shown: Vec<usize> = alone
+        .hits
+        .iter()
+        .flat_map(|h| [Some(h.index), h.answer.as_ref().map(|a| a.0)])
+        .flatten()
+        .collect();
+    let count = shown.len();
+    shown.sort_unstable();
+    shown.dedup();
+    assert_eq!(shown.len(), count, "a message shown twice");
+    // Every match is shown (the limit is above them): none is left to count.
+    assert_eq!(alone.matched, alone.hits.len());
+}
+
+#[test]
+fn a_request_still_open_has_no_answer_and_can_be_left_out() {
+    let mut msgs = session();
+    msgs.push(said(
+        Role::Human,
+        "What was the staging database port again?",
+    ));
+    let refs: Vec<&Message> = msgs.iter().collect();
+    let ix = index(&msgs);
+    let q = |skip_open_request: bool| Query {
+        text: "staging database port".into(),
+        limit: 5,
+        filters: Filters {
+            skip_open_request,
+            ..Filters::default()
+        },
+    };
+    let open = msgs.len() - 1;
+    let all = ix.search(&refs, &q(false));
+    let asked = all
+        .hits
+        .iter()
+        .find(|h| h.index == open)
+        .expect("the newest request");
+    assert_eq!(asked.answer, None);
+    let skipped = ix.search(&refs, &q(true));
+    assert_eq!(skipped.hits[0].index, 22);
+    assert!(skipped.hits.iter().all(|h| h.index != open));
+}
+
+#[test]
+fn an_ending_starts_at_a_word_or_a_character() {
+    let short = said(Role::Ai, "Done.\nAll tests pass.");
+    assert_eq!(excerpt::ending(&short), "Done. | All tests pass.");
+    let long = said(Role::Ai, &format!("{}Port 5433.", "alpha beta ".repeat(40)));
+    let tail = excerpt::ending(&long);
+    assert!(
+        tail.starts_with("… alpha ") || tail.starts_with("… beta "),
+        "{tail}"
+    );
+    let han = said(
+        Role::Ai,
+        &format!("{}结论：端口 5433。", "数据库".repeat(100)),
+    );
+    let tail = excerpt::ending(&han);
+    // About sixty tokens in either script: 240 widths, a Chinese character four.
+    let widths = crate::memory::text::width(&tail);
+    assert!(
+        tail.ends_with("结论：端口 5433。") && (230..=243).contains(&widths),
+        "{tail}"
+    );
+    assert!(tail.chars().count() < 80, "{tail}");
 }
