@@ -38,10 +38,13 @@ every call.
 Fidelity: the share of user messages that, at every later call, the model still sees or
 had handed to a summary call; findings: every fifth request needs what an answer 10-40
 calls earlier found: seen in view, or got back with one more call through what the view
-shows (`recall` on an id a line of that answer names, a `recall` search where the agent
-has the tool, a grep of an archive folder the view names, a read of an archive file it
-names), or lost; and the share of tool results no longer in the final view whose full
-text the agent can get back (an archive on the backend, or `recall`).
+shows (`recall` on an id a line of that answer names; where the agent has the tool, a
+`recall` search in the words the request names the earlier one by, never the finding's
+code, which counts only when the results shown hold the finding, "search recall@3" being
+how many searches showed it among the first three; a grep of an archive folder the view
+names; a read of an archive file it names), or lost; and the share of tool results no
+longer in the final view whose full text the agent can get back (an archive on the
+backend, or `recall`).
 """
 
 from __future__ import annotations
@@ -156,6 +159,10 @@ class Outcome:
     floor: float
     user_fidelity: float
     findings: dict[str, int]
+    # Of the searches for a finding, how many showed the answer holding it among the
+    # first three results, and how many there were.
+    search_top3: int
+    searches: int
     recoverable: float
     cleared: int
     failed_turns: int
@@ -184,6 +191,7 @@ def run(session: Session, side: str, trigger: float | None = None, restore: bool
         checkpointer=InMemorySaver(),
     )
     session.findings.clear()
+    session.search_ranks.clear()
     # The script searches with recall only on the side that gives the agent the tool.
     session.agent_tools.clear()
     if side == "fastcompact":
@@ -270,6 +278,8 @@ def _measure(
         floor=floor,
         user_fidelity=fidelity,
         findings=findings,
+        search_top3=sum(1 for r in session.search_ranks.values() if 1 <= r <= 3),
+        searches=len(session.search_ranks),
         recoverable=back / len(cleared) if cleared else 1.0,
         cleared=len(cleared),
         failed_turns=len(failures),
@@ -281,8 +291,9 @@ def table(outcomes: list[Outcome]) -> str:
     lines = [
         "| session | middleware | calls | refused | peak | cache hit | summaries (input) | output "
         "| bill | whole | vs cheaper peer | x floor | user fidelity "
-        "| findings needed / in view / recall / search / grep / read / lost | recoverable |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| findings needed / in view / recall / search / grep / read / lost | search recall@3 "
+        "| recoverable |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name in dict.fromkeys(o.session for o in outcomes):
         rows = [o for o in outcomes if o.session == name]
@@ -296,12 +307,13 @@ def table(outcomes: list[Outcome]) -> str:
             failed = f" ({o.failed_turns} turns failed)" if o.failed_turns else ""
             back = f"{100 * o.recoverable:.0f}% of {o.cleared}" if o.cleared else "nothing cleared"
             f = o.findings
+            top3 = f"{o.search_top3} of {o.searches}" if o.searches else ""
             lines.append(
                 f"| {o.session} | {o.side}{failed} | {o.calls} | {o.refused} | {o.peak_input:,} | "
                 f"{o.cache_hit:.3f} | {o.summary_calls} ({o.summary_input:,}) | {o.output_cost[a]:.3f} | "
                 f"{o.bill[a]:.3f} | {o.whole[a]:.3f} | {ratio} | {o.bill[a] / floor:.2f} | "
                 f"{100 * o.user_fidelity:.0f}% | {' / '.join(str(f[k]) for k in ('needed', *WAYS_BACK))} | "
-                f"{back} |"
+                f"{top3} | {back} |"
             )
     return "\n".join(lines)
 

@@ -83,6 +83,9 @@ class Session:
     # The agent's own tools beside DeepAgents' (the side running it sets them): the
     # script searches with `recall` only when it has it.
     agent_tools: set[str] = field(default_factory=set)
+    # Where each search showed the answer holding the finding it was after (step ->
+    # rank among the results shown, 0 when not shown).
+    search_ranks: dict[int, int] = field(default_factory=dict)
 
 
 # --- findings: what an answer found, which a later request needs -------------------
@@ -100,18 +103,46 @@ def needed(step: int, back: int) -> int | None:
     return step - back if step % 5 == 4 and step >= back else None
 
 
+def opening(request: str) -> str:
+    """The words a user names an earlier request by: how it began (its first eight
+    words; the first 16 characters of Chinese)."""
+    if "[步骤" in request:
+        return request[:16]
+    return " ".join(request.split()[:8])
+
+
+# How a later request asks for what an earlier one found: by the words the earlier one
+# began with, never by the finding's code. The agent searches with those words.
+NEED = "Use what you found earlier for: {}"
+NEED_HAN = "请使用之前这个请求的结果：{}"  # noqa: RUF001 (Chinese punctuation)
+
+
 def with_needs(requests: list[str], back: int) -> list[str]:
     """The requests, every fifth asking for an earlier finding."""
     out = []
     for s, r in enumerate(requests):
         t = needed(s, back)
-        out.append(r if t is None else f"{r} Use finding F{t} from earlier.")
+        if t is None:
+            out.append(r)
+            continue
+        asked = NEED_HAN if "[步骤" in r else NEED
+        out.append(f"{r} {asked.format(opening(requests[t]))}")
     return out
 
 
-# How a need went: met in view; got back with one more call (recall by an id in view,
-# a recall search, a grep of an archive folder the view names, a read of an archive
-# file it names); or not got back.
+def asked_words(request: str) -> str | None:
+    """The words a request names an earlier one by (see `with_needs`)."""
+    for asked in (NEED, NEED_HAN):
+        head = asked.split("{}")[0]
+        if head in request:
+            return request.split(head, 1)[1].strip()
+    return None
+
+
+# How a need went: met in view; got back with one more call (recall by an id in view;
+# a recall search in the words of the request, which counts only when the results it
+# shows hold the finding; a grep of an archive folder the view names for the answer's
+# mark; a read of an archive file it names); or not got back.
 VISIBLE, RECALLED, SEARCHED, GREPPED, READ, LOST = (
     "visible",
     "recalled",
@@ -129,15 +160,18 @@ def stepped(
     back: int,
     log: dict[int, str],
     tools: set[str],
+    ranks: dict[int, int],
 ) -> Callable[[list[BaseMessage]], AIMessage]:
     """A script from the tool calls of each step (`steps(s)`, in order) and the answer
     that closes it (which carries the step's finding), deciding from the last message.
     A request that needs an earlier finding looks for it in view first; when it is not
     there, it gets it back only through what the view shows or the tools it has
     (`tools`), the cheapest first: `recall` on the id a line of that answer names, a
-    `recall` search, a grep of an archive folder the view names, a read of an archive
-    file the view names. It never uses an id that nothing in view shows. `log` records
-    how each need went."""
+    `recall` search in the words of the request, a grep of an archive folder the view
+    names for the answer's mark, a read of an archive file the view names. It never
+    uses an id that nothing in view shows. `log` records how each need went, and
+    `ranks` where a search showed the finding (its rank among the results, 0: not
+    shown)."""
 
     def first(step: int) -> AIMessage:
         calls = steps(step)
@@ -153,20 +187,28 @@ def stepped(
         if finding(t) in view:
             log[step] = VISIBLE
             return None
-        wanted = f"Finding F{t}:"
         named = re.search(rf'\[answer {t}\][^\n]*?recall\("([^"]+)"\)', view)
         if named:
             return _call("recall", {"id": named.group(1)}, f"find-{RECALLED}-{step}-{t}")
-        if "recall" in tools:
-            return _call("recall", {"query": wanted}, f"find-{SEARCHED}-{step}-{t}")
+        words = asked_words(str(messages[-1].content))
+        if "recall" in tools and words:
+            # The words the request names the earlier one by, as a model searches.
+            return _call("recall", {"query": words}, f"find-{SEARCHED}-{step}-{t}")
+        # The mark the agent's own answers start with.
+        mark = rf"\[answer {t}\]"
         if "/conversation_history" in view:
-            args = {"pattern": wanted, "path": "/conversation_history", "output_mode": "content"}
+            args = {"pattern": mark, "path": "/conversation_history", "output_mode": "content"}
             return _call("grep", args, f"find-{GREPPED}-{step}-{t}")
         archive = re.search(r"(/conversation_history/\S+?\.md)", view)
         if archive:
             return _call("read_file", {"file_path": archive.group(1)}, f"find-{READ}-{step}-{t}")
         log[step] = LOST
         return None
+
+    def searched(step: int, t: int, answer: str) -> None:
+        """Where the results of a search showed the finding (0: nowhere)."""
+        hits = re.split(r"\n(?=\d+\. )", answer)[1:]
+        ranks[step] = next((rank for rank, hit in enumerate(hits, 1) if finding(t) in hit), 0)
 
     def script(messages: list[BaseMessage]) -> AIMessage:
         last = messages[-1]
@@ -179,6 +221,8 @@ def stepped(
             if last.tool_call_id.startswith("find-"):
                 way = last.tool_call_id.split("-")[1]
                 step, t = _parts(last.tool_call_id)
+                if way == SEARCHED:
+                    searched(step, t, str(last.content))
                 log[step] = way if finding(t) in str(last.content) else LOST
                 return first(step)
             step, k = _parts(last.tool_call_id)
@@ -205,12 +249,14 @@ def needing(
     had."""
     log: dict[int, str] = {}
     tools: set[str] = set()
+    ranks: dict[int, int] = {}
     return Session(
         name,
         with_needs(requests, back),
-        stepped(steps, answer, back, log, tools),
+        stepped(steps, answer, back, log, tools, ranks),
         findings=log,
         agent_tools=tools,
+        search_ranks=ranks,
         **fields,
     )
 
