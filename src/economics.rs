@@ -200,6 +200,18 @@ impl Fold {
     }
 }
 
+/// How many tokens of the newest requests a memory pays to keep verbatim in view. Every
+/// token of them is read on every call, and the layer grows by `growth` tokens a call
+/// until a fold (a model summary writing `fold_output` tokens) brings it back down; a
+/// request no longer in view costs a search when it is needed. The cheapest cycle
+/// between folds (see `Compaction`) lets the layer reach `sqrt(2 D g / r)` for a fold's
+/// price D, growth g and read price r: a chat's long messages keep many, an agent's
+/// short requests among bulky tool results few.
+pub fn verbatim_tokens(p: &Pricing, growth: f64, fold_output: f64) -> f64 {
+    let fold = p.output * fold_output.max(0.0);
+    (2.0 * fold * growth.max(0.0) / p.read.max(f64::EPSILON)).sqrt()
+}
+
 /// Whether restoring a file read before a compaction (its text in the summary message)
 /// pays: the summary message is read on every call until the next compaction, about
 /// as many as `cycle` calls (the last cycle's length); a file left out costs, if the
@@ -212,6 +224,19 @@ pub fn restoring_pays(p: &Pricing, cycle: f64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_verbatim_layer_grows_with_the_requests_and_the_folds_price() {
+        // An agent's short requests (10 tokens a call) against a chat's (150).
+        let agent = verbatim_tokens(&ANTHROPIC, 10.0, 2_000.0);
+        let chat = verbatim_tokens(&ANTHROPIC, 150.0, 2_000.0);
+        assert!((agent - 2_000_000f64.sqrt()).abs() < 1e-6);
+        assert!((chat / agent - 15f64.sqrt()).abs() < 1e-9);
+        // Without a cache a read costs what a write does: fewer stay.
+        let none = Pricing::preset("none").unwrap_or(ANTHROPIC);
+        assert!(verbatim_tokens(&none, 10.0, 2_000.0) < agent);
+        assert_eq!(verbatim_tokens(&ANTHROPIC, -1.0, 2_000.0), 0.0);
+    }
 
     #[test]
     fn restoring_pays_over_short_cycles_only() {

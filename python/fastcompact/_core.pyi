@@ -250,6 +250,11 @@ class PlanSettings:
     ) -> bool | None:
         """Whether folding the memory into a model summary pays over the session;
         ``None`` without a price model."""
+    def verbatim_tokens(self, growth: float, fold_output: float) -> float | None:
+        """The tokens of the newest requests a memory pays to keep verbatim when they
+        grow by ``growth`` tokens a call and a fold writes ``fold_output`` tokens: the
+        cheapest cycle between folds, ``sqrt(2 D g / r)``; ``None`` without a price
+        model."""
     def restoring_pays(self, cycle: float) -> bool:
         """Whether restoring files after a compaction pays when a cycle takes ``cycle``
         calls (the reads of them cost less than a re-read's write); ``True`` without a

@@ -120,7 +120,9 @@ class CompactionSteps(PricedSchedule, Committing, Fitting, Drafting):
         first, last = (draft.first_number, draft.first_number + opened - 1) if opened else (None, None)
         folded = self._summary_of(turn, draft, self._longest_archive_path(draft), notes="")
         verbatim = memory.verbatim_numbers(folded.memory)
-        budget = memory.budgets(self._config.memory, turn.window, draft.widths_per_token, draft.room)
+        budget = memory.budgets(
+            self._memory_shares(turn, draft), turn.window, draft.widths_per_token, draft.room
+        )
         words = int(budget["notes"] / draft.widths_per_token * summarize.WORDS_PER_TOKEN)
         return summarize.Brief(first, last, kept_from=min(verbatim) if verbatim else None, words=words)
 

@@ -19,7 +19,7 @@ from fastcompact.config import ContextSize
 from fastcompact.draft import Draft, Summary
 from fastcompact.helpers import count_once, cutoff_once
 from fastcompact.passes import _settings
-from fastcompact.state import Turn, count_of, newest_request, sent_size, thread_name
+from fastcompact.state import Turn, calls_so_far, count_of, newest_request, sent_size, thread_name
 
 if TYPE_CHECKING:
     from fastcompact.config import CompactionConfig
@@ -224,7 +224,7 @@ class Drafting:
             draft.memory,
             draft.earlier_text,
             draft.span,
-            config=self._config.memory,
+            config=self._memory_shares(turn, draft),
             window=turn.window,
             first_number=draft.first_number,
             file=path,
@@ -241,6 +241,20 @@ class Drafting:
             folded=made.folded,
             notes_to_save=made.notes_to_save,
         )
+
+    def _memory_shares(self, turn: Turn, draft: Draft) -> dict[str, float]:
+        """The memory's shares for this session: with a price model, the verbatim
+        requests no more than pay against folding them (see
+        :func:`memory.priced_shares`), as the session's requests have grown so far."""
+        if turn.pricing is None or not turn.window:
+            return memory.priced_shares(self._config.memory, turn.window, None)
+        from fastcompact.schedule import SUMMARY_TOKENS
+
+        widths = sum(_core.text_width(summarize.text_of(m)) for m in turn.raw if memory.is_request(m))
+        growth = widths / draft.widths_per_token / max(calls_so_far(turn), 1)
+        settings = self._plan_settings(turn.window, turn.pricing)
+        kept = settings.verbatim_tokens(growth, float(SUMMARY_TOKENS[1]))
+        return memory.priced_shares(self._config.memory, turn.window, kept)
 
     def _commit_size(self, turn: Turn, messages: int, window: int) -> int | None:
         """The largest view of ``messages`` messages, up to ``window`` tokens, that a

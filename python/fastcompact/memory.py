@@ -110,7 +110,7 @@ def remember(
     earlier_text: str | None,
     span: Sequence[Any],
     *,
-    config: MemoryConfig,
+    config: MemoryConfig | Mapping[str, float],
     window: int | None,
     first_number: int | None = None,
     file: str | None = None,
@@ -132,7 +132,7 @@ def remember(
     file must take."""
     messages = [m for m in span if not is_summary(m)]
     number = first_number if first_number is not None else next_number(previous, [])
-    shares = dataclasses.asdict(config)
+    shares = _shares(config)
     memory, folded, to_save = _core.remember(
         previous,
         earlier_text,
@@ -150,8 +150,42 @@ def remember(
     return Remembered(memory=memory, folded=folded, notes_to_save=to_save)
 
 
+def _shares(config: MemoryConfig | Mapping[str, float]) -> dict[str, float]:
+    return dict(config) if isinstance(config, Mapping) else dataclasses.asdict(config)
+
+
+def priced_shares(
+    config: MemoryConfig, window: int | None, verbatim_tokens: float | None
+) -> dict[str, float]:
+    """The layers' shares of ``window`` when a price model says the newest requests pay
+    to stay verbatim only up to ``verbatim_tokens`` (see
+    :meth:`~fastcompact._core.PlanSettings.verbatim_tokens`): the verbatim layer within
+    it, what a fold keeps verbatim and the step lines (which tell what was done for
+    those requests) in the same proportion, and the notes (which stand in for the
+    folded requests, and are read as often) within it too. Never above the configured
+    shares; search carries what the memory does not keep.
+
+    Example:
+        >>> priced_shares(MemoryConfig(), 40_000, 2_000)["user_share"]
+        0.05
+    """
+    shares = dataclasses.asdict(config)
+    if verbatim_tokens is None or not window or config.user_share <= 0:
+        return shares
+    share = max(verbatim_tokens, 0.0) / window
+    users = min(config.user_share, share)
+    scale = users / config.user_share
+    return {
+        **shares,
+        "user_share": users,
+        "fold_share": config.fold_share * scale,
+        "step_share": config.step_share * scale,
+        "note_share": min(config.note_share, share),
+    }
+
+
 def budgets(
-    config: MemoryConfig,
+    config: MemoryConfig | Mapping[str, float],
     window: int | None,
     widths_per_token: float = WIDTHS_PER_TOKEN,
     room: int | None = None,
@@ -163,7 +197,7 @@ def budgets(
         >>> budgets(MemoryConfig(), 10_000)["notes"]
         4000
     """
-    return _core.memory_budgets(dataclasses.asdict(config), window, widths_per_token, room)
+    return _core.memory_budgets(_shares(config), window, widths_per_token, room)
 
 
 def verbatim_numbers(memory: Mapping[str, Any]) -> list[int]:

@@ -19,7 +19,7 @@ from fastcompact import _core, summarize
 from fastcompact.draft import Draft, Summary
 from fastcompact.helpers import _counting, cutoff_once
 from fastcompact.memory import is_request
-from fastcompact.state import Turn, count_of, growth, newest_request, sent_size
+from fastcompact.state import Turn, calls_so_far, count_of, growth, newest_request, sent_size
 
 if TYPE_CHECKING:
     from fastcompact.config import CompactionConfig
@@ -281,9 +281,7 @@ class PricedSchedule:
         digests = count_of(c.get("memory_digests"))
         # The memory a fold leaves, beside what stays.
         left = max(fold[0] - kept_size, 0.0)
-        horizon = count_of(c.get("calls_before")) + sum(
-            1 for m in turn.view if getattr(m, "type", None) == "ai"
-        )
+        horizon = calls_so_far(turn)
         pays = settings.fold_pays(
             extra=fold[1][0] - digest[1][0],
             smaller_by=digest[0] - fold[0],

@@ -149,6 +149,14 @@ def advance(
         counters["batch_at"] = n_raw
 
 
+def calls_so_far(turn: Turn) -> int:
+    """The model calls the conversation has made: those before the last compaction's
+    view, and the agent's messages in it."""
+    return count_of(turn.counters.get("calls_before")) + sum(
+        1 for m in turn.view if getattr(m, "type", None) == "ai"
+    )
+
+
 def growth(counters: Mapping[str, Any], size: float) -> tuple[float, float]:
     """What the view has grown by since the last compaction, read call after call (this
     call's read included), and how many calls that took: the reads a compaction stops

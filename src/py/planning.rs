@@ -101,6 +101,14 @@ impl PlanSettings {
         Some(fold.pays(&p))
     }
 
+    /// The tokens of the newest requests a memory pays to keep verbatim, when they grow
+    /// by `growth` tokens a call and a fold writes `fold_output` (see
+    /// `economics::verbatim_tokens`); `None` without a price model.
+    fn verbatim_tokens(&self, growth: f64, fold_output: f64) -> Option<f64> {
+        let p = self.config.pricing?;
+        Some(crate::economics::verbatim_tokens(&p, growth, fold_output))
+    }
+
     /// Whether restoring files after a compaction pays when a cycle takes `cycle` calls
     /// (see `economics::restoring_pays`); `True` without a price model.
     fn restoring_pays(&self, cycle: f64) -> bool {
