@@ -194,8 +194,8 @@ def stepped(
         if "recall" in tools and words:
             # The words the request names the earlier one by, as a model searches.
             return _call("recall", {"query": words}, f"find-{SEARCHED}-{step}-{t}")
-        # The mark the agent's own answers start with.
-        mark = rf"\[answer {t}\]"
+        # The mark the agent's own answers start with (DeepAgents' grep takes it as text).
+        mark = f"[answer {t}]"
         if "/conversation_history" in view:
             args = {"pattern": mark, "path": "/conversation_history", "output_mode": "content"}
             return _call("grep", args, f"find-{GREPPED}-{step}-{t}")
