@@ -138,19 +138,24 @@ def _asking(question: str) -> Any:
     return script
 
 
-def test_recall_in_an_agent_finds_the_fact_not_its_own_searches(tmp_path: Path):
-    """The DeepAgents drop-in, 36 turns: the user gave the port in turn 2; six searches
-    later the user's message still comes first, and no search finds an earlier
-    search."""
-    question = "the port number of the staging database"
-    model = ScriptedChatModel(script=_asking(question), profile={"max_input_tokens": 30_000})
+def _deep_agent(tmp_path: Path, script: Any) -> Any:
+    """A DeepAgents graph with the middleware, on a scripted model and a real backend."""
+    model = ScriptedChatModel(script=script, profile={"max_input_tokens": 30_000})
     backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
-    agent = create_deep_agent(
+    return create_deep_agent(
         model=model,
         backend=backend,
         middleware=[CompactionMiddleware(backend=backend)],
         checkpointer=InMemorySaver(),
     )
+
+
+def test_recall_in_an_agent_finds_the_fact_not_its_own_searches(tmp_path: Path):
+    """The DeepAgents drop-in, 36 turns: the user gave the port in turn 2; six searches
+    later the user's message still comes first, and no search finds an earlier
+    search."""
+    question = "the port number of the staging database"
+    agent = _deep_agent(tmp_path, _asking(question))
     cfg = {"configurable": {"thread_id": "s"}}
     turns = ["Hello.", "Remember: the staging database listens on port 5433."]
     turns += [f"Note {i}: the production database settings were reviewed again." for i in range(33)]
@@ -187,14 +192,7 @@ def test_a_request_found_shows_how_its_answer_ended_and_the_open_one_is_left_out
             return AIMessage(report)
         return AIMessage("Done.")
 
-    model = ScriptedChatModel(script=script, profile={"max_input_tokens": 30_000})
-    backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
-    agent = create_deep_agent(
-        model=model,
-        backend=backend,
-        middleware=[CompactionMiddleware(backend=backend)],
-        checkpointer=InMemorySaver(),
-    )
+    agent = _deep_agent(tmp_path, script)
     cfg = {"configurable": {"thread_id": "s"}}
     turns = ["Look into the nightly export job failures."]
     turns += [f"Now tidy the export settings of module {i}." for i in range(8)]
