@@ -28,7 +28,7 @@ def test_priced_shares_hold_the_layers_to_what_pays_and_never_above_the_config()
     assert shares == {
         "user_share": 0.05,
         "fold_share": 0.0125,
-        "step_share": 0.0025,
+        "step_share": 0.01,
         "note_share": 0.05,
         "head_share": 0.05,
     }

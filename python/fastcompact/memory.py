@@ -160,10 +160,10 @@ def priced_shares(
     """The layers' shares of ``window`` when a price model says the newest requests pay
     to stay verbatim only up to ``verbatim_tokens`` (see
     :meth:`~fastcompact._core.PlanSettings.verbatim_tokens`): the verbatim layer within
-    it, what a fold keeps verbatim and the step lines (which tell what was done for
-    those requests) in the same proportion, and the notes (which stand in for the
-    folded requests, and are read as often) within it too. Never above the configured
-    shares; search carries what the memory does not keep.
+    it, what a fold keeps verbatim in the same proportion, and the notes (which stand in
+    for the folded requests, and are read as often) within it too. The step lines keep
+    their share: each names the recall id of what a pass cleared. Never above the
+    configured shares; search carries what the memory does not keep.
 
     Example:
         >>> priced_shares(MemoryConfig(), 40_000, 2_000)["user_share"]
@@ -174,12 +174,10 @@ def priced_shares(
         return shares
     share = max(verbatim_tokens, 0.0) / window
     users = min(config.user_share, share)
-    scale = users / config.user_share
     return {
         **shares,
         "user_share": users,
-        "fold_share": config.fold_share * scale,
-        "step_share": config.step_share * scale,
+        "fold_share": config.fold_share * (users / config.user_share),
         "note_share": min(config.note_share, share),
     }
 
