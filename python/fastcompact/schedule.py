@@ -119,25 +119,8 @@ class PricedSchedule:
         if bound[3] < bound[0] + span_price:
             return None
         if not isinstance(found, int | float):
-            # The first full check of a cycle drafts and digests the whole span. Until it
-            # runs, the span's price is at least the least of its user messages rewritten
-            # beside what stays (a digest keeps them) and a model summary's shortest
-            # reply, which spares most calls that check.
             quoted = turn.plan.ratio * self._quoted_tokens(request.model, turn.view[:start])
-            floors = [leaving(kept + quoted)]
-            if self._config.summarizer != "digest":
-                floors.append(
-                    settings.compaction(
-                        size_without=size,
-                        size_with=kept,
-                        prefix=0.0,
-                        grown_reads=grown,
-                        cycle=cycle,
-                        summary_output=SUMMARY_TOKENS[0],
-                    )
-                )
-            known = [f[0] for f in floors if f is not None]
-            span_price = max(min(known) - bound[0], 0.0) if known else 0.0
+            span_price = self._span_floor(settings, size, kept, quoted, bound[0], grown, cycle)
             turn.counters[SPAN_PRICE_KEY] = span_price
             if bound[3] < bound[0] + span_price:
                 return None
@@ -257,6 +240,37 @@ class PricedSchedule:
         if due and not chosen[1][1]:
             return None
         return dataclasses.replace(draft, use_llm=llm)
+
+    def _span_floor(
+        self,
+        settings: _core.PlanSettings,
+        size: float,
+        kept: float,
+        quoted: float,
+        kept_price: float,
+        grown: float,
+        cycle: float,
+    ) -> float:
+        """The first full check of a cycle drafts and digests the whole span. Until it
+        runs, the span's price is at least the least of its user messages (``quoted``
+        tokens) rewritten beside what stays (a digest keeps them) and a model summary's
+        shortest reply, which spares most calls that check."""
+
+        def price(size_with: float, output: float = 0.0) -> tuple[float, bool, float, float] | None:
+            return settings.compaction(
+                size_without=size,
+                size_with=size_with,
+                prefix=0.0,
+                grown_reads=grown,
+                cycle=cycle,
+                summary_output=output,
+            )
+
+        floors = [price(kept + quoted)]
+        if self._config.summarizer != "digest":
+            floors.append(price(kept, SUMMARY_TOKENS[0]))
+        known = [f[0] for f in floors if f is not None]
+        return max(min(known) - kept_price, 0.0) if known else 0.0
 
     def _fold_pays(
         self,
