@@ -201,24 +201,31 @@ impl Fold {
 }
 
 /// How many tokens of the newest requests a memory pays to keep verbatim in view. Every
-/// token of them is read on every call, and the layer grows by `growth` tokens a call
-/// until a fold (a model summary writing `fold_output` tokens) brings it back down; a
-/// request no longer in view costs a search when it is needed. The cheapest cycle
-/// between folds (see `Compaction`) lets the layer reach `sqrt(2 D g / r)` for a fold's
-/// price D, growth g and read price r: a chat's long messages keep many, an agent's
-/// short requests among bulky tool results few.
-pub fn verbatim_tokens(p: &Pricing, growth: f64, fold_output: f64) -> f64 {
+/// token of them is read on every call, and written anew with the memory whenever a
+/// compaction rewrites it (`rewrites_per_call`: how many calls, of one, do); the layer
+/// grows by `growth` tokens a call until a fold (a model summary writing `fold_output`
+/// tokens) brings it back down; a request no longer in view costs a search when it is
+/// needed. The cheapest cycle between folds (see `Compaction`) lets the layer reach
+/// `sqrt(2 D g / r)` for a fold's price D, growth g and a token's price a call r: a
+/// chat's long messages keep many, an agent's short requests among bulky tool results
+/// few.
+pub fn verbatim_tokens(p: &Pricing, growth: f64, fold_output: f64, rewrites_per_call: f64) -> f64 {
     let fold = p.output * fold_output.max(0.0);
-    (2.0 * fold * growth.max(0.0) / p.read.max(f64::EPSILON)).sqrt()
+    let per_call = p.read + p.write * rewrites_per_call.clamp(0.0, 1.0);
+    (2.0 * fold * growth.max(0.0) / per_call.max(f64::EPSILON)).sqrt()
 }
 
 /// Whether restoring a file read before a compaction (its text in the summary message)
-/// pays: the summary message is read on every call until the next compaction, about
-/// as many as `cycle` calls (the last cycle's length); a file left out costs, if the
-/// agent needs it again, one read, whose result is written once and then read the
-/// same. Restoring pays while those reads cost less than that write.
-pub fn restoring_pays(p: &Pricing, cycle: f64) -> bool {
-    p.read * cycle.max(0.0) < p.write
+/// pays. A restored file is written with the summary message and read on every call
+/// until the next compaction, about as many as `cycle` calls (the last cycle's length);
+/// a file left out costs, if the agent needs it again, one call more to read it, whose
+/// result is written once and then read the same. So restoring spares that one call
+/// only when the file is needed again, and costs its write and reads whenever it is
+/// not: it pays for the request still under way (`in_progress`: its files are the work
+/// at hand), not for a finished one, whose files the next request rarely reads again;
+/// and only while its reads cost less than a re-read's write.
+pub fn restoring_pays(p: &Pricing, cycle: f64, in_progress: bool) -> bool {
+    in_progress && p.read * cycle.max(0.0) < p.write
 }
 
 #[cfg(test)]
@@ -228,24 +235,32 @@ mod tests {
     #[test]
     fn the_verbatim_layer_grows_with_the_requests_and_the_folds_price() {
         // An agent's short requests (10 tokens a call) against a chat's (150).
-        let agent = verbatim_tokens(&ANTHROPIC, 10.0, 2_000.0);
-        let chat = verbatim_tokens(&ANTHROPIC, 150.0, 2_000.0);
+        let agent = verbatim_tokens(&ANTHROPIC, 10.0, 2_000.0, 0.0);
+        let chat = verbatim_tokens(&ANTHROPIC, 150.0, 2_000.0, 0.0);
         assert!((agent - 2_000_000f64.sqrt()).abs() < 1e-6);
         assert!((chat / agent - 15f64.sqrt()).abs() < 1e-9);
+        // A fold that writes four times as much keeps twice as many.
+        let long_fold = verbatim_tokens(&ANTHROPIC, 10.0, 8_000.0, 0.0);
+        assert!((long_fold / agent - 2.0).abs() < 1e-9);
+        // Rewritten one call in ten, a token costs 0.1 + 1.25 / 10 a call: fewer stay.
+        let rewritten = verbatim_tokens(&ANTHROPIC, 10.0, 2_000.0, 0.1);
+        assert!((agent / rewritten - 2.25f64.sqrt()).abs() < 1e-9);
         // Without a cache a read costs what a write does: fewer stay.
         let none = Pricing::preset("none").unwrap_or(ANTHROPIC);
-        assert!(verbatim_tokens(&none, 10.0, 2_000.0) < agent);
-        assert_eq!(verbatim_tokens(&ANTHROPIC, -1.0, 2_000.0), 0.0);
+        assert!(verbatim_tokens(&none, 10.0, 2_000.0, 0.0) < agent);
+        assert_eq!(verbatim_tokens(&ANTHROPIC, -1.0, 2_000.0, 0.0), 0.0);
     }
 
     #[test]
-    fn restoring_pays_over_short_cycles_only() {
+    fn restoring_pays_for_the_work_in_progress_over_short_cycles_only() {
         // Anthropic: a write is 12.5 reads.
-        assert!(restoring_pays(&ANTHROPIC, 10.0));
-        assert!(!restoring_pays(&ANTHROPIC, 13.0));
+        assert!(restoring_pays(&ANTHROPIC, 10.0, true));
+        assert!(!restoring_pays(&ANTHROPIC, 13.0, true));
+        // A finished request's files: never.
+        assert!(!restoring_pays(&ANTHROPIC, 1.0, false));
         // Without a cache every read is a write: never.
         let none = Pricing::preset("none").unwrap_or(ANTHROPIC);
-        assert!(!restoring_pays(&none, 1.0));
+        assert!(!restoring_pays(&none, 1.0, true));
     }
 
     const ANTHROPIC: Pricing = PRESETS[0].1;

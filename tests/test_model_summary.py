@@ -247,6 +247,69 @@ def test_restored_files_show_the_part_that_was_read(tmp_path: Path):
     assert "line 1: " not in text and "line 315: " not in text
 
 
+@pytest.mark.parametrize("pricing", [None, "anthropic"])
+def test_a_finished_requests_files_are_restored_only_without_a_price_model(tmp_path: Path, pricing: Any):
+    """The same session, its compaction keeping request 2 (the one under way) whole:
+    without a price model the file request 1 read comes back; with one it does not. A
+    restored file is written with the summary and read on every call, and spares a
+    call only if the agent reads it again, which the next request rarely does."""
+    lines = [f"line {i}: " + "text " * 8 for i in range(1, 1201)]
+    (tmp_path / "big.py").write_text("\n".join(lines))
+    model = Agent(script=_pager, profile={"max_input_tokens": 16_000})
+    backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
+    config = fastcompact.CompactionConfig(pricing=pricing, summarizer="model")
+    agent = create_deep_agent(
+        model=model,
+        tools=[_logs("query_logs")],
+        backend=backend,
+        middleware=[CompactionMiddleware(backend=backend, config=config)],
+        checkpointer=InMemorySaver(),
+    )
+    state = _run(agent, ["Read /big.py from line 315 on, in pages.", "Check the logs of modules 0 to 4."])
+    event = state["_summarization_event"]
+    kept = state["messages"][event["cutoff_index"] :]
+    assert any(m.type == "human" and "Check the logs" in str(m.content) for m in kept)
+    assert event["fastcompact"]["restored_files"] == ([] if pricing else ["/big.py"])
+
+
+def _module_reader(messages: list[BaseMessage]) -> AIMessage:
+    """One request: read /m0.py to /m2.py, then query the logs of eight modules, one
+    call each, then answer (the calls are numbered in their ids: a compaction may
+    have taken the earlier ones out of view)."""
+    seen = [int(m.tool_call_id[1:]) for m in messages if isinstance(m, ToolMessage)]
+    done = max(seen) + 1 if seen else 0
+    if done == 11:
+        return AIMessage("Checked them all.")
+    if done < 3:
+        call = {"name": "read_file", "args": {"file_path": f"/m{done}.py"}, "id": f"r{done}"}
+    else:
+        call = {"name": "query_logs", "args": {"module": f"m{done - 3}"}, "id": f"q{done}"}
+    return AIMessage("", tool_calls=[call])
+
+
+def test_with_a_price_model_the_files_of_the_request_under_way_are_restored(tmp_path: Path):
+    """One request reads three modules, then fills the window with their logs: the
+    compaction cuts inside it, and the modules it read before the cut come back."""
+    for i in range(3):
+        (tmp_path / f"m{i}.py").write_text("\n".join(f"m{i} line {k}: " + "code " * 10 for k in range(40)))
+    model = Agent(script=_module_reader, profile={"max_input_tokens": 16_000})
+    backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
+    config = fastcompact.CompactionConfig(pricing="anthropic", summarizer="model")
+    agent = create_deep_agent(
+        model=model,
+        tools=[_logs("query_logs")],
+        backend=backend,
+        middleware=[CompactionMiddleware(backend=backend, config=config)],
+        checkpointer=InMemorySaver(),
+    )
+    state = _run(agent, ["Read the modules /m0.py to /m2.py, then check the logs of each."])
+    event = state["_summarization_event"]
+    assert not any(m.type == "human" for m in state["messages"][event["cutoff_index"] :])
+    restored = event["fastcompact"]["restored_files"]
+    assert restored and set(restored) <= {"/m0.py", "/m1.py", "/m2.py"}
+    assert f'<file path="{restored[0]}">' in event["summary_message"].content
+
+
 def _tools(n: int) -> list[StructuredTool]:
     def make(i: int) -> StructuredTool:
         def act(x: str) -> str:

@@ -250,15 +250,19 @@ class PlanSettings:
     ) -> bool | None:
         """Whether folding the memory into a model summary pays over the session;
         ``None`` without a price model."""
-    def verbatim_tokens(self, growth: float, fold_output: float) -> float | None:
+    def verbatim_tokens(
+        self, growth: float, fold_output: float, rewrites_per_call: float = 0.0
+    ) -> float | None:
         """The tokens of the newest requests a memory pays to keep verbatim when they
-        grow by ``growth`` tokens a call and a fold writes ``fold_output`` tokens: the
-        cheapest cycle between folds, ``sqrt(2 D g / r)``; ``None`` without a price
-        model."""
-    def restoring_pays(self, cycle: float) -> bool:
+        grow by ``growth`` tokens a call, a fold writes ``fold_output`` tokens and
+        ``rewrites_per_call`` of the calls write the memory anew: the cheapest cycle
+        between folds, ``sqrt(2 D g / r)`` with r a token's read and rewrites a call;
+        ``None`` without a price model."""
+    def restoring_pays(self, cycle: float, in_progress: bool) -> bool:
         """Whether restoring files after a compaction pays when a cycle takes ``cycle``
-        calls (the reads of them cost less than a re-read's write); ``True`` without a
-        price model."""
+        calls: for the request still under way (``in_progress``; a finished request's
+        files are rarely read again), while the reads of them cost less than a
+        re-read's write; ``True`` without a price model."""
     @property
     def resolved(self) -> dict[str, Any]:
         """The settings as ``CompactionConfig.resolved()`` gave them."""

@@ -359,11 +359,12 @@ class RestorationConfig(_Watched):
     """After a summary: re-read up to ``max_files`` files read for the last request it
     compacted and not read again since, each the part that was read (its offset and
     limit), within ``per_file_chars`` and all within ``file_budget_chars``, and the
-    current plan. With a price model, files are restored only while it pays: while
-    reading them on every call until the next compaction (as many calls as the last
-    cycle took) costs less than the one read the agent makes when it needs a file
-    again. The skill budgets have no effect (kept for compact-middleware; giving one
-    warns).
+    current plan. With a price model, files are restored only while it pays: for the
+    request still under way (not when the compaction keeps the newest request whole:
+    a finished request's files are rarely read again), and while reading them on every
+    call until the next compaction (as many calls as the last cycle took) costs less
+    than the one read the agent makes when it needs a file again. The skill budgets
+    have no effect (kept for compact-middleware; giving one warns).
 
     A compaction the price model schedules (see ``CompactionConfig.summarizer``) keeps
     the turn in progress whole and restores files only with ``on_schedule``. The

@@ -19,7 +19,15 @@ from fastcompact.config import ContextSize
 from fastcompact.draft import Draft, Summary
 from fastcompact.helpers import count_once, cutoff_once
 from fastcompact.passes import _settings
-from fastcompact.state import Turn, calls_so_far, count_of, newest_request, sent_size, thread_name
+from fastcompact.state import (
+    Turn,
+    calls_so_far,
+    count_of,
+    newest_request,
+    rewrites_per_call,
+    sent_size,
+    thread_name,
+)
 
 if TYPE_CHECKING:
     from fastcompact.config import CompactionConfig
@@ -129,17 +137,22 @@ class Drafting:
             forced=forced,
         )
 
-    def _reads_to_restore(self, turn: Turn, leaving: list[Any], after: list[Any]) -> list[storage.Read]:
+    def _reads_to_restore(
+        self, turn: Turn, leaving: list[Any], after: list[Any], *, asked: bool = False
+    ) -> list[storage.Read]:
         """The files a compaction restores: those read for the last request it compacts
         (from its user message on) and not read again since, each the part that was
-        read; and only while restoring pays: with a price model, while reading them on
-        every call until the next compaction (as many calls as this cycle took) costs
-        less than the one read the agent makes when it needs a file again."""
+        read; and only while restoring pays: with a price model, for the request still
+        under way (no request opens after the cut; or whatever request, when ``asked``)
+        and while reading them on every call until the next compaction (as many calls
+        as this cycle took) costs less than the one read the agent makes when it needs
+        a file again."""
         restoration = self._config.restoration
         if not restoration.enabled:
             return []
         cycle = count_of(turn.counters.get("calls_since_compaction")) + 1
-        if not self._plan_settings(turn.window, turn.pricing).restoring_pays(float(cycle)):
+        in_progress = asked or not any(memory.is_request(m) for m in after)
+        if not self._plan_settings(turn.window, turn.pricing).restoring_pays(float(cycle), in_progress):
             return []
         last = newest_request(leaving)
         return storage.recent_reads(leaving[last or 0 :], after, restoration.max_files)
@@ -245,7 +258,8 @@ class Drafting:
     def _memory_shares(self, turn: Turn, draft: Draft) -> dict[str, float]:
         """The memory's shares for this session: with a price model, the verbatim
         requests no more than pay against folding them (see
-        :func:`memory.priced_shares`), as the session's requests have grown so far."""
+        :func:`memory.priced_shares`), as the session's requests have grown so far and
+        as often as its digests have written the memory anew since the last fold."""
         if turn.pricing is None or not turn.window:
             return memory.priced_shares(self._config.memory, turn.window, None)
         from fastcompact.schedule import SUMMARY_TOKENS
@@ -253,7 +267,7 @@ class Drafting:
         widths = sum(_core.text_width(summarize.text_of(m)) for m in turn.raw if memory.is_request(m))
         growth = widths / draft.widths_per_token / max(calls_so_far(turn), 1)
         settings = self._plan_settings(turn.window, turn.pricing)
-        kept = settings.verbatim_tokens(growth, float(SUMMARY_TOKENS[1]))
+        kept = settings.verbatim_tokens(growth, float(SUMMARY_TOKENS[1]), rewrites_per_call(turn.counters))
         return memory.priced_shares(self._config.memory, turn.window, kept)
 
     def _commit_size(self, turn: Turn, messages: int, window: int) -> int | None:

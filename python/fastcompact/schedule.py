@@ -20,6 +20,7 @@ from fastcompact.draft import Draft, Summary
 from fastcompact.helpers import _counting, cutoff_once
 from fastcompact.memory import is_request
 from fastcompact.state import Turn, calls_so_far, count_of, growth, newest_request, sent_size
+from fastcompact.storage import Read
 
 if TYPE_CHECKING:
     from fastcompact.config import CompactionConfig
@@ -72,6 +73,9 @@ class PricedSchedule:
             notes_file: str | None = None,
         ) -> Summary: ...
         def _longest_archive_path(self, draft: Draft) -> str | None: ...
+        def _reads_to_restore(
+            self, turn: Turn, leaving: list[Any], after: list[Any], *, asked: bool = False
+        ) -> list[Read]: ...
 
     def _priced(self, request: ModelRequest, turn: Turn) -> Draft | None:
         """The compaction the price model says pays now, or ``None``: the span before
@@ -135,7 +139,13 @@ class PricedSchedule:
         draft = self._draft(request, turn, forced=False, cut=cut)
         if draft is None:
             return None
-        restored = draft.reads if self._config.restoration.on_schedule else []  # only when asked to
+        # Files only when asked to: the turn in progress stays whole, so the files are
+        # those of a finished request.
+        restored = (
+            self._reads_to_restore(turn, draft.leaving, turn.raw[draft.state_cutoff :], asked=True)
+            if self._config.restoration.on_schedule
+            else []
+        )
         draft = dataclasses.replace(draft, priced=True, reads=restored)
         return self._cheaper(request, turn, settings, draft, size, prefix, grown, cycle, due=True)
 

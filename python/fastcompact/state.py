@@ -157,6 +157,20 @@ def calls_so_far(turn: Turn) -> int:
     )
 
 
+def rewrites_per_call(counters: Mapping[str, Any]) -> float:
+    """How many of the calls since the last fold wrote the memory anew (a digest each),
+    of one: what a token kept in it costs beyond its reads.
+
+    Example:
+        >>> rewrites_per_call({"memory_digests": 2, "memory_calls": 10})
+        0.2
+        >>> rewrites_per_call({})
+        0.0
+    """
+    calls = count_of(counters.get("memory_calls"))
+    return count_of(counters.get("memory_digests")) / calls if calls else 0.0
+
+
 def growth(counters: Mapping[str, Any], size: float) -> tuple[float, float]:
     """What the view has grown by since the last compaction, read call after call (this
     call's read included), and how many calls that took: the reads a compaction stops

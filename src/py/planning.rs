@@ -102,19 +102,32 @@ impl PlanSettings {
     }
 
     /// The tokens of the newest requests a memory pays to keep verbatim, when they grow
-    /// by `growth` tokens a call and a fold writes `fold_output` (see
-    /// `economics::verbatim_tokens`); `None` without a price model.
-    fn verbatim_tokens(&self, growth: f64, fold_output: f64) -> Option<f64> {
+    /// by `growth` tokens a call, a fold writes `fold_output` and `rewrites_per_call` of
+    /// the calls rewrite the memory (see `economics::verbatim_tokens`); `None` without a
+    /// price model.
+    #[pyo3(signature = (growth, fold_output, rewrites_per_call=0.0))]
+    fn verbatim_tokens(
+        &self,
+        growth: f64,
+        fold_output: f64,
+        rewrites_per_call: f64,
+    ) -> Option<f64> {
         let p = self.config.pricing?;
-        Some(crate::economics::verbatim_tokens(&p, growth, fold_output))
+        Some(crate::economics::verbatim_tokens(
+            &p,
+            growth,
+            fold_output,
+            rewrites_per_call,
+        ))
     }
 
     /// Whether restoring files after a compaction pays when a cycle takes `cycle` calls
-    /// (see `economics::restoring_pays`); `True` without a price model.
-    fn restoring_pays(&self, cycle: f64) -> bool {
+    /// and the files were read for the request still under way (`in_progress`) or a
+    /// finished one (see `economics::restoring_pays`); `True` without a price model.
+    fn restoring_pays(&self, cycle: f64, in_progress: bool) -> bool {
         self.config
             .pricing
-            .is_none_or(|p| crate::economics::restoring_pays(&p, cycle))
+            .is_none_or(|p| crate::economics::restoring_pays(&p, cycle, in_progress))
     }
 
     /// The settings as `CompactionConfig.resolved()` gave them.
