@@ -118,6 +118,8 @@ def test_inspect_jsonl_from_stdin():
     [
         ("{not json", "not valid JSON: Expecting property name enclosed in double quotes: line 1, column 2"),
         ("[]", "empty"),
+        ("", "the file is empty; expected LangChain messages"),
+        ("  \n", "the file is empty; expected LangChain messages"),
         ('{"a": 1}', "expected a list"),
         ('[{"role": "wizard", "content": "x"}]', "message 0"),
         ('[{"foo": 1}]', "has none of 'type', 'role', 'lc'"),

@@ -5,6 +5,7 @@ real command line in a subprocess; only the chat models are scripted."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import resource
@@ -315,8 +316,10 @@ def test_cache_info_reports_a_capacity_set_cache_capacity_takes_back():
     before = fastcompact.cache_info()[1]
     try:
         fastcompact.set_cache_capacity(fastcompact.helpers.UNBOUNDED)
-        assert fastcompact.cache_info()[1] == fastcompact.helpers.UNBOUNDED
+        # Unbounded reads as such, not as the core's largest integer.
+        assert fastcompact.cache_info()[1] == math.inf
         fastcompact.set_cache_capacity(fastcompact.cache_info()[1])
+        assert fastcompact.cache_info()[1] == math.inf
         fastcompact.set_cache_capacity(50)
         assert fastcompact.cache_info()[1] == 50
     finally:
@@ -351,3 +354,17 @@ def test_compact_to_stdout_keeps_every_character_whatever_the_stream_encoding(tm
     out = messages_from_dict(json.loads(r.stdout.decode("utf-8")))
     text = "".join(message_text(m) for m in out)
     assert "缓存索引与数据库查询" in text and "?" not in text
+
+
+def test_a_model_views_plan_says_how_many_edits_its_view_holds():
+    """model_view hands back no edits (they are in its view); its plan still says how
+    many the passes made, as plan() does."""
+    from fastcompact.samples import coding_session
+
+    msgs = coding_session(600, seed=1)
+    planned = fastcompact.plan(msgs, max_input_tokens=200_000)
+    view, p = fastcompact.model_view(msgs, max_input_tokens=200_000)
+    assert p.edits == [] and planned.edits and len(view) == len(msgs)
+    first = repr(p).splitlines()[0]
+    assert f"{len(planned.edits)} edits (applied in the view)" in first
+    assert " 0 edits" not in first

@@ -43,6 +43,36 @@ def test_report_overrides_and_text():
     assert repr(r) == text
 
 
+def _reads(n: int) -> list[dict[str, object]]:
+    """An OpenAI-shaped transcript of ``n`` file reads of about 1,900 tokens each."""
+    msgs: list[dict[str, object]] = [{"role": "system", "content": "You are a coding agent."}]
+    for i in range(n):
+        body = "\n".join(
+            f"line {k} of m{i}: def f{k}(): return {k} * {i}  # comment words here" for k in range(120)
+        )
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+        msgs += [
+            {"role": "user", "content": f"Read /src/m{i}.py please."},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{i}", "content": body},
+            {"role": "assistant", "content": f"m{i}.py defines 120 functions."},
+        ]
+    return msgs
+
+
+def test_the_verdict_agrees_when_the_cheap_passes_bring_it_under_the_trigger():
+    """Over the trigger as it is, under it after the passes: the trigger is not said to
+    fire, and the cut is where a forced summary would fall."""
+    r = fastcompact.inspect(_reads(30), max_input_tokens=60_000)
+    assert r.trigger_fires and not r.plan.summary_needed and r.cutoff > 0
+    fires, needed, cut = r.verdict()
+    after = f"{r.plan.tokens_after:,}"
+    assert fires == f"trigger fraction=0.85: reached before the cheap passes, not after them ({after} tokens)"
+    assert needed == "after the cheap passes a summary is not needed"
+    assert cut.startswith(f"keep fraction=0.1: a forced summary would cut at message {r.cutoff:,} ")
+    assert "FIRES" not in str(r)
+
+
 def test_report_draws_itself_in_jupyter():
     r = fastcompact.inspect(load_session("chat"), max_input_tokens=20_000)
     page = r._repr_html_()

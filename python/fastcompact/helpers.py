@@ -9,6 +9,7 @@ tuples and bare strings (human turns), mixed freely.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, TypedDict, overload
@@ -582,23 +583,27 @@ def normalize(messages: Iterable[Any]) -> list[dict[str, Any]]:
 
 
 # The capacity ``cache_info`` reports when the count of conversations is not bounded
-# (``set_cache_capacity`` takes it back).
-UNBOUNDED = 2**64 - 1
+# (``set_cache_capacity`` takes it back), and the core's own word for it.
+UNBOUNDED = math.inf
+_CORE_UNBOUNDED = 2**64 - 1
 
 
-def cache_info() -> tuple[int, int]:
+def cache_info() -> tuple[int, int | float]:
     """``(conversations cached, capacity)`` of the per-conversation token cache; the
-    capacity is :data:`UNBOUNDED` when only the bytes bound it (the default), and
-    ``set_cache_capacity`` takes back what this reports.
+    capacity is :data:`UNBOUNDED` (``math.inf``) when only the bytes bound it (the
+    default), and ``set_cache_capacity`` takes back what this reports.
 
     Example:
         >>> before = cache_info()[1]
         >>> set_cache_capacity(100); cache_info()[1]
         100
+        >>> set_cache_capacity(UNBOUNDED); cache_info()[1]
+        inf
         >>> set_cache_capacity(before); cache_info()[1] == before
         True
     """
-    return _core.cache_info()
+    held, capacity = _core.cache_info()
+    return held, UNBOUNDED if capacity >= _CORE_UNBOUNDED else capacity
 
 
 def cache_bytes() -> tuple[int, int]:
@@ -619,7 +624,7 @@ _MAX_CONVERSATIONS = 2**32
 _MAX_BYTES = 2**50
 
 
-def set_cache_capacity(conversations: int | None = None, *, bytes: int | None = None) -> None:
+def set_cache_capacity(conversations: int | float | None = None, *, bytes: int | None = None) -> None:
     """Bound the token cache to this many conversations, to this many bytes, or both
     (0 turns it off; a bound left out stays as it is). By default it holds up to
     1 GiB (a few hundred thousand messages of a coding agent) in any number of
@@ -632,17 +637,24 @@ def set_cache_capacity(conversations: int | None = None, *, bytes: int | None = 
         268435456
         >>> set_cache_capacity(bytes=2**30)
     """
-    for name, given, most in (
-        ("conversations", conversations, _MAX_CONVERSATIONS),
-        ("bytes", bytes, _MAX_BYTES),
-    ):
-        if given is None:
-            continue
-        if isinstance(given, bool) or not isinstance(given, int) or given < 0:
-            raise _input_error(name, f"expected a non-negative int, got {given!r}")
-        if given > most and not (name == "conversations" and given == UNBOUNDED):
-            raise _input_error(name, f"expected at most {most:,} (or UNBOUNDED), got {given:,}")
-    _core.set_cache_capacity(conversations, bytes)
+    count: int | None
+    if conversations == UNBOUNDED or conversations == _CORE_UNBOUNDED:
+        count = _CORE_UNBOUNDED
+    else:
+        _check_bound("conversations", conversations, _MAX_CONVERSATIONS)
+        count = None if conversations is None else int(conversations)
+    _check_bound("bytes", bytes, _MAX_BYTES)
+    _core.set_cache_capacity(count, bytes)
+
+
+def _check_bound(name: str, given: Any, most: int) -> None:
+    if given is None:
+        return
+    if isinstance(given, bool) or not isinstance(given, int) or given < 0:
+        raise _input_error(name, f"expected a non-negative int, got {given!r}")
+    if given > most:
+        extra = " (or UNBOUNDED)" if name == "conversations" else ""
+        raise _input_error(name, f"expected at most {most:,}{extra}, got {given:,}")
 
 
 def clear_cache() -> None:

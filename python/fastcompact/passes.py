@@ -99,9 +99,14 @@ class Plan:
     trigger_tokens: int | None = None
 
     def __repr__(self) -> str:
+        # model_view applies the edits in its view and hands back none: the passes count them.
+        edits = (
+            plural(len(self.edits), "edit")
+            if self.edits or not any(p.edits for p in self.passes)
+            else f"{plural(sum(p.edits for p in self.passes), 'edit')} (applied in the view)"
+        )
         lines = [
-            f"Plan: {self.tokens_before:,} -> {self.tokens_after:,} tokens, "
-            f"{plural(len(self.edits), 'edit')}, "
+            f"Plan: {self.tokens_before:,} -> {self.tokens_after:,} tokens, {edits}, "
             + (
                 f"summary needed (cut at message {self.summary_cutoff})"
                 if self.summary_needed and self.summary_cutoff is not None

@@ -154,18 +154,37 @@ class Report:
 
     def verdict(self) -> list[str]:
         """Whether the trigger fires, whether a summary is still needed after the cheap
-        passes, and where the cutoff falls: one line each."""
+        passes, and where the cutoff falls: one line each, in agreement (a trigger the
+        passes bring the transcript back under does not fire; the cut is where a forced
+        summary would fall).
+
+        Example:
+            >>> r = inspect([{"role": "user", "content": "hi"}], max_input_tokens=100_000)
+            >>> r.verdict()[0], r.verdict()[2]
+            ('trigger fraction=0.85: not reached', 'keep fraction=0.1: nothing to summarize')
+        """
         kind, value = self.keep
-        needed = "still needed" if self.plan.summary_needed else "not needed"
+        needed = self.plan.summary_needed
+        if self.trigger_fires and needed:
+            fires = "FIRES"
+        elif self.trigger_fires:
+            fires = f"reached before the cheap passes, not after them ({self.plan.tokens_after:,} tokens)"
+        else:
+            fires = "not reached"
+        where = (
+            f"cutoff at message {self.cutoff:,}"
+            if needed
+            else f"a forced summary would cut at message {self.cutoff:,}"
+        )
         cut = (
-            f"keep {kind}={value:g}: cutoff at message {self.cutoff:,} "
+            f"keep {kind}={value:g}: {where} "
             f"(summarize {plural(self.cutoff, 'message')}, keep {self.kept_tokens:,} tokens)"
             if self.cutoff
             else f"keep {kind}={value:g}: nothing to summarize"
         )
         return [
-            f"trigger {self._trigger_text()}: {'FIRES' if self.trigger_fires else 'not reached'}",
-            f"after the cheap passes a summary is {needed}",
+            f"trigger {self._trigger_text()}: {fires}",
+            f"after the cheap passes a summary is {'still needed' if needed else 'not needed'}",
             cut,
         ]
 

@@ -87,6 +87,8 @@ def _loads(text: str, path: str) -> Any:
 def _parse(text: str, path: str) -> tuple[Any, str]:
     """The JSON document, or the list of JSON Lines' values, and which it was. An error
     names the real line and column, with the parser's whole reason."""
+    if not text.strip():
+        raise FileError(f"{path}: the file is empty; {_SHAPE_HINT}")
     try:
         return _loads(text, path), "list"
     except json.JSONDecodeError as whole:
