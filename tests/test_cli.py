@@ -163,7 +163,9 @@ def test_compact_one_file_writes_the_conversation_and_the_archive(tmp_path: Path
         written[0]["type"] == "human"
         and written[0]["data"]["additional_kwargs"]["lc_source"] == "summarization"
     )
-    assert str(tmp_path / "small.archive.md") in written[0]["data"]["content"]
+    # The summary names the archive from the output file's folder.
+    assert "saved at small.archive.md." in written[0]["data"]["content"]
+    assert str(tmp_path) not in written[0]["data"]["content"]
     assert _archived(tmp_path / "small.archive.md") == list(range(figures["summarized"]))
     assert figures["tokens_after"] < 30_000 * 0.85
     # The kept messages are the originals (or their edited copies), in order.
@@ -414,7 +416,7 @@ def test_results_cut_by_the_budget_are_saved_whole_and_named(tmp_path: Path):
     assert saved.read_text() == log
     assert f"1 cut result saved whole in {saved.parent}" in r.stdout
     result = json.loads((tmp_path / "out" / "build.json").read_text())[2]["content"]
-    assert f"characters cut from this result; the full output is saved at {saved} " in result
+    assert "characters cut from this result; the full output is saved at build.results/2.txt " in result
     assert len(result) < 10_000
     # Nowhere to save them: that is said.
     r = run("compact", str(src), "-o", "-")
@@ -493,7 +495,37 @@ def test_archive_names_where_the_archive_of_an_output_file_goes(tmp_path: Path):
     )
     assert r.returncode == 0, r.stderr
     assert _archived(archive) and not (tmp_path / "o.archive.md").exists()
-    assert str(archive) in json.loads((tmp_path / "o.json").read_text())[0]["data"]["content"]
+    assert "saved at kept/history.md." in json.loads((tmp_path / "o.json").read_text())[0]["data"]["content"]
+
+
+def test_the_paths_an_output_names_resolve_from_its_own_folder(tmp_path: Path):
+    """``compact seed.json -o out/seed.json`` run from elsewhere: the summary names
+    the archive as the output's folder sees it, and so does the cut result's marker."""
+    _seed(tmp_path / "seed.json")
+    log = "".join(f"line {i}: compiling module {i}\n" for i in range(20_000))
+    call = {"id": "c1", "type": "function", "function": {"name": "execute", "arguments": "{}"}}
+    build = [
+        {"role": "user", "content": "build it"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": log},
+        {"role": "assistant", "content": "built"},
+    ]
+    (tmp_path / "build.json").write_text(json.dumps(build))
+    args = ["--max-input-tokens", "20000"]
+    for name in ("seed", "build"):
+        done = subprocess.run(
+            [*_command(), "compact", f"{name}.json", "-o", f"out/{name}.json", *args],
+            capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    out = tmp_path / "out"
+    summary = json.loads((out / "seed.json").read_text())[0]["data"]["content"]
+    named = re.search(r"saved at (\S+)\. Read it", summary)
+    assert named is not None and named.group(1) == "seed.archive.md"
+    assert _archived(out / named.group(1))
+    marker = json.loads((out / "build.json").read_text())[2]["content"]
+    cut = re.search(r"the full output is saved at (\S+) ", marker)
+    assert cut is not None and (out / cut.group(1)).read_text() == log
 
 
 def test_help_names_the_defaults_the_commands_use(monkeypatch: pytest.MonkeyPatch):

@@ -233,6 +233,23 @@ class Output:
     def paths(self) -> tuple[Path, ...]:
         return tuple(p for p in (self.target, self.archive, self.results) if p is not None)
 
+    def named(self, path: Path | None) -> str | None:
+        """``path`` as the output names it: from the output file's folder, so that an
+        agent resumed anywhere beside the file finds it (from here when on stdout)."""
+        if path is None:
+            return None
+        if self.target is None:
+            return str(path)
+        try:
+            return os.path.relpath(path.absolute(), self.target.absolute().parent)
+        except ValueError:  # another drive: only the whole path names it
+            return str(path.absolute())
+
+    def real(self, named: str) -> Path:
+        """Where a path the output names is (see :meth:`named`)."""
+        path = Path(named)
+        return path if self.target is None or path.is_absolute() else self.target.parent / path
+
 
 def plan_outputs(files: list[str], output: str, overwrite: bool, archive: str | None = None) -> list[Output]:
     """Where each input's outputs go. ``-`` writes the one conversation to stdout (its
@@ -346,21 +363,23 @@ def _compact_messages(
         config=config,
         model=model,
         force=options.get("force", False),
-        archive_path=None if plan.archive is None else str(plan.archive),
-        results_dir=None if plan.results is None else str(plan.results),
+        archive_path=plan.named(plan.archive),
+        results_dir=plan.named(plan.results),
         encoding=options.get("encoding", "heuristic"),
         source=Path(plan.source).name,
     )
     out_messages = [message_to_dict(m) if isinstance(m, BaseMessage) else m for m in result.messages]
     text = layout.dumps(out_messages)
     writes = _Writes()
-    if plan.results is not None and result.saved_results:
-        for path, full in result.saved_results.items():
-            writes.add(Path(path), full.encode("utf-8"))
+    saved = {plan.real(path): full for path, full in result.saved_results.items()}
+    media_files = {plan.real(path): data for path, data in result.media.items()}
+    if plan.results is not None:
+        for path, full in saved.items():
+            writes.add(path, full.encode("utf-8"))
     archive = plan.archive if result.archive is not None else None
     if archive is not None and result.archive is not None:
-        for path, data in result.media.items():
-            writes.add(Path(path), data)
+        for path, data in media_files.items():
+            writes.add(path, data)
         writes.add(archive, result.archive.encode("utf-8"))
     # The output last: it is there only when everything it names is.
     if plan.target is not None:
@@ -375,7 +394,7 @@ def _compact_messages(
         "file": plan.source,
         "output": "-" if plan.target is None else str(plan.target),
         "archive": None if archive is None else str(archive),
-        "results": sorted(result.saved_results),
+        "results": sorted(map(str, saved)),
         "messages_before": len(messages),
         "messages_after": len(result.messages),
         "tokens_before": result.tokens_before,
@@ -384,7 +403,7 @@ def _compact_messages(
         "summarizer": result.summarizer,
         "reason": result.reason,
         "warning": result.warning,
-        "media": sorted(result.media),
+        "media": sorted(map(str, media_files)),
         "unkept": " and ".join(unkept) or None,
         **({"conversation": text} if plan.target is None else {}),
     }
