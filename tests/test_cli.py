@@ -528,6 +528,32 @@ def test_the_paths_an_output_names_resolve_from_its_own_folder(tmp_path: Path):
     assert cut is not None and (out / cut.group(1)).read_text() == log
 
 
+def _summary_text(message: dict[str, Any]) -> str:
+    fields = message.get("data") or message.get("kwargs") or message
+    content = fields["content"]
+    return content if isinstance(content, str) else json.dumps(content)
+
+
+def test_a_summary_numbers_the_requests_alike_in_every_shape(tmp_path: Path):
+    """The same session in each shape, summarized: the same requests, numbered alike.
+    Anthropic's tool results come in user messages, and open no request."""
+    msgs = load_session("research")
+    numbered = {}
+    for name, shape in SHAPES.items():
+        src = _seed(tmp_path / name / "s.json")
+        src.write_text(json.dumps(shape(msgs)))
+        out = tmp_path / name / "o.json"
+        r = run("compact", str(src), "-o", str(out), "--force", "--keep", "messages:6")
+        assert r.returncode == 0, r.stderr
+        text = _summary_text(json.loads(out.read_text())[0])
+        numbered[name] = re.findall(r"^### (R\d+)\n(.*)$", text, flags=re.M)
+        assert "[tool result]" not in text
+    requests = [m.content for m in msgs if m.type == "human"]
+    expected = [(f"R{i}", r.splitlines()[0]) for i, r in enumerate(requests[: len(numbered["openai"])], 1)]
+    assert numbered["openai"] == expected and len(expected) > 5
+    assert all(found == expected for found in numbered.values()), numbered
+
+
 def test_help_names_the_defaults_the_commands_use(monkeypatch: pytest.MonkeyPatch):
     """The size options' help names the configuration's own defaults, with a window and
     without one, and the demo's its windows."""

@@ -626,10 +626,10 @@ _MAX_BYTES = 2**50
 
 def set_cache_capacity(conversations: int | float | None = None, *, bytes: int | None = None) -> None:
     """Bound the token cache to this many conversations, to this many bytes, or both
-    (0 turns it off; a bound left out stays as it is). By default it holds up to
-    1 GiB (a few hundred thousand messages of a coding agent) in any number of
-    conversations; the least recently used go first, and what they held is returned
-    to the OS.
+    (0 turns it off; :data:`UNBOUNDED`, ``math.inf``, lifts the bound on conversations;
+    a bound left out stays as it is). By default it holds up to 1 GiB (a few hundred
+    thousand messages of a coding agent) in any number of conversations; the least
+    recently used go first, and what they held is returned to the OS.
 
     Example:
         >>> set_cache_capacity(bytes=256 * 2**20)
