@@ -196,6 +196,33 @@ def test_inline_media_is_saved_beside_the_archive(tmp_path: Path):
     assert Path(saved).relative_to(tmp_path).as_posix() in (tmp_path / "o.archive.md").read_text()
 
 
+def test_an_image_inside_a_tool_result_is_saved_beside_the_archive_too(tmp_path: Path):
+    """Anthropic's shape: a screenshot tool answers with an image inside its
+    tool_result block. The archive names the saved file; no base64 in it."""
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(200, 256))).decode()
+    picture = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}
+    call = {"type": "tool_use", "id": "s1", "name": "screenshot", "input": {}}
+    taken = [picture, {"type": "text", "text": "taken"}]
+    result = {"type": "tool_result", "tool_use_id": "s1", "content": taken}
+    msgs: list[dict[str, Any]] = [
+        {"role": "user", "content": "take a screenshot"},
+        {"role": "assistant", "content": [call]},
+        {"role": "user", "content": [result]},
+        {"role": "assistant", "content": "a chart " * 400},
+    ]
+    msgs += [{"role": "user" if i % 2 == 0 else "assistant", "content": "more " * 300} for i in range(20)]
+    src = tmp_path / "shot.json"
+    src.write_text(json.dumps(msgs))
+    r = run("compact", str(src), "-o", str(tmp_path / "o.json"), "--max-input-tokens", "6000", "--json")
+    assert r.returncode == 0, r.stderr
+    [figures] = json.loads(r.stdout)
+    [saved] = figures["media"]
+    assert Path(saved).read_bytes() == base64.b64decode(png)
+    archive = (tmp_path / "o.archive.md").read_text()
+    assert Path(saved).relative_to(tmp_path).as_posix() in archive
+    assert png not in archive and png[:40] not in archive
+
+
 def test_a_model_that_cannot_be_reached_falls_back_to_the_digest(tmp_path: Path):
     src = _seed(tmp_path / "r.json")
     # A provider at a closed port: the call fails at once, as it does offline.

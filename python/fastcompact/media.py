@@ -11,8 +11,8 @@ written, and the message itself stays whole in the graph state.
 Example:
     >>> from langchain_core.messages import HumanMessage
     >>> m = HumanMessage(content=[{"type": "image", "url": "https://example.org/cat.png"}])
-    >>> media_blocks(m)
-    [(0, 'image', None, 'https://example.org/cat.png')]
+    >>> offload(None, "/conversation_history/t/media", [m])[0].content
+    [{'type': 'text', 'text': '[image: https://example.org/cat.png]'}]
 """
 
 from __future__ import annotations
@@ -66,22 +66,6 @@ def _inline(block: Mapping[str, Any]) -> tuple[str | None, str | None, str | Non
     return mime, None, None
 
 
-def media_blocks(message: Any) -> list[tuple[int, str, str | None, str | None]]:
-    """The media blocks of a message: (block index, kind, mime type, URL); the URL is
-    ``None`` for inline data."""
-    content = message.get("content") if isinstance(message, Mapping) else getattr(message, "content", None)
-    if not isinstance(content, Sequence) or isinstance(content, str):
-        return []
-    out = []
-    for i, block in enumerate(content):
-        if not isinstance(block, Mapping) or block.get("type") not in _KINDS:
-            continue
-        mime, data, url = _inline(block)
-        if data is not None or url is not None:
-            out.append((i, _KINDS[str(block["type"])], mime, None if data is not None else url))
-    return out
-
-
 def _write(backend: Any, path: str, data: bytes) -> str | None:
     """Write ``data`` to ``path`` unless the same bytes are there; the reason it failed."""
     try:
@@ -96,26 +80,47 @@ def _write(backend: Any, path: str, data: bytes) -> str | None:
 
 
 def offload(backend: Any, folder: str, messages: Sequence[Any]) -> list[Any]:
-    """``messages`` with each inline media block written under ``folder`` and replaced by
-    a reference to its file (a URL block by a reference to its URL); messages without
-    media are the same objects."""
+    """``messages`` with each inline media block (inside a tool result too) written
+    under ``folder`` and replaced by a reference to its file (a URL block by a
+    reference to its URL); messages without media are the same objects."""
     out = []
     for m in messages:
-        blocks = media_blocks(m)
-        if not blocks:
+        content = m.get("content") if isinstance(m, Mapping) else getattr(m, "content", None)
+        new = _offloaded(backend, folder, content)
+        if new is None:
             out.append(m)
             continue
-        content = list((m.get("content") if isinstance(m, Mapping) else m.content) or [])
-        for i, kind, mime, url in blocks:
-            if url is not None:
-                content[i] = {"type": "text", "text": f"[{kind}: {url}]"}
-                continue
-            _, data64, _ = _inline(content[i])
-            content[i] = {"type": "text", "text": _saved(backend, folder, kind, mime, data64 or "")}
-        out.append(
-            {**m, "content": content} if isinstance(m, Mapping) else m.model_copy(update={"content": content})
-        )
+        out.append({**m, "content": new} if isinstance(m, Mapping) else m.model_copy(update={"content": new}))
     return out
+
+
+def _offloaded(backend: Any, folder: str, content: Any) -> list[Any] | None:
+    """``content`` with its media blocks saved, those in a ``tool_result`` block's
+    content as well (Anthropic's shape); ``None`` when it holds none."""
+    if not isinstance(content, Sequence) or isinstance(content, str):
+        return None
+    out = list(content)
+    changed = False
+    for i, block in enumerate(content):
+        if not isinstance(block, Mapping):
+            continue
+        kind = block.get("type")
+        if kind == "tool_result":
+            inner = _offloaded(backend, folder, block.get("content"))
+            if inner is not None:
+                out[i], changed = {**block, "content": inner}, True
+            continue
+        if kind not in _KINDS:
+            continue
+        mime, data, url = _inline(block)
+        if data is not None:
+            out[i] = {"type": "text", "text": _saved(backend, folder, _KINDS[str(kind)], mime, data)}
+        elif url is not None:
+            out[i] = {"type": "text", "text": f"[{_KINDS[str(kind)]}: {url}]"}
+        else:
+            continue
+        changed = True
+    return out if changed else None
 
 
 def _saved(backend: Any, folder: str, kind: str, mime: str | None, data64: str) -> str:
