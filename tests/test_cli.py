@@ -11,10 +11,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import fastcompact
 import pytest
 from fastcompact.samples import load_session
 from langchain_core.load import dumpd
-from langchain_core.messages import convert_to_openai_messages, messages_to_dict
+from langchain_core.messages import (
+    AIMessage,
+    HumanMessage,
+    ToolMessage,
+    convert_to_openai_messages,
+    messages_to_dict,
+)
 
 EXE = shutil.which("fastcompact")
 
@@ -414,7 +421,7 @@ def test_results_cut_by_the_budget_are_saved_whole_and_named(tmp_path: Path):
     assert r.returncode == 0, r.stderr
     saved = tmp_path / "out" / "build.results" / "2.txt"
     assert saved.read_text() == log
-    assert f"1 cut result saved whole in {saved.parent}" in r.stdout
+    assert f"1 tool result saved whole in {saved.parent}" in r.stdout
     result = json.loads((tmp_path / "out" / "build.json").read_text())[2]["content"]
     assert "characters cut from this result; the full output is saved at build.results/2.txt " in result
     assert len(result) < 10_000
@@ -526,6 +533,36 @@ def test_the_paths_an_output_names_resolve_from_its_own_folder(tmp_path: Path):
     marker = json.loads((out / "build.json").read_text())[2]["content"]
     cut = re.search(r"the full output is saved at (\S+) ", marker)
     assert cut is not None and (out / cut.group(1)).read_text() == log
+
+
+def test_every_result_an_output_clears_resolves_through_it_in_every_shape(tmp_path: Path):
+    """Thirty file reads, compacted to a file in each shape: a result the passes
+    cleared comes back whole from the output (LangChain's shapes keep it inline, a
+    provider's shape in a file beside it, which the placeholder names), so recall
+    on the output returns the same in every shape."""
+    body = "".join(f"def f{k}(): return {k} * {{i}}\n" for k in range(150))
+    files = {f"/src/m{i}.py": body.replace("{i}", str(i)) for i in range(30)}
+    msgs: list[Any] = []
+    for i, (path, text) in enumerate(files.items()):
+        msgs += [
+            HumanMessage(f"Read {path} please."),
+            AIMessage("", tool_calls=[{"name": "read_file", "args": {"file_path": path}, "id": f"c{i}"}]),
+            ToolMessage(text, tool_call_id=f"c{i}", name="read_file"),
+            AIMessage(f"{path} defines 150 functions."),
+        ]
+    for name in ("messages_to_dict", "openai"):
+        src = tmp_path / name / "in.json"
+        src.parent.mkdir()
+        src.write_text(json.dumps(SHAPES[name](msgs)))
+        out = tmp_path / name / "out.json"
+        r = run("compact", str(src), "-o", str(out), "--max-input-tokens", "60000")
+        assert r.returncode == 0, r.stderr
+        cleared = _summary_text(json.loads(out.read_text())[4 * 4 + 2])
+        placeholder = '[Cleared to save context: read_file(/src/m4.py); recall("c4") returns it.]'
+        assert cleared.startswith(placeholder)
+        for i in range(30):
+            assert fastcompact.recall(out, f"c{i}") == files[f"/src/m{i}.py"], (name, i)
+    assert cleared.endswith(" Its whole text is saved at out.results/18.txt.")
 
 
 def _summary_text(message: dict[str, Any]) -> str:

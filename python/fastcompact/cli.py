@@ -448,7 +448,7 @@ def _line(r: dict[str, Any], note: str) -> str:
         what = f"cheap passes only ({r['reason']})"
     if r["results"]:
         where = Path(r["results"][0]).parent
-        what += f"; {plural(len(r['results']), 'cut result')} saved whole in {where}"
+        what += f"; {plural(len(r['results']), 'tool result')} saved whole in {where}"
     return (
         f"{r['file']}: {r['messages_before']:,} -> {plural(r['messages_after'], 'message')}, "
         f"{r['tokens_before']:,} -> {r['tokens_after']:,} tokens; {what}; wrote {r['output']}{note}"

@@ -146,13 +146,31 @@ def _summary_in_shape(message: Any, like: Any) -> Any:
     return {"role": "user", "content": message.content}
 
 
-def _cut_results(raw: list[Any], edits: list[Edit], results_dir: str) -> list[tuple[int, str, str]]:
-    """(index, path, full text) of each result whose final edit is the budget pass's cut
-    (its marker names the path)."""
+def _kept_whole(
+    raw: list[Any], view: list[Any], edits: list[Edit], results_dir: str
+) -> tuple[list[Any], list[tuple[int, str, str]]]:
+    """What the output keeps of each edited result, in files under ``results_dir``:
+    (index, path, full text) of each result whose final edit is the budget pass's cut
+    (its marker names the path), and of each result of a provider's own shape that
+    another pass edited (the shape has no place for what it was: its text in the view
+    gains the path); with that view."""
     last = {e.index: e.pass_name for e in edits if e.field == "content"}
-    cut = [i for i, name in last.items() if name == "budget"]
-    originals = normalize([raw[i] for i in cut])
-    return [(i, f"{results_dir}/{i}.txt", _text(m["content"])) for i, m in zip(cut, originals, strict=True)]
+    kept = [i for i, name in last.items() if name == "budget" or _fields(raw[i]) is None]
+    originals = normalize([raw[i] for i in kept])
+    out = list(view)
+    saved = []
+    for i, m in zip(kept, originals, strict=True):
+        path = f"{results_dir}/{i}.txt"
+        saved.append((i, path, _text(m["content"])))
+        if last[i] != "budget":
+            out[i] = _with_note(out[i], f" Its whole text is saved at {path}.")
+    return out, saved
+
+
+def _with_note(message: Any, note: str) -> Any:
+    """A provider-shaped message (a dict) whose text content ends with ``note``."""
+    content = message.get("content") if isinstance(message, Mapping) else None
+    return {**message, "content": content + note} if isinstance(content, str) else message
 
 
 def _unsummarized(
@@ -190,16 +208,18 @@ def compact(
     Leading system messages stay in place, ahead of the summary. ``archive_path`` is
     where the caller will save the archive (named in the summary), with the span's
     inline media under :func:`media_folder` (``media`` holds their bytes);
-    ``results_dir`` is where it will save the results the budget pass cuts (named in
-    their markers; ``saved_results`` holds their text). Sizes are counted with
-    ``encoding``."""
+    ``results_dir`` is where it will save the results the budget pass cuts, and those
+    of a provider's shape that a pass edited (named in their text; ``saved_results``
+    holds it). Sizes are counted with ``encoding``."""
     msgs = list(messages)
     cfg = config or CompactionConfig()
     # Every message gets a path; the budget pass names it only in the results it cuts.
     paths = None if results_dir is None else [f"{results_dir}/{i}.txt" for i in range(len(msgs))]
     plan = plan_passes(msgs, cfg, max_input_tokens=max_input_tokens, archive_paths=paths, encoding=encoding)
     view = with_originals(msgs, apply_edits(msgs, plan.edits))
-    cut_results = [] if results_dir is None else _cut_results(msgs, plan.edits, results_dir)
+    cut_results: list[tuple[int, str, str]] = []
+    if results_dir is not None:
+        view, cut_results = _kept_whole(msgs, view, plan.edits, results_dir)
     before = plan.tokens_before
     keep = tuple(cfg.resolved(max_input_tokens)["keep"])
     cut = plan.summary_cutoff

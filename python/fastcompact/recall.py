@@ -26,7 +26,10 @@ Example:
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 # After a call id: that call's arguments rather than its result.
@@ -85,14 +88,19 @@ def _blocks(content: Any, kind: str) -> list[Mapping[str, Any]]:
     return [b for b in content if isinstance(b, Mapping) and b.get("type") == kind]
 
 
-def recall(messages: Sequence[Any] | Mapping[str, Any], ref: str) -> str:
+def recall(messages: Sequence[Any] | Mapping[str, Any] | str | os.PathLike[str], ref: str) -> str:
     """The original of ``ref`` in ``messages`` (or a state holding ``"messages"``): the
     result of the tool call with that id; with ``/args`` after the id, that call's
     arguments (as JSON); else the content of the message with that id. Messages may be
     in any shape the other helpers read (LangChain objects, ``messages_to_dict`` /
-    ``dumpd`` output, OpenAI or Anthropic dicts). Raises ``KeyError`` when nothing has
-    it, and :class:`~fastcompact.InputError` for input that is not messages."""
+    ``dumpd`` output, OpenAI or Anthropic dicts), or the path of a saved conversation
+    (``fastcompact compact``'s output: a result its text says is saved beside it comes
+    from that file). Raises ``KeyError`` when nothing has it, and
+    :class:`~fastcompact.InputError` for input that is not messages."""
     from fastcompact.helpers import _input_error, normalize
+
+    if isinstance(messages, str | os.PathLike):
+        return _recall_in_file(Path(messages), ref)
 
     if isinstance(messages, Mapping) and "messages" in messages:
         messages = messages.get("messages") or []
@@ -137,3 +145,22 @@ def recall(messages: Sequence[Any] | Mapping[str, Any], ref: str) -> str:
     if content is not None:
         return content
     raise KeyError(f"nothing in this conversation has the id {ref!r}")
+
+
+# How an output's text names the file beside it that holds a result whole.
+_SAVED_AT = re.compile(r"(?:whole text is|full output is) saved at (\S+)")
+
+
+def _recall_in_file(path: Path, ref: str) -> str:
+    """``ref`` in the conversation saved at ``path``, from the file beside it that its
+    text names when it was saved there."""
+    from fastcompact.transcripts import read_file
+
+    messages, _ = read_file(str(path))
+    found = recall(messages, ref)
+    named = _SAVED_AT.search(found)
+    if named is not None:
+        saved = path.parent / named.group(1).rstrip(".")
+        if saved.is_file():
+            return saved.read_text(encoding="utf-8")
+    return found
