@@ -22,7 +22,7 @@ from fastcompact.config import CompactionConfig
 from fastcompact.helpers import Encoding, count_tokens, find_cutoff, leading_system, normalize
 from fastcompact.passes import Edit, Plan, apply_edits
 from fastcompact.passes import plan as plan_passes
-from fastcompact.recall import ORIGINAL_KEY
+from fastcompact.recall import ORIGINAL_KEY, SAVED_NOTE
 
 
 @dataclass
@@ -163,7 +163,7 @@ def _kept_whole(
         path = f"{results_dir}/{i}.txt"
         saved.append((i, path, _text(m["content"])))
         if last[i] != "budget":
-            out[i] = _with_note(out[i], f" Its whole text is saved at {path}.")
+            out[i] = _with_note(out[i], SAVED_NOTE.format(path=path))
     return out, saved
 
 

@@ -147,16 +147,22 @@ def recall(messages: Sequence[Any] | Mapping[str, Any] | str | os.PathLike[str],
     raise KeyError(f"nothing in this conversation has the id {ref!r}")
 
 
-# How an output's text names the file beside it that holds a result whole.
+# How an output's text names the file beside it that holds a result whole: the note a
+# result of a provider's shape ends with, and (in the core) the budget pass's marker.
+SAVED_NOTE = " Its whole text is saved at {path}."
 _SAVED_AT = re.compile(r"(?:whole text is|full output is) saved at (\S+)")
 
 
 def _recall_in_file(path: Path, ref: str) -> str:
     """``ref`` in the conversation saved at ``path``, from the file beside it that its
     text names when it was saved there."""
-    from fastcompact.transcripts import read_file
+    from fastcompact.helpers import _input_error
+    from fastcompact.transcripts import FileError, read_file
 
-    messages, _ = read_file(str(path))
+    try:
+        messages, _ = read_file(str(path))
+    except FileError as e:
+        raise _input_error("messages", str(e)) from None
     found = recall(messages, ref)
     named = _SAVED_AT.search(found)
     if named is not None:
