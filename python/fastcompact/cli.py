@@ -349,7 +349,7 @@ def _compact_messages(
 ) -> dict[str, Any]:
     from langchain_core.messages import BaseMessage, message_to_dict
 
-    from fastcompact.pipeline import compact
+    from fastcompact.pipeline import compact, kept_elsewhere
 
     model = _chat_model(options["model"]) if options.get("model") else None
     trigger = options.get("trigger")
@@ -388,8 +388,8 @@ def _compact_messages(
     unkept = []
     if result.summarized and archive is None:
         unkept.append(f"the {plural(result.summarized, 'summarized message')}")
-    if plan.results is None and any(p.name == "budget" and p.edits for p in result.plan.passes):
-        unkept.append("the whole text of the cut results")
+    if plan.results is None and kept_elsewhere(messages, result.plan.edits):
+        unkept.append("the whole text of the cut or cleared results")
     return {
         "file": plan.source,
         "output": "-" if plan.target is None else str(plan.target),

@@ -146,16 +146,23 @@ def _summary_in_shape(message: Any, like: Any) -> Any:
     return {"role": "user", "content": message.content}
 
 
+def kept_elsewhere(raw: Sequence[Any], edits: Sequence[Edit]) -> list[int]:
+    """The edited results whose whole text only a file beside the output can keep:
+    those whose final edit is the budget pass's cut (its marker names the file), and
+    those of a provider's own shape that another pass edited (the shape has no place
+    for what a message was)."""
+    last = {e.index: e.pass_name for e in edits if e.field == "content"}
+    return [i for i, name in last.items() if name == "budget" or _fields(raw[i]) is None]
+
+
 def _kept_whole(
     raw: list[Any], view: list[Any], edits: list[Edit], results_dir: str
 ) -> tuple[list[Any], list[tuple[int, str, str]]]:
-    """What the output keeps of each edited result, in files under ``results_dir``:
-    (index, path, full text) of each result whose final edit is the budget pass's cut
-    (its marker names the path), and of each result of a provider's own shape that
-    another pass edited (the shape has no place for what it was: its text in the view
-    gains the path); with that view."""
+    """(index, path, full text) of each result :func:`kept_elsewhere` names, saved
+    under ``results_dir``, with the view: a result another pass than the budget's
+    edited gains the path in its text (the budget's marker names it already)."""
     last = {e.index: e.pass_name for e in edits if e.field == "content"}
-    kept = [i for i, name in last.items() if name == "budget" or _fields(raw[i]) is None]
+    kept = kept_elsewhere(raw, edits)
     originals = normalize([raw[i] for i in kept])
     out = list(view)
     saved = []
