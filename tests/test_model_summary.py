@@ -227,20 +227,26 @@ def _last_request(messages: list[BaseMessage]) -> int:
     return found[-1]
 
 
+def _log_reader(tmp_path: Path, script: Any, config: Any = None) -> Any:
+    """A deep agent on a 16k window with the query_logs tool, run by ``script``, over
+    the files in ``tmp_path``."""
+    model = Agent(script=script, profile={"max_input_tokens": 16_000})
+    backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
+    return create_deep_agent(
+        model=model,
+        tools=[_logs("query_logs")],
+        backend=backend,
+        middleware=[CompactionMiddleware(backend=backend, config=config)],
+        checkpointer=InMemorySaver(),
+    )
+
+
 def test_restored_files_show_the_part_that_was_read(tmp_path: Path):
     """An agent that paged through a file (offsets 314, 588, 862) and then filled the
     window: the summary restores lines 863-962 as the file is now, not its head."""
     lines = [f"line {i}: " + "text " * 8 for i in range(1, 1201)]
     (tmp_path / "big.py").write_text("\n".join(lines))
-    model = Agent(script=_pager, profile={"max_input_tokens": 16_000})
-    backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
-    agent = create_deep_agent(
-        model=model,
-        tools=[_logs("query_logs")],
-        backend=backend,
-        middleware=[CompactionMiddleware(backend=backend)],
-        checkpointer=InMemorySaver(),
-    )
+    agent = _log_reader(tmp_path, _pager)
     state = _run(agent, ["Read /big.py from line 315 on, in pages.", "Check the logs of modules 0 to 4."])
     text = state["_summarization_event"]["summary_message"].content
     assert '<file path="/big.py" lines="863-962">\nline 863: ' in text
@@ -255,16 +261,7 @@ def test_a_finished_requests_files_are_restored_only_without_a_price_model(tmp_p
     call only if the agent reads it again, which the next request rarely does."""
     lines = [f"line {i}: " + "text " * 8 for i in range(1, 1201)]
     (tmp_path / "big.py").write_text("\n".join(lines))
-    model = Agent(script=_pager, profile={"max_input_tokens": 16_000})
-    backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
-    config = fastcompact.CompactionConfig(pricing=pricing, summarizer="model")
-    agent = create_deep_agent(
-        model=model,
-        tools=[_logs("query_logs")],
-        backend=backend,
-        middleware=[CompactionMiddleware(backend=backend, config=config)],
-        checkpointer=InMemorySaver(),
-    )
+    agent = _log_reader(tmp_path, _pager, fastcompact.CompactionConfig(pricing=pricing, summarizer="model"))
     state = _run(agent, ["Read /big.py from line 315 on, in pages.", "Check the logs of modules 0 to 4."])
     event = state["_summarization_event"]
     kept = state["messages"][event["cutoff_index"] :]
@@ -292,16 +289,8 @@ def test_with_a_price_model_the_files_of_the_request_under_way_are_restored(tmp_
     compaction cuts inside it, and the modules it read before the cut come back."""
     for i in range(3):
         (tmp_path / f"m{i}.py").write_text("\n".join(f"m{i} line {k}: " + "code " * 10 for k in range(40)))
-    model = Agent(script=_module_reader, profile={"max_input_tokens": 16_000})
-    backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
     config = fastcompact.CompactionConfig(pricing="anthropic", summarizer="model")
-    agent = create_deep_agent(
-        model=model,
-        tools=[_logs("query_logs")],
-        backend=backend,
-        middleware=[CompactionMiddleware(backend=backend, config=config)],
-        checkpointer=InMemorySaver(),
-    )
+    agent = _log_reader(tmp_path, _module_reader, config)
     state = _run(agent, ["Read the modules /m0.py to /m2.py, then check the logs of each."])
     event = state["_summarization_event"]
     assert not any(m.type == "human" for m in state["messages"][event["cutoff_index"] :])
