@@ -12,7 +12,7 @@ from typing import Any
 from fastcompact import CompactionConfig, _core, cache_info, find_cutoff
 from fastcompact.helpers import _counting, count_once, cutoff_once
 from fastcompact.samples import coding_session
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
@@ -63,6 +63,7 @@ _ops = st.lists(
 
 @settings(max_examples=40, deadline=None)
 @given(_ops)
+@example([("summarize", 0, 0), ("remove", 0, 0), ("remove", 0, 0), ("replace", 0, 0)])
 def test_every_way_langgraph_changes_a_list_is_counted_and_planned_as_cold(ops: list[Any]) -> None:
     """Append, replace by id (a new object under the same id), `RemoveMessage`, a
     summary that removes everything and adds the kept messages back (reordered
@@ -74,6 +75,8 @@ def test_every_way_langgraph_changes_a_list_is_counted_and_planned_as_cold(ops: 
     extra = coding_session(60, seed=4)
     for k, (op, pick, which) in enumerate(ops):
         ids = [m.id for m in msgs]
+        if not msgs and op in ("replace", "remove"):
+            op = "append"  # an emptied list has nothing to replace or remove
         if op == "append":
             msgs = add_messages(msgs, [extra[pick % len(extra)].model_copy(update={"id": f"new-{k}"})])
         elif op == "replace":
