@@ -19,19 +19,15 @@ import os
 import sys
 from collections.abc import Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
 import fastcompact
 from fastcompact import cli_search
+from fastcompact.cli_outputs import CliError, Output, Writes, distinct_inputs, plan_outputs
 from fastcompact.helpers import plural
 from fastcompact.samples import SESSIONS, load_session
 from fastcompact.transcripts import FileError, Layout, load_conversation, read_file, read_text
-
-
-class CliError(Exception):
-    """A problem to report in one line, with exit status 2."""
 
 
 class Interrupted(Exception):
@@ -155,20 +151,6 @@ def _inspect(args: argparse.Namespace) -> int:
 # --- compact -------------------------------------------------------------------------------
 
 
-def _base_of(target: Path) -> str:
-    """What an output's companions are named after: its stem for a ``.json`` file,
-    its whole name otherwise, so that ``x.json`` and ``x.jsonl`` never share one."""
-    if target.suffix == ".json":
-        return target.stem or "conversation"
-    return target.name or "conversation"
-
-
-def _archive_of(target: Path) -> Path:
-    """``session.v2.json`` -> ``session.v2.archive.md`` (the whole stem is kept);
-    ``session.jsonl`` -> ``session.jsonl.archive.md``."""
-    return target.with_name(f"{_base_of(target)}.archive.md")
-
-
 def _console() -> Any:
     """Rich output on stdout: lines wrap to fit a terminal, never in a pipe or a file;
     a reader that stops (``| head``) ends the command quietly, with status 0."""
@@ -213,126 +195,6 @@ def _positive(text: str) -> int:
     return value
 
 
-def _results_of(target: Path) -> Path:
-    """``session.v2.json`` -> ``session.v2.results``: the folder of results cut whole."""
-    return target.with_name(f"{_base_of(target)}.results")
-
-
-@dataclass(frozen=True)
-class Output:
-    """Where one input's outputs go: the conversation (``None``: stdout), the archive
-    of what a summary replaced and the folder of results the budget pass cut (``None``:
-    not kept), and a note when a name was changed."""
-
-    source: str
-    target: Path | None
-    archive: Path | None
-    results: Path | None
-    note: str = ""
-
-    def paths(self) -> tuple[Path, ...]:
-        return tuple(p for p in (self.target, self.archive, self.results) if p is not None)
-
-    def named(self, path: Path | None) -> str | None:
-        """``path`` as the output names it: from the output file's folder, so that an
-        agent resumed anywhere beside the file finds it (from here when on stdout)."""
-        if path is None:
-            return None
-        if self.target is None:
-            return str(path)
-        try:
-            return os.path.relpath(path.absolute(), self.target.absolute().parent)
-        except ValueError:  # another drive: only the whole path names it
-            return str(path.absolute())
-
-    def real(self, named: str) -> Path:
-        """Where a path the output names is (see :meth:`named`)."""
-        path = Path(named)
-        return path if self.target is None or path.is_absolute() else self.target.parent / path
-
-
-def plan_outputs(files: list[str], output: str, overwrite: bool, archive: str | None = None) -> list[Output]:
-    """Where each input's outputs go. ``-`` writes the one conversation to stdout (its
-    archive only to ``archive``). Several inputs, an existing directory or a path
-    ending in ``/`` name a directory, where each output keeps its input's whole name;
-    two inputs of the same name are told apart by their folder, then a counter. No two
-    outputs share a name, and an existing one is refused unless ``overwrite``."""
-    if files.count("-") > 1:
-        raise CliError("stdin ('-') can be read once")
-    out = Path(output)
-    several = len(files) > 1 or output.endswith(("/", os.sep)) or (output != "-" and out.is_dir())
-    if several and archive is not None:
-        raise CliError("--archive names one file, for one input and an output file")
-    if len(files) > 1 and not out.is_dir() and out.suffix in (".json", ".jsonl"):
-        raise CliError(f"-o {output} names a file, but {len(files)} inputs need a directory (-o DIR/)")
-    if output == "-":
-        kept = Path(archive) if archive is not None else None
-        plans = [Output(files[0], None, kept, _results_of(kept) if kept is not None else None)]
-    elif not several:
-        plans = [Output(files[0], out, Path(archive) if archive else _archive_of(out), _results_of(out))]
-    else:
-        if out.exists() and not out.is_dir():
-            raise CliError(f"{out} is a file; give a directory for several inputs")
-        taken: set[Path] = set()
-        plans = []
-
-        def clash(target: Path) -> bool:
-            return bool({target, _archive_of(target), _results_of(target)} & taken)
-
-        for src in files:
-            name = "stdin.json" if src == "-" else Path(src).name or "conversation.json"
-            target, note = out / name, ""
-            if clash(target):
-                folder = Path(src).resolve().parent.name or "input"
-                target = out / f"{folder}_{name}"
-                k = 2
-                while clash(target):
-                    target = out / f"{Path(name).stem}-{k}{Path(name).suffix}"
-                    k += 1
-                note = f" (as {target.name}: another input is also named {name})"
-            plan = Output(src, target, _archive_of(target), _results_of(target), note)
-            taken |= set(plan.paths())
-            plans.append(plan)
-    if not overwrite:
-        for plan in plans:
-            for path in plan.paths():
-                if path.exists():
-                    raise CliError(f"{path} exists; give --overwrite to replace it")
-    return plans
-
-
-class _Writes:
-    """One input's files, written so that a failure (a full disk, say) leaves none of
-    them: each goes to a temporary file beside its place first; once all are written,
-    they are renamed into place in order (the output last); on any failure, what was
-    written is removed and the error raised."""
-
-    def __init__(self) -> None:
-        self.files: list[tuple[Path, bytes]] = []
-
-    def add(self, path: Path, data: bytes) -> None:
-        self.files.append((path, data))
-
-    def commit(self) -> None:
-        staged: list[tuple[Path, Path]] = []
-        placed: list[Path] = []
-        try:
-            for path, data in self.files:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                temporary = path.with_name(f".{path.name}.{os.getpid()}.partial")
-                staged.append((temporary, path))
-                temporary.write_bytes(data)
-            for temporary, path in staged:
-                os.replace(temporary, path)
-                placed.append(path)
-        except BaseException:
-            for temporary, _ in staged:
-                temporary.unlink(missing_ok=True)
-            for path in placed:
-                path.unlink(missing_ok=True)
-            raise
-
-
 def compact_file(plan: Output, options: dict[str, Any], text: str | None = None) -> dict[str, Any]:
     """Compact one input as ``plan`` says (``text``: the input, when already read); the
     figures of what was done, with the conversation itself when it goes to stdout (run
@@ -370,7 +232,7 @@ def _compact_messages(
     )
     out_messages = [message_to_dict(m) if isinstance(m, BaseMessage) else m for m in result.messages]
     text = layout.dumps(out_messages)
-    writes = _Writes()
+    writes = Writes()
     saved = {plan.real(path): full for path, full in result.saved_results.items()}
     media_files = {plan.real(path): data for path, data in result.media.items()}
     if plan.results is not None:
@@ -409,24 +271,6 @@ def _compact_messages(
     }
 
 
-def _distinct(files: list[str]) -> list[str]:
-    """The inputs, each once (a file given twice, under any spelling of its path, is
-    compacted once, and says so)."""
-    seen: dict[str, str] = {}
-    out = []
-    for f in files:
-        if f == "-":  # stdin twice is refused where outputs are planned
-            out.append(f)
-            continue
-        key = os.path.realpath(f)
-        if key in seen:
-            sys.stderr.write(f"fastcompact: {f} is the same file as {seen[key]}; compacting it once\n")
-            continue
-        seen[key] = f
-        out.append(f)
-    return out
-
-
 def _chat_model(name: str) -> Any:
     """The chat model ``provider:name`` names, or a one-line error."""
     from langchain.chat_models import init_chat_model
@@ -456,10 +300,7 @@ def _line(r: dict[str, Any], note: str) -> str:
 
 
 def _compact(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.progress import Progress
-
-    files = _distinct(args.files)
+    files = distinct_inputs(args.files)
     to_stdout = args.output == "-"
     if to_stdout and len(files) > 1:
         raise CliError("-o - writes one conversation to stdout; give one input")
@@ -490,52 +331,76 @@ def _compact(args: argparse.Namespace) -> int:
         except Exception as e:  # a summarizer's failure, say: one line, as for many inputs
             errors.append(f"{plans[0].source}: {type(e).__name__}: {e}")
     else:
-        # Processes for the offline summarizer (CPU-bound); threads when calling a model.
-        # Workers ignore Ctrl-C: the file in progress is finished (or not written at all).
-        pool: Executor = (
-            ThreadPoolExecutor(max_workers=8)
-            if args.model
-            else ProcessPoolExecutor(max_workers=os.cpu_count() or 1, initializer=_ignore_interrupts)
-        )
-        console = Console(stderr=True, highlight=False)
-        with Progress(console=console, transient=True) as progress:
-            task = progress.add_task("compacting", total=len(plans))
-            futures = {
-                pool.submit(compact_file, plan, options, stdin_text if plan.source == "-" else None): plan
-                for plan in plans
-            }
-
-            seen: set[Future[dict[str, Any]]] = set()
-
-            def settle(future: Future[dict[str, Any]]) -> None:
-                seen.add(future)
-                try:
-                    results.append(future.result())
-                except (CliError, FileError, fastcompact.InputError) as e:
-                    errors.append(str(e))
-                except Exception as e:  # a worker's failure is one file's failure
-                    errors.append(f"{futures[future].source}: {type(e).__name__}: {e}")
-                progress.advance(task)
-
-            try:
-                for future in as_completed(futures):
-                    settle(future)
-            except KeyboardInterrupt:
-                # Stop after the files in progress: the rest never start.
-                pool.shutdown(wait=True, cancel_futures=True)
-                for future in futures:
-                    if future.done() and not future.cancelled() and future not in seen:
-                        settle(future)
-                raise Interrupted(sorted(r["output"] for r in results)) from None
-            pool.shutdown()
+        _compact_in_workers(plans, options, stdin_text, bool(args.model), results, errors)
     results.sort(key=lambda r: r["file"])
-    notes = {plan.source: plan.note for plan in plans}
+    _report(
+        results, errors, {plan.source: plan.note for plan in plans}, as_json=args.json, to_stdout=to_stdout
+    )
+    return 2 if errors else 0
+
+
+def _compact_in_workers(
+    plans: list[Output],
+    options: dict[str, Any],
+    stdin_text: str | None,
+    threads: bool,
+    results: list[dict[str, Any]],
+    errors: list[str],
+) -> None:
+    """Compact several inputs in parallel, with a progress bar, into ``results`` and
+    ``errors``: processes for the offline summarizer (CPU-bound), ``threads`` when
+    calling a model. Workers ignore Ctrl-C: the file in progress is finished (or not
+    written at all), the rest never start."""
+    from rich.console import Console
+    from rich.progress import Progress
+
+    pool: Executor = (
+        ThreadPoolExecutor(max_workers=8)
+        if threads
+        else ProcessPoolExecutor(max_workers=os.cpu_count() or 1, initializer=_ignore_interrupts)
+    )
+    console = Console(stderr=True, highlight=False)
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("compacting", total=len(plans))
+        futures = {
+            pool.submit(compact_file, plan, options, stdin_text if plan.source == "-" else None): plan
+            for plan in plans
+        }
+
+        seen: set[Future[dict[str, Any]]] = set()
+
+        def settle(future: Future[dict[str, Any]]) -> None:
+            seen.add(future)
+            try:
+                results.append(future.result())
+            except (CliError, FileError, fastcompact.InputError) as e:
+                errors.append(str(e))
+            except Exception as e:  # a worker's failure is one file's failure
+                errors.append(f"{futures[future].source}: {type(e).__name__}: {e}")
+            progress.advance(task)
+
+        try:
+            for future in as_completed(futures):
+                settle(future)
+        except KeyboardInterrupt:
+            pool.shutdown(wait=True, cancel_futures=True)
+            for future in futures:
+                if future.done() and not future.cancelled() and future not in seen:
+                    settle(future)
+            raise Interrupted(sorted(r["output"] for r in results)) from None
+        pool.shutdown()
+
+
+def _report(
+    results: list[dict[str, Any]], errors: list[str], notes: dict[str, str], *, as_json: bool, to_stdout: bool
+) -> None:
+    """The conversation (on stdout), then each input's figures (a line, or JSON;
+    on stderr when the conversation took stdout), its warnings and the errors."""
     if to_stdout and results:
         _write_exact(sys.stdout, results[0].pop("conversation"))
-    if args.json:
+    if as_json:
         sys.stdout.write(json.dumps(results, indent=2) + "\n")
     else:
-        # With the conversation on stdout, the figures go to stderr.
         figures = sys.stderr if to_stdout else sys.stdout
         for r in results:
             figures.write(_line(r, notes.get(r["file"], "")) + "\n")
@@ -548,7 +413,6 @@ def _compact(args: argparse.Namespace) -> int:
             )
     for error in errors:
         sys.stderr.write(f"fastcompact: {error}\n")
-    return 2 if errors else 0
 
 
 # --- demo ----------------------------------------------------------------------------------

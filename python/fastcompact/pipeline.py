@@ -151,8 +151,13 @@ def kept_elsewhere(raw: Sequence[Any], edits: Sequence[Edit]) -> list[int]:
     those whose final edit is the budget pass's cut (its marker names the file), and
     those of a provider's own shape that another pass edited (the shape has no place
     for what a message was)."""
-    last = {e.index: e.pass_name for e in edits if e.field == "content"}
+    last = _last_content_pass(edits)
     return [i for i, name in last.items() if name == "budget" or _fields(raw[i]) is None]
+
+
+def _last_content_pass(edits: Sequence[Edit]) -> dict[int, str]:
+    """The pass whose edit of each message's content stands (the last to edit it)."""
+    return {e.index: e.pass_name for e in edits if e.field == "content"}
 
 
 def _kept_whole(
@@ -161,7 +166,7 @@ def _kept_whole(
     """(index, path, full text) of each result :func:`kept_elsewhere` names, saved
     under ``results_dir``, with the view: a result another pass than the budget's
     edited gains the path in its text (the budget's marker names it already)."""
-    last = {e.index: e.pass_name for e in edits if e.field == "content"}
+    last = _last_content_pass(edits)
     kept = kept_elsewhere(raw, edits)
     originals = normalize([raw[i] for i in kept])
     out = list(view)
@@ -197,6 +202,63 @@ def _text(content: Any) -> str:
     return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, default=str)
 
 
+def _model_notes(model: Any, span: list[Any], cfg: CompactionConfig) -> tuple[str | None, str | None]:
+    """The notes ``model`` writes on ``span`` (``None`` when it wrote none), and what
+    went wrong when it failed (the digest then stands in)."""
+    try:
+        text, _ = steps.run(
+            summarize.summarize(
+                model, span, custom_instructions=cfg.custom_instructions, retries=cfg.ptl_max_retries
+            )
+        )
+    except Exception as e:
+        return None, f"the model failed ({type(e).__name__}: {e}); used the digest"
+    return text, None
+
+
+def _cut_at(
+    view: list[Any],
+    plan: Plan,
+    keep: Any,
+    max_input_tokens: int | None,
+    encoding: Encoding,
+    lead: int,
+    *,
+    force: bool,
+) -> int | None:
+    """Where a summary cuts: the plan's cutoff, else (``force``) ``keep``'s; never
+    inside the ``lead`` system messages the conversation starts with."""
+    cut = plan.summary_cutoff
+    if cut is None and force:
+        cut = find_cutoff(view, keep, max_input_tokens, encoding=encoding) or None
+    return None if cut is not None and cut <= lead else cut
+
+
+def _summary_message(
+    span: list[Any], notes: str | None, cfg: CompactionConfig, window: int | None, archive_path: str | None
+) -> tuple[Any, str | None]:
+    """The summary message of ``span``: the memory of its numbered requests, beside a
+    model's ``notes`` when it wrote some; and the notes to save whole in the archive
+    when they were cut for space."""
+    made = memory.remember(
+        None,
+        None,
+        span,
+        config=cfg.memory,
+        window=window,
+        file=archive_path,
+        widths_per_token=memory.widths_per_token(span),
+        notes=notes,
+        notes_file=archive_path,
+    )
+    message = summarize.summary_message(
+        memory.text(made.memory, recall=False),
+        file_path=archive_path,
+        suppress_follow_up_questions=cfg.suppress_follow_up_questions,
+    )
+    return message, made.notes_to_save
+
+
 def compact(
     messages: Sequence[Any],
     *,
@@ -229,13 +291,9 @@ def compact(
         view, cut_results = _kept_whole(msgs, view, plan.edits, results_dir)
     before = plan.tokens_before
     keep = tuple(cfg.resolved(max_input_tokens)["keep"])
-    cut = plan.summary_cutoff
-    if cut is None and force:
-        cut = find_cutoff(view, keep, max_input_tokens, encoding=encoding) or None
     # The system messages the conversation starts with are never summarized.
     lead = leading_system(msgs)
-    if cut is not None and cut <= lead:
-        cut = None
+    cut = _cut_at(view, plan, keep, max_input_tokens, encoding, lead, force=force)
     if not (plan.summary_needed or force):
         reason = f"no summary needed: {plan.tokens_after:,} tokens after the cheap passes, under the trigger"
         return _unsummarized(view, plan, before, cut_results, reason)
@@ -248,55 +306,28 @@ def compact(
     kept_media = _Kept()
 
     def media_saved(messages: list[Any]) -> list[Any]:
-        if archive_path is None:
-            return messages
-        return media.offload(kept_media, media_folder(archive_path), messages)
+        return (
+            messages
+            if archive_path is None
+            else media.offload(kept_media, media_folder(archive_path), messages)
+        )
 
     with_media = media_saved(msgs[lead:cut])
-    text, used, warning = None, "digest", None
-    if model is not None:
-        summarized = media_saved(span)
-        try:
-            text, _ = steps.run(
-                summarize.summarize(
-                    model,
-                    summarized,
-                    custom_instructions=cfg.custom_instructions,
-                    retries=cfg.ptl_max_retries,
-                )
-            )
-            used = "model" if text is not None else used
-        except Exception as e:
-            warning = f"the model failed ({type(e).__name__}: {e}); used the digest"
-    # A model's summary becomes the memory's notes; either way, the requests stand in
-    # it numbered, and the archive holds everything in full (notes cut for space too).
-    made = memory.remember(
-        None,
-        None,
-        span,
-        config=cfg.memory,
-        window=max_input_tokens,
-        file=archive_path,
-        widths_per_token=memory.widths_per_token(span),
-        notes=text,
-        notes_file=archive_path,
-    )
-    message = summarize.summary_message(
-        memory.text(made.memory, recall=False),
-        file_path=archive_path,
-        suppress_follow_up_questions=cfg.suppress_follow_up_questions,
-    )
+    # A model's notes join the memory's numbered requests; the archive holds it all.
+    text, warning = (None, None) if model is None else _model_notes(model, media_saved(span), cfg)
+    message, notes_to_save = _summary_message(span, text, cfg, max_input_tokens, archive_path)
+    used = "model" if text is not None else "digest"
     out = [*msgs[:lead], _summary_in_shape(message, msgs[lead]), *kept]
     archive = storage.archive_text(with_media, lead, source, 1)
-    if made.notes_to_save:
-        archive += "\n\n" + storage.notes_text([made.notes_to_save])
-    # A summarized result is in the archive whole; only the kept ones need saving.
-    saved = {path: text for i, path, text in cut_results if i >= cut}
+    if notes_to_save:
+        archive += "\n\n" + storage.notes_text([notes_to_save])
     after = count_tokens(out, encoding=encoding)
     if after >= plan.tokens_after:
         # A summary that shrinks nothing is not written (with --force too).
         reason = f"a summary would not make it smaller ({plan.tokens_after:,} -> {after:,} tokens)"
         return _unsummarized(view, plan, before, cut_results, reason, warning)
+    # A summarized result is in the archive whole; only the kept ones need saving.
+    saved = {path: full for i, path, full in cut_results if i >= cut}
     return Compacted(
         out, archive, plan, cut - lead, used, before, after, saved, None, kept_media.files, warning
     )
