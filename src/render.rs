@@ -26,6 +26,17 @@ fn role_title(m: &Message) -> String {
 /// The readable text of a message's content; non-text blocks become short tags,
 /// tool-use blocks are left to the tool calls (they carry the same arguments).
 pub fn content_text(m: &Message) -> String {
+    if let Some(inner) = m.result_block_content() {
+        return match inner {
+            Value::String(s) => s.clone(),
+            Value::Array(parts) => parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            other => other.to_string(),
+        };
+    }
     match &m.content {
         Content::Text(t) => t.as_str().to_owned(),
         Content::Blocks(blocks) => {

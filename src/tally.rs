@@ -202,10 +202,12 @@ impl Tally {
             }
         }
         let id = m.tool_call_id.as_deref();
-        t.answers(
-            id.map_or(0, |s| s.chars().count()),
-            id.filter(|_| want_shape).map(str::to_owned),
-        );
+        // A result in a block counts as the user's message it came as: no id of its own.
+        let id_chars = match (id, m.result_in_block) {
+            (Some(s), false) => s.chars().count(),
+            _ => 0,
+        };
+        t.answers(id_chars, id.filter(|_| want_shape).map(str::to_owned));
         let name = m.name.as_deref().unwrap_or("");
         let tool_name = t.wants_tool_name().then(|| name.to_owned());
         t.finish(name.chars().count(), tool_name)
@@ -239,6 +241,30 @@ mod tests {
     use crate::message::{Text, ToolCall};
     use crate::tokens::HeuristicParams;
     use serde_json::json;
+
+    #[test]
+    fn a_result_in_a_block_counts_as_the_users_message_it_came_as() {
+        let block = Block::Other {
+            kind: "tool_result".into(),
+            value: json!({"type": "tool_result", "tool_use_id": "toolu_1", "content": "out"}),
+        };
+        let user = Message {
+            content: Content::Blocks(vec![block]),
+            ..Message::default()
+        };
+        let result = Message {
+            role: Role::Tool,
+            tool_call_id: Some("toolu_1".into()),
+            result_in_block: true,
+            ..user.clone()
+        };
+        assert_eq!(measure(&result), measure(&user));
+        let shape = Tally::of(&result, true).1.expect("asked for");
+        assert_eq!(
+            (shape.results, shape.is_result),
+            (vec!["toolu_1".to_owned()], true)
+        );
+    }
 
     #[test]
     fn heuristic_matches_langchain_formula() {

@@ -551,7 +551,7 @@ def test_every_result_an_output_clears_resolves_through_it_in_every_shape(tmp_pa
             ToolMessage(text, tool_call_id=f"c{i}", name="read_file"),
             AIMessage(f"{path} defines 150 functions."),
         ]
-    for name in ("messages_to_dict", "openai"):
+    for name in ("messages_to_dict", "openai", "anthropic"):
         src = tmp_path / name / "in.json"
         src.parent.mkdir()
         src.write_text(json.dumps(SHAPES[name](msgs)))
@@ -566,14 +566,74 @@ def test_every_result_an_output_clears_resolves_through_it_in_every_shape(tmp_pa
         # On stdout there is nowhere beside it: a provider's shape loses them, and says so.
         r = run("compact", str(src), "-o", "-", "--max-input-tokens", "60000")
         unsaved = "the whole text of the cut or cleared results are not saved with the output"
-        assert r.returncode == 0 and (unsaved in r.stderr) == (name == "openai"), r.stderr
-    assert cleared.endswith(" Its whole text is saved at out.results/18.txt.")
+        assert r.returncode == 0 and (unsaved in r.stderr) == (name != "messages_to_dict"), r.stderr
+        if name != "messages_to_dict":
+            assert cleared.endswith(" Its whole text is saved at out.results/18.txt.")
 
 
 def _summary_text(message: dict[str, Any]) -> str:
     fields = message.get("data") or message.get("kwargs") or message
     content = fields["content"]
+    if isinstance(content, list) and len(content) == 1 and content[0].get("type") == "tool_result":
+        content = content[0]["content"]
     return content if isinstance(content, str) else json.dumps(content)
+
+
+def _reads_and_a_write() -> list[Any]:
+    """A note written, twelve files read, the first read again."""
+    body = "".join(f"def f{k}(): return {k} * {{i}}\n" for k in range(150))
+    msgs: list[Any] = [
+        HumanMessage("Write the notes."),
+        AIMessage(
+            "",
+            tool_calls=[
+                {"name": "write_file", "args": {"path": "/n.md", "content": "n\n" * 2_000}, "id": "w"}
+            ],
+        ),
+        ToolMessage("ok", tool_call_id="w", name="write_file"),
+        AIMessage("Written."),
+    ]
+    for i in [*range(12), 0]:
+        call = {"name": "read_file", "args": {"path": f"/src/m{i}.py"}, "id": f"c{len(msgs)}"}
+        msgs += [
+            HumanMessage(f"Read /src/m{i}.py please."),
+            AIMessage("", tool_calls=[call]),
+            ToolMessage(body.replace("{i}", str(i)), tool_call_id=call["id"], name="read_file"),
+            AIMessage(f"/src/m{i}.py defines 150 functions."),
+        ]
+    return msgs
+
+
+def test_the_cheap_passes_edit_every_shape_alike():
+    """The same conversation in each shape gets the same edits from the same passes, and
+    each shape's output holds them where that shape keeps a result or an argument
+    (Anthropic's: inside the tool_result and tool_use blocks), counted as planned."""
+    cfg = fastcompact.CompactionConfig(
+        truncate_args=fastcompact.TruncateArgsConfig(
+            trigger=("messages", 1), keep=("messages", 4), min_batch_tokens=0
+        ),
+        clearing=fastcompact.ClearingConfig(trigger=("messages", 1), keep_recent=8, clear_at_least=0),
+    )
+    msgs = _reads_and_a_write()
+    edits = {}
+    for name, shape in SHAPES.items():
+        given = shape(msgs)
+        plan = fastcompact.plan(given, cfg, max_input_tokens=200_000)
+        edits[name] = [(e.index, e.pass_name, e.field, e.call, e.value) for e in plan.edits]
+        out = fastcompact.apply_edits(given, plan.edits)
+        assert fastcompact.count_tokens(out) == plan.tokens_after, name
+        assert _summary_text(out[6]).startswith(
+            '[Cleared to save context: read_file(/src/m0.py); recall("c4")'
+        )
+        assert "[shortened from 4000 characters" in fastcompact.recall(out, "w/args")
+    assert {p for _, p, *_ in edits["anthropic"]} == {"truncate_args", "clearing"}
+    assert all(found == edits["openai"] for found in edits.values())
+    # Anthropic's result blocks and call blocks are edited in place: the pairs stay.
+    out = fastcompact.apply_edits(
+        SHAPES["anthropic"](msgs), fastcompact.plan(SHAPES["anthropic"](msgs), cfg).edits
+    )
+    assert out[6]["role"] == "user" and out[6]["content"][0]["tool_use_id"] == "c4"
+    assert out[1]["content"][0]["type"] == "tool_use" and out[1]["content"][0]["id"] == "w"
 
 
 def test_a_summary_numbers_the_requests_alike_in_every_shape(tmp_path: Path):

@@ -124,10 +124,14 @@ _blocks = st.one_of(
 
 @st.composite
 def _any_message(draw: Any) -> Any:
-    kind = draw(st.sampled_from(["human", "ai", "ai_blocks", "tool", "system"]))
+    kind = draw(st.sampled_from(["human", "ai", "ai_blocks", "tool", "system", "result_block"]))
     name = draw(st.one_of(st.none(), st.text(max_size=8)))
     if kind == "human":
         return HumanMessage(draw(st.text(max_size=60)), name=name)
+    if kind == "result_block":
+        # Anthropic's shape of a tool result, which the core reads as one.
+        result = {"type": "tool_result", "tool_use_id": draw(st.text(max_size=10)), "content": draw(_json)}
+        return HumanMessage([result], name=name)
     if kind == "system":
         return SystemMessage(draw(st.text(max_size=60)))
     if kind == "tool":

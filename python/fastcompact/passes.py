@@ -327,19 +327,43 @@ def _new_tool_calls(calls: list[Any], edits: Sequence[Edit], openai: bool) -> li
 
 
 def _new_blocks(content: Any, calls: list[Any], edits: Sequence[Edit]) -> Any:
-    """Anthropic-style content carries the same arguments as ``tool_use`` blocks."""
+    """Anthropic-style content carries the same arguments as ``tool_use`` blocks: the
+    block of a call's id, or (a message with its calls in its content alone) the
+    call's own block, by position."""
     if not isinstance(content, list):
         return content
-    by_id = {}
+    uses = [i for i, b in enumerate(content) if isinstance(b, dict) and b.get("type") == "tool_use"]
+    out = list(content)
     for e in edits:
-        if e.call is not None and 0 <= e.call < len(calls) and isinstance(calls[e.call], dict):
-            by_id[calls[e.call].get("id")] = e.value
-    return [
-        {**b, "input": by_id[b.get("id")]}
-        if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id") in by_id
-        else b
-        for b in content
-    ]
+        if e.call is None or not 0 <= e.call < len(calls if calls else uses):
+            continue
+        if not calls:
+            where = [uses[e.call]]
+        else:
+            call = calls[e.call]
+            call_id = call.get("id") if isinstance(call, dict) else None
+            where = [i for i in uses if content[i].get("id") == call_id]
+        for i in where:
+            out[i] = {**out[i], "input": e.value}
+    return out
+
+
+def _result_block(m: Any, content: Any) -> dict[str, Any] | None:
+    """The one ``tool_result`` block a user message holds as all of its content
+    (Anthropic's shape for a tool's result), which an edit of the result goes into."""
+    role = m.get("role") or m.get("type") if isinstance(m, dict) else getattr(m, "type", None)
+    if role == "tool" or not isinstance(content, list) or len(content) != 1:
+        return None
+    block = content[0]
+    if not isinstance(block, dict) or block.get("type") != "tool_result":
+        return None
+    return block if isinstance(block.get("tool_use_id"), str) else None
+
+
+def _new_content(m: Any, content: Any, new: Any) -> Any:
+    """``new`` as the content, or inside the result block that ``content`` is."""
+    block = _result_block(m, content)
+    return [{**block, "content": new}] if block is not None else new
 
 
 def _edit_message(m: Any, edits: list[Edit]) -> Any:
@@ -362,15 +386,17 @@ def _edit_message(m: Any, edits: list[Edit]) -> Any:
                 return {**m, inner: _edit_message(m[inner], edits)}
         out = dict(m)
         if new_content is not None:
-            out["content"] = new_content
-        if arg_edits and isinstance(m.get("tool_calls"), list):
-            calls = m["tool_calls"]
-            out["tool_calls"] = _new_tool_calls(calls, arg_edits, openai=True)
+            out["content"] = _new_content(m, m.get("content"), new_content)
+        if arg_edits:
+            given = m.get("tool_calls")
+            calls: list[Any] = given if isinstance(given, list) else []
+            if calls:
+                out["tool_calls"] = _new_tool_calls(calls, arg_edits, openai=True)
             out["content"] = _new_blocks(out.get("content"), calls, arg_edits)
         return out
     update: dict[str, Any] = {}
     if new_content is not None:
-        update["content"] = new_content
+        update["content"] = _new_content(m, m.content, new_content)
     if arg_edits:
         calls = list(getattr(m, "tool_calls", []) or [])
         update["tool_calls"] = _new_tool_calls(calls, arg_edits, openai=False)

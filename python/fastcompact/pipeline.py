@@ -173,16 +173,30 @@ def _kept_whole(
     saved = []
     for i, m in zip(kept, originals, strict=True):
         path = f"{results_dir}/{i}.txt"
-        saved.append((i, path, _text(m["content"])))
+        saved.append((i, path, _text(_inside_block(m["content"]))))
         if last[i] != "budget":
             out[i] = _with_note(out[i], SAVED_NOTE.format(path=path))
     return out, saved
 
 
 def _with_note(message: Any, note: str) -> Any:
-    """A provider-shaped message (a dict) whose text content ends with ``note``."""
+    """A provider-shaped message (a dict) whose text ends with ``note``: its content's,
+    or that of the one ``tool_result`` block its content is."""
     content = message.get("content") if isinstance(message, Mapping) else None
-    return {**message, "content": content + note} if isinstance(content, str) else message
+    if isinstance(content, str):
+        return {**message, "content": content + note}
+    inner = _inside_block(content)
+    if isinstance(inner, str) and isinstance(content, list):
+        return {**message, "content": [{**content[0], "content": inner + note}]}
+    return message
+
+
+def _inside_block(content: Any) -> Any:
+    """What the one ``tool_result`` block a content is holds; else the content."""
+    if isinstance(content, list) and len(content) == 1 and isinstance(content[0], Mapping):
+        if content[0].get("type") == "tool_result":
+            return content[0].get("content", "")
+    return content
 
 
 def _unsummarized(

@@ -115,11 +115,11 @@ def recall(messages: Sequence[Any] | Mapping[str, Any] | str | os.PathLike[str],
     content = None
     for original, m in zip(messages, read, strict=True):
         if not wants_args:
-            if m["tool_call_id"] == ref:
-                return _own_content(original, m["content"])
             for block in _blocks(m["content"], "tool_result"):
                 if block.get("tool_use_id") == ref:
                     return _text(block.get("content", ""))
+            if m["tool_call_id"] == ref:
+                return _own_content(original, m["content"])
         uses = [
             {"id": b.get("id"), "name": b.get("name"), "args": b.get("input")}
             for b in _blocks(m["content"], "tool_use")

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::message::{Content, Message};
+use crate::message::Message;
 
 /// Which pass made an edit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -135,12 +135,8 @@ impl Edit {
     /// Apply to a message (the core's copy, to count what follows).
     pub fn apply(&self, m: &mut Message) {
         match &self.change {
-            Change::Content(text) => m.content = Content::Text((**text).into()),
-            Change::ToolArgs { call, args } => {
-                if let Some(c) = m.tool_calls.get_mut(*call) {
-                    c.args = Value::clone(args);
-                }
-            }
+            Change::Content(text) => m.replace_text(text),
+            Change::ToolArgs { call, args } => m.set_call_args(*call, args),
         }
     }
 }

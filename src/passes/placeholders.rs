@@ -53,7 +53,9 @@ pub fn starts_as_placeholder(m: &Message, gap_template: &str) -> bool {
             (t.may_start_with("[") || t.may_start_with(gap_template))
                 && is_placeholder(t.as_str(), gap_template)
         }
-        Content::Blocks(_) => false,
+        Content::Blocks(_) => m
+            .result_text()
+            .is_some_and(|t| is_placeholder(t, gap_template)),
     }
 }
 

@@ -57,7 +57,10 @@ impl Skeleton {
             },
             first: match &m.content {
                 Content::Text(t) => t.first_byte(),
-                Content::Blocks(_) => 0,
+                Content::Blocks(_) => m
+                    .result_text()
+                    .and_then(|t| t.as_bytes().first().copied())
+                    .unwrap_or(0),
             },
             serial: 0,
             timestamp: m.timestamp,
@@ -159,13 +162,10 @@ impl<'a> View<'a, '_> {
         self.tool_names.get(r.tool_id).copied().unwrap_or("")
     }
 
-    /// The text content of message `i` as it came; `None` for list contents. Only
-    /// the budget reads texts, and it runs first: no earlier pass has rewritten them.
+    /// The text of message `i` as it came (`Message::result_text`). Only the budget
+    /// reads texts, and it runs first: no earlier pass has rewritten them.
     pub fn text(&self, i: usize) -> Option<&str> {
-        match &self.msgs.get(i)?.content {
-            Content::Text(t) => Some(t.as_str()),
-            Content::Blocks(_) => None,
-        }
+        self.msgs.get(i)?.result_text()
     }
 
     /// The id of the call a result answers, as the result names it.
@@ -206,7 +206,7 @@ impl<'a> View<'a, '_> {
             }
             _ => {
                 let mut m = self.msgs[i].clone();
-                m.content = Content::Text(new.text.as_ref().into());
+                m.replace_text(&new.text);
                 measure(&m).heuristic_tokens(self.params)
             }
         }

@@ -159,11 +159,12 @@ fn with_args(calls: &[CallSrc<'_>], heads: Vec<(Option<String>, String)>) -> Res
         .zip(heads)
         .map(|(c, (id, name))| {
             let (args, place) = c.args()?;
-            Ok(ToolCall {
-                id,
-                name,
-                args: read_args(args).map_err(place)?,
-            })
+            // A block's arguments are kept as they are, as the block itself is.
+            let args = match args {
+                Some(v) if c.in_content() => to_value(&v),
+                _ => read_args(args).map_err(place)?,
+            };
+            Ok(ToolCall { id, name, args })
         })
         .collect()
 }
@@ -279,6 +280,7 @@ pub fn read_message<'py>(item: &Bound<'py, PyAny>) -> Res<(Message, Origin<'py>)
         tool_call_id: src.call_id.take().map(StrValue::into_string),
         name,
         id: src.get_str(intern!(py, "id"))?,
+        result_in_block: src.result_in_block,
         ..Message::default()
     };
     if let Some(fields) = &src.fields {

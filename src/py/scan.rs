@@ -75,7 +75,9 @@ pub fn scan_message<'py>(
         }
     }
     if let Some(id) = src.call_id.take() {
-        t.answers(id.chars(), t.wants_shape().then(|| id.into_string()));
+        // A result in a block counts as the user's message it came as (`Tally::of`).
+        let chars = if src.result_in_block { 0 } else { id.chars() };
+        t.answers(chars, t.wants_shape().then(|| id.into_string()));
     }
     let name = src.get_text(intern!(py, "name"))?;
     let name_chars = name.as_ref().map_or(0, StrValue::chars);

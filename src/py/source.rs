@@ -156,6 +156,9 @@ pub(super) struct Source<'py> {
     content: Option<Bound<'py, PyAny>>,
     /// The id of the call a tool message answers.
     pub call_id: Option<StrValue<'py>>,
+    /// A user message made of one `tool_result` block, read as that tool result
+    /// (`Message::result_in_block`).
+    pub result_in_block: bool,
 }
 
 /// A message's content.
@@ -185,6 +188,9 @@ pub(super) struct CallSrc<'py> {
     /// OpenAI's shape, `{"id", "type": "function", "function": {"name", "arguments"}}`,
     /// has its name and arguments here; LangChain's has `name` and `args` at the top.
     pub function: Option<Bound<'py, PyDict>>,
+    /// A `tool_use` block of the content (Anthropic's shape: `input` for arguments),
+    /// item `index` of it.
+    in_content: bool,
 }
 
 impl<'py> Source<'py> {
@@ -201,6 +207,7 @@ impl<'py> Source<'py> {
                 fields: None,
                 content: Some(item.clone()),
                 call_id: None,
+                result_in_block: false,
             });
         }
         if let Ok(t) = item.cast::<PyTuple>() {
@@ -222,11 +229,12 @@ impl<'py> Source<'py> {
                 fields: None,
                 content: Some(t.get_item(1).map_err(|e| py_err("content", e))?),
                 call_id: None,
+                result_in_block: false,
             });
         }
-        let (role, role_name, fields) = locate(item)?;
+        let (mut role, role_name, fields) = locate(item)?;
         let content = fields.get(intern!(py, "content"))?;
-        let call_id = match role {
+        let mut call_id = match role {
             Role::Tool => fields.get_text(intern!(py, "tool_call_id"))?,
             _ => None,
         };
@@ -235,6 +243,14 @@ impl<'py> Source<'py> {
             content.is_some(),
             role != Role::Tool || call_id.is_some(),
         )?;
+        let in_block = match (role, &content) {
+            (Role::Human, Some(c)) => result_in_block(c),
+            _ => None,
+        };
+        let result_in_block = in_block.is_some();
+        if let Some(id) = in_block {
+            (role, call_id) = (Role::Tool, Some(StrValue::Str(id)));
+        }
         Ok(Source {
             py,
             role,
@@ -242,6 +258,7 @@ impl<'py> Source<'py> {
             fields: Some(fields),
             content,
             call_id,
+            result_in_block,
         })
     }
 
@@ -272,17 +289,21 @@ impl<'py> Source<'py> {
         self.fields.as_ref().map_or(Ok(None), |f| f.get_text(name))
     }
 
-    /// An assistant message's tool calls (none for other roles).
+    /// An assistant message's tool calls (none for other roles): its `tool_calls`,
+    /// else the `tool_use` blocks of its content.
     pub fn tool_calls(&self) -> Res<Vec<CallSrc<'py>>> {
         if self.role != Role::Ai {
             return Ok(Vec::new());
         }
         let Some(v) = self.get(intern!(self.py, "tool_calls"))? else {
-            return Ok(Vec::new());
+            return self.calls_in_content();
         };
         let Ok(list) = v.cast::<PyList>() else {
             return Err(bad_tool_calls(&v));
         };
+        if list.is_empty() {
+            return self.calls_in_content();
+        }
         let function = intern!(self.py, "function");
         let mut calls = Vec::with_capacity(list.len());
         for (index, item) in list.iter().enumerate() {
@@ -294,6 +315,7 @@ impl<'py> Source<'py> {
                 index,
                 dict,
                 function: None,
+                in_content: false,
             };
             let not_a_dict = || InputError::new(None, "function", "expected a dict");
             call.function = dict_get(&call.dict, function)
@@ -308,6 +330,31 @@ impl<'py> Source<'py> {
         Ok(calls)
     }
 
+    /// The `tool_use` blocks of list content, as calls. Blocks that are not dicts are
+    /// left to the content's reader, which says what is wrong with them.
+    fn calls_in_content(&self) -> Res<Vec<CallSrc<'py>>> {
+        let Some(Ok(list)) = self.content.as_ref().map(|c| c.cast::<PyList>()) else {
+            return Ok(Vec::new());
+        };
+        let type_key = intern!(self.py, "type");
+        let mut calls = Vec::new();
+        for (index, item) in list.iter().enumerate() {
+            let Ok(dict) = item.cast_into::<PyDict>() else {
+                continue;
+            };
+            let kind = dict_get(&dict, type_key)?;
+            if kind.is_some_and(|k| k.cast::<PyString>().is_ok_and(|k| k == "tool_use")) {
+                calls.push(CallSrc {
+                    index,
+                    dict,
+                    function: None,
+                    in_content: true,
+                });
+            }
+        }
+        Ok(calls)
+    }
+
     /// Where the content was found, for the cache to notice it reassigned in place.
     pub fn into_origin(self) -> Origin<'py> {
         Origin {
@@ -315,6 +362,25 @@ impl<'py> Source<'py> {
             fields: self.fields.and_then(Fields::into_dict),
         }
     }
+}
+
+/// The id a user message's content answers when it is one `tool_result` block with a
+/// string `tool_use_id` (Anthropic's shape for a tool's result).
+fn result_in_block<'py>(content: &Bound<'py, PyAny>) -> Option<Bound<'py, PyString>> {
+    let list = content.cast::<PyList>().ok()?;
+    if list.len() != 1 {
+        return None;
+    }
+    let block = list.get_item(0).ok()?.cast_into::<PyDict>().ok()?;
+    let py = content.py();
+    let kind = dict_get(&block, intern!(py, "type")).ok()??;
+    if kind.cast::<PyString>().ok()?.to_str().ok()? != "tool_result" {
+        return None;
+    }
+    dict_get(&block, intern!(py, "tool_use_id"))
+        .ok()??
+        .cast_into::<PyString>()
+        .ok()
 }
 
 /// Item `i` of list content: a string, or a dict typed by its `type`.
@@ -354,8 +420,18 @@ pub(super) fn block<'py>(i: usize, item: Bound<'py, PyAny>) -> Res<BlockSrc<'py>
 impl<'py> CallSrc<'py> {
     /// An error of this call's, placed at `tool_calls[i]`.
     pub fn place(&self, mut e: InputError) -> InputError {
-        e.field = format!("tool_calls[{}].{}", self.index, e.field);
+        let list = if self.in_content {
+            "content"
+        } else {
+            "tool_calls"
+        };
+        e.field = format!("{list}[{}].{}", self.index, e.field);
         e
+    }
+
+    /// Whether the call is a `tool_use` block of the content.
+    pub fn in_content(&self) -> bool {
+        self.in_content
     }
 
     pub fn id(&self) -> Res<Option<String>> {
@@ -372,6 +448,10 @@ impl<'py> CallSrc<'py> {
         holder: &Bound<'py, PyDict>,
         name: &Bound<'py, PyString>,
     ) -> Res<Option<String>> {
+        if self.in_content {
+            // Blocks are kept as JSON, where a field that is not a string is none.
+            return block_str(holder, name);
+        }
         let value = dict_get(holder, name).and_then(|v| text_value(name, v));
         Ok(value.map_err(|e| self.place(e))?.map(StrValue::into_string))
     }
@@ -387,6 +467,7 @@ impl<'py> CallSrc<'py> {
         let py = self.dict.py();
         let (holder, key, prefix) = match &self.function {
             Some(f) => (f, intern!(py, "arguments"), "function."),
+            None if self.in_content => (&self.dict, intern!(py, "input"), ""),
             None => (&self.dict, intern!(py, "args"), ""),
         };
         let args = dict_get(holder, key).map_err(|e| self.place(e))?;

@@ -1,6 +1,6 @@
 //! The core's own message model, independent of Python and of any provider format.
 //!
-//! `convert.rs` builds these from LangChain objects and dicts; everything else in the
+//! `py/read.rs` builds these from LangChain objects and dicts; everything else in the
 //! crate reads only these types.
 
 use std::fmt;
@@ -325,6 +325,11 @@ pub struct Message {
     pub usage: Option<Usage>,
     /// When the message was sent, in seconds since the epoch, if it says.
     pub timestamp: Option<f64>,
+    /// A tool result held in the one `tool_result` block of a user message (Anthropic's
+    /// shape): `role` is `Tool` and `tool_call_id` the block's `tool_use_id`, so the
+    /// passes treat it as any result, while the content stays that block and the
+    /// message counts as the user's message LangChain reads it as.
+    pub result_in_block: bool,
 }
 
 impl Message {
@@ -402,6 +407,70 @@ impl Message {
                 .blocks()
                 .iter()
                 .any(|b| b.kind_of() == BlockKind::ToolResult)
+    }
+
+    /// The `tool_result` block a result in a block is held in.
+    fn result_block(&self) -> Option<&serde_json::Map<String, Value>> {
+        match (&self.content, self.result_in_block) {
+            (Content::Blocks(blocks), true) => match blocks.first() {
+                Some(Block::Other { value, .. }) => value.as_object(),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// The text a pass reads and may replace: a text content, or the text of a result
+    /// in a block; `None` for other content.
+    pub fn result_text(&self) -> Option<&str> {
+        match &self.content {
+            Content::Text(t) => Some(t.as_str()),
+            Content::Blocks(_) => self.result_block()?.get("content")?.as_str(),
+        }
+    }
+
+    /// What a result in a block holds: its content, whatever its shape.
+    pub fn result_block_content(&self) -> Option<&Value> {
+        self.result_block()?.get("content")
+    }
+
+    /// Make `text` what a pass replaced: the whole content, or a result's inside its
+    /// block (so the block, and the pair it makes with its call, stays).
+    pub fn replace_text(&mut self, text: &str) {
+        if let (Content::Blocks(blocks), true) = (&mut self.content, self.result_in_block) {
+            if let Some(Block::Other {
+                value: Value::Object(block),
+                ..
+            }) = blocks.first_mut()
+            {
+                block.insert("content".into(), Value::from(text));
+                return;
+            }
+        }
+        self.content = Content::Text(Text::from(text));
+    }
+
+    /// Give call `call` the arguments `args`, in its `tool_use` block too where the
+    /// content holds one (list content counts its calls there).
+    pub fn set_call_args(&mut self, call: usize, args: &Value) {
+        let Some(c) = self.tool_calls.get_mut(call) else {
+            return;
+        };
+        c.args = args.clone();
+        let id = c.id.clone();
+        if let (Content::Blocks(blocks), Some(id)) = (&mut self.content, id) {
+            for b in blocks.iter_mut() {
+                if b.tool_use_id() == Some(id.as_str()) {
+                    if let Block::Other {
+                        value: Value::Object(block),
+                        ..
+                    } = b
+                    {
+                        block.insert("input".into(), args.clone());
+                    }
+                }
+            }
+        }
     }
 
     /// Characters of the content's text (text blocks only for list content).
@@ -545,131 +614,4 @@ impl fmt::Display for InputError {
 impl std::error::Error for InputError {}
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn block_kinds_are_parsed_in_one_place() {
-        let kinds = [
-            ("text", BlockKind::Text),
-            ("image", BlockKind::Image),
-            ("image_url", BlockKind::Image),
-            ("input_image", BlockKind::Image),
-            ("document", BlockKind::Document),
-            ("file", BlockKind::Document),
-            ("input_file", BlockKind::Document),
-            ("tool_use", BlockKind::ToolUse),
-            ("function_call", BlockKind::FunctionCall),
-            ("tool_result", BlockKind::ToolResult),
-            ("thinking", BlockKind::Thinking),
-            ("redacted_thinking", BlockKind::RedactedThinking),
-            ("reasoning", BlockKind::Reasoning),
-            ("server_tool_use", BlockKind::Other),
-        ];
-        for (name, kind) in kinds {
-            assert_eq!(BlockKind::parse(name), kind, "{name}");
-            let block = Block::Other {
-                kind: name.into(),
-                value: json!({"type": name}),
-            };
-            assert_eq!(
-                block.is_thinking(),
-                name.contains("thinking") || name == "reasoning"
-            );
-        }
-        assert_eq!(thinking_text(&json!({"reasoning": "why"})), Some("why"));
-        assert_eq!(thinking_text(&json!({"thinking": "how"})), Some("how"));
-        assert_eq!(thinking_text(&json!({"data": "x"})), None);
-    }
-
-    #[test]
-    fn text_knows_code_points() {
-        let t = Text::from("héllo ✓");
-        assert_eq!(t.chars(), 7);
-        assert_eq!(t.as_str(), "héllo ✓");
-    }
-
-    #[test]
-    fn call_and_result_ids_cover_blocks_once() {
-        let mut ai = Message::text(Role::Ai, "");
-        ai.tool_calls.push(ToolCall {
-            id: Some("a".into()),
-            name: "read_file".into(),
-            args: json!({}),
-        });
-        ai.content = Content::Blocks(vec![
-            Block::Other {
-                kind: "tool_use".into(),
-                value: json!({"type": "tool_use", "id": "a", "name": "read_file", "input": {}}),
-            },
-            Block::Other {
-                kind: "tool_use".into(),
-                value: json!({"type": "tool_use", "id": "b", "name": "ls", "input": {}}),
-            },
-        ]);
-        assert_eq!(ai.call_ids(), vec!["a", "b"]);
-
-        let mut user = Message::text(Role::Human, "");
-        user.content = Content::Blocks(vec![Block::Other {
-            kind: "tool_result".into(),
-            value: json!({"type": "tool_result", "tool_use_id": "b", "content": "x"}),
-        }]);
-        assert_eq!(user.result_ids(), vec!["b"]);
-        assert!(user.is_tool_result());
-    }
-
-    #[test]
-    fn usage_variants_treat_missing_as_zero() {
-        let anthropic = json!({"usage": {"input_tokens": 10, "cache_read_input_tokens": 90,
-            "cache_creation_input_tokens": null, "output_tokens": 5}});
-        assert_eq!(
-            Usage::from_response_metadata(&anthropic),
-            Some(Usage {
-                input: 100,
-                output: 5
-            })
-        );
-        let openai = json!({"token_usage": {"prompt_tokens": 7, "completion_tokens": 3}});
-        assert_eq!(
-            Usage::from_response_metadata(&openai).map(Usage::total),
-            Some(10)
-        );
-        let gemini =
-            json!({"usage_metadata": {"prompt_token_count": 4, "candidates_token_count": 1}});
-        assert_eq!(
-            Usage::from_response_metadata(&gemini).map(Usage::total),
-            Some(5)
-        );
-        assert_eq!(Usage::from_response_metadata(&json!({})), None);
-        let zero = json!({"usage": {"input_tokens": 0, "output_tokens": 0}});
-        assert_eq!(Usage::from_response_metadata(&zero), None);
-    }
-
-    #[test]
-    fn iso_dates_parse_to_epoch_seconds() {
-        assert_eq!(parse_iso8601("1970-01-01T00:00:00Z"), Some(0.0));
-        assert_eq!(parse_iso8601("2025-01-15T10:00:00Z"), Some(1_736_935_200.0));
-        assert_eq!(
-            parse_iso8601("2025-01-15 12:00:00+02:00"),
-            Some(1_736_935_200.0)
-        );
-        assert_eq!(
-            parse_iso8601("2025-01-15T10:00:00.5"),
-            Some(1_736_935_200.5)
-        );
-        assert_eq!(parse_iso8601("2024-02-29T00:00:00Z"), Some(1_709_164_800.0));
-        assert_eq!(parse_iso8601("yesterday"), None);
-        assert_eq!(parse_iso8601("2025-13-01T00:00:00Z"), None);
-        assert_eq!(parse_iso8601("2025-01-15"), None);
-    }
-
-    #[test]
-    fn input_error_names_index_and_field() {
-        let e = InputError::new(None, "tool_calls", "expected a list").at(3);
-        assert_eq!(
-            e.to_string(),
-            "message 3: field 'tool_calls': expected a list"
-        );
-    }
-}
+mod tests;
