@@ -45,12 +45,15 @@ __all__ = [
 ]
 
 PRICING_PRESETS: list[str]
+"""The names ``CompactionConfig.pricing`` takes (``anthropic``, ``openai``, ...)."""
 WIDTHS_PER_TOKEN: float
+"""Widths a token, as the memory's budgets assume when a conversation has not said."""
 SUMMARY_SECTIONS: list[str]
 """The titles of the summary's sections, in order."""
 ESSENTIAL_SECTION_WORDS: list[str]
 """Words in the headings of the sections kept whole when notes are cut for space."""
 WIDTHS_PER_TOKEN_BOUNDS: tuple[float, float]
+"""The least and most widths a token may measure (code runs to three, prose to six)."""
 
 class InputError(ValueError):
     """Malformed input. ``index`` is the message index (or None), ``field`` the field."""
@@ -88,33 +91,96 @@ class Breakdown:
     and per tool, and the total."""
 
     @property
-    def total(self) -> int: ...
+    def total(self) -> int:
+        """Every token counted: the messages, the system prompt and the tools."""
     @property
-    def system_and_tools(self) -> int: ...
+    def system_and_tools(self) -> int:
+        """Tokens of the system prompt and the tool schemas given in the options."""
     @property
-    def per_message(self) -> list[int]: ...
+    def per_message(self) -> list[int]:
+        """Each message's tokens, in order."""
     @property
-    def roles(self) -> list[str]: ...
+    def roles(self) -> list[str]:
+        """Each message's role (``human``, ``ai``, ``tool``, ``system``, ...)."""
     @property
-    def tool_names(self) -> list[str | None]: ...
+    def tool_names(self) -> list[str | None]:
+        """Each tool result's tool, ``None`` for other messages."""
     @property
-    def per_role(self) -> dict[str, int]: ...
+    def per_role(self) -> dict[str, int]:
+        """Tokens by role."""
     @property
-    def per_tool(self) -> dict[str, int]: ...
+    def per_tool(self) -> dict[str, int]:
+        """Tokens of tool results by tool."""
     def at(self, i: int) -> tuple[str, str | None]:
         """Message ``i``'s role and tool name (``IndexError`` past the end)."""
     def largest(self, n: int) -> list[int]:
         """The indices of the ``n`` largest messages, largest first (equal ones in order)."""
 
-def count_tokens(messages: Any, opts: CountOptions) -> int: ...
-def token_breakdown(messages: Any, opts: CountOptions) -> Breakdown: ...
-def find_cutoff(messages: Any, keep: object, max_input_tokens: int | None, opts: CountOptions) -> int: ...
+def count_tokens(messages: Any, opts: CountOptions) -> int:
+    """Total tokens of ``messages``, with the system prompt and tools of ``opts``.
+
+    Args:
+        messages: A conversation in any shape the readers take.
+        opts: How to count.
+
+    Returns:
+        The total, as ``opts.encoding`` counts it.
+
+    Raises:
+        InputError: a message the readers cannot read.
+    """
+
+def token_breakdown(messages: Any, opts: CountOptions) -> Breakdown:
+    """Where the tokens of ``messages`` go: per message, per role and per tool.
+
+    Args:
+        messages: A conversation in any shape the readers take.
+        opts: How to count.
+
+    Returns:
+        The breakdown, whose ``total`` equals :func:`count_tokens`.
+
+    Raises:
+        InputError: a message the readers cannot read.
+    """
+
+def find_cutoff(messages: Any, keep: object, max_input_tokens: int | None, opts: CountOptions) -> int:
+    """Where a summary cuts to keep ``keep`` of the newest messages, never splitting a
+    tool call from its result.
+
+    Args:
+        messages: A conversation in any shape the readers take.
+        keep: A size, ``("messages", n)``, ``("tokens", n)`` or ``("fraction", f)``.
+        max_input_tokens: The model's window (a fraction needs it).
+        opts: How to count.
+
+    Returns:
+        The index of the first message kept (0: nothing to summarize).
+
+    Raises:
+        InputError: a message the readers cannot read, or a size that is not one.
+    """
+
 def should_compact(
     messages: Any,
     triggers: object,
     max_input_tokens: int | None,
     opts: CountOptions,
-) -> bool: ...
+) -> bool:
+    """Whether any trigger clause fires: every size of the clause reached.
+
+    Args:
+        messages: A conversation in any shape the readers take.
+        triggers: A size, a dict of sizes (one clause), or a list of those.
+        max_input_tokens: The model's window (a fraction needs it).
+        opts: How to count.
+
+    Returns:
+        ``True`` when a clause fires.
+
+    Raises:
+        InputError: a message the readers cannot read, or a trigger that is not one.
+    """
 
 @final
 class Edit:
@@ -136,19 +202,26 @@ class Edit:
         target: int = 0,
     ) -> Edit: ...
     @property
-    def index(self) -> int: ...
+    def index(self) -> int:
+        """The message edited."""
     @property
-    def pass_name(self) -> str: ...
+    def pass_name(self) -> str:
+        """The pass that made the edit (``clearing``, ``budget``, ...)."""
     @property
-    def field(self) -> str: ...
+    def field(self) -> str:
+        """``"content"`` or ``"tool_args"``."""
     @property
-    def value(self) -> Any: ...
+    def value(self) -> Any:
+        """The new content (a str), or the call's new arguments (a dict)."""
     @property
-    def call(self) -> int | None: ...
+    def call(self) -> int | None:
+        """For ``tool_args``, the position of the call in the message's calls."""
     @property
-    def fingerprint(self) -> int: ...
+    def fingerprint(self) -> int:
+        """Identifies the rewrite across turns (0 when unknown)."""
     @property
-    def target(self) -> int: ...
+    def target(self) -> int:
+        """Identifies the message the edit was made for (0 when unknown)."""
     def __eq__(self, value: object, /) -> bool: ...
     def __hash__(self) -> int: ...
     def __reduce__(self) -> tuple[type[Edit], tuple[int, str, str, Any, int | None, int, int]]: ...
@@ -159,13 +232,17 @@ class PassStats:
 
     def __new__(cls, name: str, tokens_before: int, tokens_after: int, edits: int) -> PassStats: ...
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The pass."""
     @property
-    def tokens_before(self) -> int: ...
+    def tokens_before(self) -> int:
+        """The view's tokens before the pass."""
     @property
-    def tokens_after(self) -> int: ...
+    def tokens_after(self) -> int:
+        """The view's tokens after it."""
     @property
-    def edits(self) -> int: ...
+    def edits(self) -> int:
+        """How many edits it made."""
     @property
     def saved(self) -> int:
         """Tokens the pass took off."""
@@ -181,37 +258,47 @@ class PlanOutcome:
     """One turn's plan as the core made it."""
 
     @property
-    def edits(self) -> list[Edit]: ...
+    def edits(self) -> list[Edit]:
+        """Every edit of the view, in the order the passes made them."""
     @property
-    def tokens_before(self) -> int: ...
+    def tokens_before(self) -> int:
+        """The view's tokens as it came."""
     @property
-    def tokens_after(self) -> int: ...
+    def tokens_after(self) -> int:
+        """The view's tokens with the edits applied."""
     @property
-    def passes(self) -> list[PassStats]: ...
+    def passes(self) -> list[PassStats]:
+        """What each pass did, in the order they ran."""
     @property
-    def summary_needed(self) -> bool: ...
+    def summary_needed(self) -> bool:
+        """Whether the trigger still fires after the passes."""
     @property
-    def summary_cutoff(self) -> int | None: ...
-    # The view's size anchored on provider usage, and how usage relates to the estimate
-    # (usage = offset + ratio * estimate).
+    def summary_cutoff(self) -> int | None:
+        """Where a summary would cut (the first message kept), when one is needed."""
     @property
-    def true_tokens(self) -> int: ...
+    def true_tokens(self) -> int:
+        """The view's size anchored on the provider's reported usage."""
     @property
-    def ratio(self) -> float: ...
+    def ratio(self) -> float:
+        """Usage over the estimate: usage = offset + ratio * estimate."""
     @property
-    def offset(self) -> float: ...
+    def offset(self) -> float:
+        """The part of usage the estimate does not scale with."""
     @property
-    def anchor(self) -> int | None: ...
-    # Messages before `settled` are settled; a batch committed at `batch_at`.
+    def anchor(self) -> int | None:
+        """The message whose reported usage anchors ``true_tokens``."""
     @property
-    def settled(self) -> int: ...
+    def settled(self) -> int:
+        """The messages before this index are settled: later turns keep their edits."""
     @property
-    def batch_at(self) -> int | None: ...
-    # The model view (with make_edited), or where the tokens go (without it).
+    def batch_at(self) -> int | None:
+        """Where a batch of older edits committed this turn, if one did."""
     @property
-    def view(self) -> list[Any] | None: ...
+    def view(self) -> list[Any] | None:
+        """The edited view, when ``plan`` was given ``make_edited``."""
     @property
-    def breakdown(self) -> Breakdown | None: ...
+    def breakdown(self) -> Breakdown | None:
+        """Where the tokens go, when ``plan`` was not given ``make_edited``."""
 
 class _Progress(TypedDict):
     """Where a conversation stands (indices in the view planned)."""
@@ -227,7 +314,15 @@ class _Progress(TypedDict):
 class PlanSettings:
     """Resolved pass settings, read once."""
 
-    def __new__(cls, resolved: dict[str, Any]) -> PlanSettings: ...
+    def __new__(cls, resolved: dict[str, Any]) -> PlanSettings:
+        """Read ``resolved`` once for many plans.
+
+        Args:
+            resolved: ``CompactionConfig.resolved()``.
+
+        Raises:
+            ValueError: a setting the core does not take.
+        """
     def trigger_fires(self, n_messages: int, tokens: float, max_input_tokens: int | None) -> bool:
         """Whether the summary trigger fires at this size."""
     def compaction(
@@ -279,16 +374,118 @@ def plan(
     # Called as make_edited(message, edits) for each message whose edits changed.
     make_edited: Callable[[Any, list[Edit]], Any] | None = None,
     progress: _Progress | None = None,
-) -> PlanOutcome: ...
-def defaults(max_input_tokens: int | None = None) -> dict[str, Any]: ...
-def input_error(field: str, reason: str, index: int | None = None) -> InputError: ...
-def read_size(value: object, field: str) -> tuple[str, int | float]: ...
-def read_triggers(value: object, field: str) -> list[Any]: ...
-def pass_defaults() -> dict[str, dict[str, Any]]: ...
-def check_window(max_input_tokens: object = None) -> int | None: ...
-def state_cutoff(prior_cutoff: int | None, effective_cutoff: int) -> int: ...
-def count_text(text: str, encoding: str) -> int: ...
-def render_transcript(messages: Any, first: int = 0) -> str: ...
+) -> PlanOutcome:
+    """One turn's plan: every pass run over ``messages``, each edit placed.
+
+    Args:
+        messages: A conversation in any shape the readers take.
+        config: ``CompactionConfig.resolved()``, or the same read once as ``PlanSettings``.
+        opts: How to count.
+        max_input_tokens: The model's window (fractions and the budget need it).
+        now: The time of this call, in seconds since the epoch (the time-gap pass).
+        timestamps: Each message's send time, where the messages do not say.
+        archive: Where each message's full text is archived, where it is.
+        make_edited: Called as ``make_edited(message, edits)`` for each message the edits
+            change; its results make the plan's ``view``.
+        progress: Where the conversation stood after the last turn (the middleware's).
+
+    Returns:
+        The plan: its edits, the sizes before and after, and each pass's part.
+
+    Raises:
+        InputError: a message the readers cannot read, or a window that is not one.
+        ValueError: a setting the core does not take.
+    """
+
+def defaults(max_input_tokens: int | None = None) -> dict[str, Any]:
+    """The sizes filled in when a caller leaves them out, for a model of this window
+    (or none known): ``{"trigger": (kind, value), ..., "min_batch_tokens": n}``.
+
+    Raises:
+        InputError: a window that is not a positive int.
+    """
+
+def input_error(field: str, reason: str, index: int | None = None) -> InputError:
+    """An ``InputError`` as the core makes its own, for the Python layer to raise.
+
+    Args:
+        field: The field at fault.
+        reason: What is wrong with it.
+        index: The message, when one is at fault.
+
+    Returns:
+        The exception (not raised).
+    """
+
+def read_size(value: object, field: str) -> tuple[str, int | float]:
+    """One size as a config field holds it, checked.
+
+    Returns:
+        ``(kind, value)``: ``("messages", n)``, ``("tokens", n)`` or ``("fraction", f)``.
+
+    Raises:
+        ValueError: not a size; the message names ``field``.
+    """
+
+def read_triggers(value: object, field: str) -> list[Any]:
+    """Triggers as a config field holds them (a size, a dict of sizes, or a list of
+    those), checked.
+
+    Returns:
+        A ``(kind, value)`` for each single size, and a list of them for each clause of
+        several.
+
+    Raises:
+        ValueError: not a trigger; the message names ``field``.
+    """
+
+def pass_defaults() -> dict[str, dict[str, Any]]:
+    """Each pass's settings as the core fills them in when left out, by section
+    (``{"clearing": {"keep_recent": 3, ...}, ...}``): the one source of these defaults."""
+
+def check_window(max_input_tokens: object = None) -> int | None:
+    """A model window as given, checked: ``None``, or a positive int (never a bool).
+
+    Raises:
+        InputError: anything else, or more than any model's window.
+    """
+
+def state_cutoff(prior_cutoff: int | None, effective_cutoff: int) -> int:
+    """The raw state's index of a cutoff made in the view after an earlier summary.
+
+    Args:
+        prior_cutoff: Where the earlier summary cut the raw state (``None``: none).
+        effective_cutoff: The cutoff in the view (the summary message at index 0).
+
+    Returns:
+        The cutoff in the raw state.
+
+    Raises:
+        InputError: a cutoff the two cannot make.
+    """
+
+def count_text(text: str, encoding: str) -> int:
+    """Exact tokens of a text, with no message framing.
+
+    Args:
+        text: Any text (lone surrogates count as the replacement character).
+        encoding: ``"o200k_base"`` or ``"cl100k_base"``.
+
+    Raises:
+        InputError: another encoding.
+    """
+
+def render_transcript(messages: Any, first: int = 0) -> str:
+    """The messages as the Markdown transcript a summarizer reads and an archive keeps.
+
+    Args:
+        messages: A conversation in any shape the readers take.
+        first: The number the first message's section takes.
+
+    Raises:
+        InputError: a message the readers cannot read.
+    """
+
 def remember(
     previous: Mapping[str, Any] | None,
     earlier: str | None,
@@ -377,14 +574,58 @@ def search(
         ValueError: a role or language it does not know.
     """
 
-def text_width(text: str) -> int: ...
-def render_memory(memory: Mapping[str, Any], recall: bool) -> str: ...
-def normalize(messages: Any) -> list[dict[str, Any]]: ...
-def identities(messages: Any) -> list[int]: ...
+def text_width(text: str) -> int:
+    """A text's width: about four a token in any script (what the memory budgets)."""
+
+def render_memory(memory: Mapping[str, Any], recall: bool) -> str:
+    """A memory's text, as the summary message holds it.
+
+    Args:
+        memory: A memory as ``remember`` returns it.
+        recall: Whether the agent has the ``recall`` tool (the text names it only then).
+
+    Raises:
+        ValueError: ``memory`` is not a memory.
+    """
+
+def normalize(messages: Any) -> list[dict[str, Any]]:
+    """What the core reads from each message, as plain dicts (``role``, ``content``,
+    ``tool_calls``, ``tool_call_id``, ``name``, ``id``, ``usage``).
+
+    Raises:
+        InputError: a message the readers cannot read.
+    """
+
+def identities(messages: Any) -> list[int]:
+    """What identifies each message apart from its content (its role and its calls or
+    results): what an edit's ``target`` is checked against.
+
+    Raises:
+        InputError: a message the readers cannot read.
+    """
+
 def _read_each(
     messages: Any, opts: CountOptions, convert: bool
-) -> list[tuple[int, list[tuple[str, str]], list[str], bool, bool, str | None]]: ...
-def cache_info() -> tuple[int, int]: ...
-def cache_bytes() -> tuple[int, int]: ...
-def set_cache_capacity(conversations: int | None = None, bytes: int | None = None) -> None: ...
-def clear_cache() -> None: ...
+) -> list[tuple[int, list[tuple[str, str]], list[str], bool, bool, str | None]]:
+    """Per message, what one reader makes of it, uncached: the counting scanner
+    (``convert=False``) or conversion (``convert=True``), for tests that they agree.
+
+    Returns:
+        ``(heuristic tokens, calls, results, is_result, thinking, tool name)`` each.
+
+    Raises:
+        InputError: a message the reader cannot read.
+    """
+
+def cache_info() -> tuple[int, int]:
+    """``(conversations cached, capacity)``; the capacity is ``2**64 - 1`` unbounded."""
+
+def cache_bytes() -> tuple[int, int]:
+    """``(bytes the cached conversations weigh, bound in bytes)``."""
+
+def set_cache_capacity(conversations: int | None = None, bytes: int | None = None) -> None:
+    """Bound the cache in conversations, in bytes, or both (a bound left out stays);
+    the least recently used conversations leave first."""
+
+def clear_cache() -> None:
+    """Forget every cached conversation."""
