@@ -5,6 +5,7 @@ memory no longer shows, a search in the request's own words finds."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from pathlib import Path
 from typing import Any
@@ -29,11 +30,15 @@ def test_priced_shares_hold_the_layers_to_what_pays_and_never_above_the_config()
         "user_share": 0.05,
         "fold_share": 0.0125,
         "step_share": 0.01,
-        "note_share": 0.05,
+        # The notes get what a fold keeps verbatim: search finds the rest.
+        "note_share": 0.0125,
         "head_share": 0.05,
     }
-    # Without a price model, or when more would pay than the config allows: the config.
-    assert priced_shares(MemoryConfig(), 40_000, None) == priced_shares(MemoryConfig(), 40_000, 1e9)
+    # Without a price model: the config. When more would pay than the config allows:
+    # the config's verbatim layers, and notes no larger than what a fold keeps verbatim.
+    config = dataclasses.asdict(MemoryConfig())
+    assert priced_shares(MemoryConfig(), 40_000, None) == config
+    assert priced_shares(MemoryConfig(), 40_000, 1e9) == {**config, "note_share": config["fold_share"]}
     assert priced_shares(MemoryConfig(user_share=0.1), 40_000, 1e9)["user_share"] == 0.1
 
 

@@ -412,7 +412,8 @@ class MemoryConfig(_Watched):
     every message stays recoverable by its id and in the archive. A model summary keeps
     the newest user messages verbatim within ``fold_share`` (at most ``user_share``;
     the older ones go into its notes), so the layer has room to grow again before the
-    next summary: every token of it is read on every call.
+    next summary: every token of it is read on every call. With a price model these
+    shares are the most the layers take (see ``memory.priced_shares``).
 
     Example:
         >>> MemoryConfig(user_share=0.3).user_share

@@ -160,26 +160,23 @@ def priced_shares(
     """The layers' shares of ``window`` when a price model says the newest requests pay
     to stay verbatim only up to ``verbatim_tokens`` (see
     :meth:`~fastcompact._core.PlanSettings.verbatim_tokens`): the verbatim layer within
-    it, what a fold keeps verbatim in the same proportion, and the notes (which stand in
-    for the folded requests, and are read as often) within it too. The step lines keep
-    their share: each names the recall id of what a pass cleared. Never above the
-    configured shares; search carries what the memory does not keep.
+    it, and what a fold keeps verbatim in the same proportion. The notes stand in for
+    the requests a fold takes out of the verbatim layer and are read as often; they get
+    no more than what the fold keeps verbatim, as search finds the rest (whole in the
+    conversation and the notes file). The step lines keep their share: each names the
+    recall id of what a pass cleared. Never above the configured shares.
 
     Example:
-        >>> priced_shares(MemoryConfig(), 40_000, 2_000)["user_share"]
-        0.05
+        >>> shares = priced_shares(MemoryConfig(), 40_000, 2_000)
+        >>> shares["user_share"], shares["fold_share"], shares["note_share"]
+        (0.05, 0.0125, 0.0125)
     """
     shares = dataclasses.asdict(config)
     if verbatim_tokens is None or not window or config.user_share <= 0:
         return shares
-    share = max(verbatim_tokens, 0.0) / window
-    users = min(config.user_share, share)
-    return {
-        **shares,
-        "user_share": users,
-        "fold_share": config.fold_share * (users / config.user_share),
-        "note_share": min(config.note_share, share),
-    }
+    users = min(config.user_share, max(verbatim_tokens, 0.0) / window)
+    folded = config.fold_share * (users / config.user_share)
+    return {**shares, "user_share": users, "fold_share": folded, "note_share": min(config.note_share, folded)}
 
 
 def budgets(
