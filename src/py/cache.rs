@@ -351,83 +351,22 @@ pub fn read_with_cache(
     trace: Option<usize>,
     want: Want,
 ) -> Res<ReadSet> {
+    let (had, read_before) = (cached.entries.len(), cached.read_for);
     // The leading entries whose objects are still the list's items, found from the
-    // list alone: only those `recheck` names are checked further.
-    let had = cached.entries.len();
-    // Found even when every entry is to be checked: it also tells whether the caller
-    // kept its objects.
+    // list alone (even when every entry is to be checked: it also tells whether the
+    // caller kept its objects): only those `recheck` names are checked further.
     let same = cached.unchanged_prefix(|i| item_address(list, i));
-    let recheck = (!want.recheck_all).then(|| cached.rechecked(same));
-    // Every entry was read for at least what this call wants: none need be asked.
-    let wanted = want.bits();
-    let read_before = cached.read_for;
-    let all_satisfy = read_before & wanted == wanted;
-    let mut read_anew = 0;
+    let skip = Skip {
+        same,
+        recheck: (!want.recheck_all).then(|| cached.rechecked(same)),
+        // Every entry was read for at least what this call wants: none need be asked.
+        all_satisfy: read_before & want.bits() == want.bits(),
+    };
     // Entries are updated in place: a warm turn touches only what changed.
     let mut update = cached.update(list.len(), want.message);
     let mut fresh = Vec::new();
-    // Reading a message may run Python code (a property, a __getattr__) that changes
-    // the list: its length is read again when the loop reaches the old one, and an
-    // index past a shortened list finds no item, which ends the loop.
-    let mut len = list.len();
-    let content_key = intern!(list.py(), "content");
-    let mut i = 0;
-    loop {
-        if i >= len {
-            len = list.len();
-            if i >= len {
-                break;
-            }
-        }
-        let unchanged = i < same && recheck.as_ref().is_some_and(|r| !r.contains(i));
-        if unchanged && (all_satisfy || update.entry(i).is_some_and(|e| want.satisfied_by(e))) {
-            i += 1;
-            continue;
-        }
-        let Ok(item) = list.get_item(i) else { break };
-        let reusable = update
-            .entry(i)
-            .is_some_and(|e| want.satisfied_by(e) && e.still_matches(&item, content_key));
-        if reusable {
-            i += 1;
-            continue;
-        }
-        if let Some(e) = update.entry_mut(i) {
-            if want.satisfied_by(e) && e.adopt_equal(&item) {
-                update.adopted(i, item.as_ptr() as usize);
-                i += 1;
-                continue;
-            }
-        }
-        // A replaced message's skeleton and memo go with it.
-        let mut skeleton = crate::passes::Skeleton::default();
-        let entry = if want.bpe.is_some() || want.message {
-            let (m, origin) = read_message(&item).map_err(|e| e.at(i))?;
-            let m = Arc::new(m);
-            let mut entry = Entry::new(
-                &item,
-                origin,
-                CachedCounts::of(&m),
-                Some(PairShape::from(&*m)),
-            );
-            if want.message {
-                skeleton = crate::passes::Skeleton::cached(&m);
-                entry.message = Some(Arc::clone(&m));
-            }
-            if want.bpe.is_some() {
-                fresh.push((i, m));
-            }
-            entry
-        } else {
-            let scanned = scan_message(&item, want.shape, want.usage).map_err(|e| e.at(i))?;
-            Entry::new(&item, scanned.origin, scanned.counts, scanned.shape)
-        };
-        update.put(i, entry, item.as_ptr() as usize, skeleton);
-        read_anew += 1;
-        i += 1;
-    }
+    let (n, read_anew) = read_items(list, &mut update, &skip, want, &mut fresh)?;
     // Entries skipped unread stand for items a shortened list no longer has.
-    let n = i.min(list.len());
     fresh.retain(|(j, _)| *j < n);
     let mut kept = update.finish(n);
     // Every cached entry came back as the very object it was read from, or the first
@@ -439,16 +378,118 @@ pub fn read_with_cache(
     // Each entry was kept because it satisfied `want`, or read anew for it (its BPE
     // count is set from `fresh` before the conversation is stored); with none read
     // anew, what they were all read for before still holds.
-    kept.read_for = if read_anew > 0 {
-        wanted
-    } else {
-        wanted | read_before
-    };
+    kept.read_for = want.bits() | if read_anew > 0 { 0 } else { read_before };
     Ok(ReadSet {
         kept,
         fresh,
         read_anew,
     })
+}
+
+/// Which entries a read passes over without asking Python anything.
+struct Skip {
+    /// The leading entries whose objects are still the list's items.
+    same: usize,
+    /// Of those, the ones to check further (`None`: all of them).
+    recheck: Option<crate::conversation::Recheck>,
+    /// Every entry was read for at least what this call wants.
+    all_satisfy: bool,
+}
+
+impl Skip {
+    fn passes(&self, i: usize, update: &crate::conversation::Update<Entry>, want: Want) -> bool {
+        let unchanged = i < self.same && self.recheck.as_ref().is_some_and(|r| !r.contains(i));
+        unchanged && (self.all_satisfy || update.entry(i).is_some_and(|e| want.satisfied_by(e)))
+    }
+}
+
+/// Read the list's items into `update`, each entry kept that still stands for its item
+/// and the others read anew (their index and message in `fresh` when they need a BPE
+/// count). Returns how many items the list has and how many were read anew.
+fn read_items(
+    list: &Bound<'_, PyList>,
+    update: &mut crate::conversation::Update<Entry>,
+    skip: &Skip,
+    want: Want,
+    fresh: &mut Vec<(usize, Arc<Message>)>,
+) -> Res<(usize, usize)> {
+    // Reading a message may run Python code (a property, a __getattr__) that changes
+    // the list: its length is read again when the loop reaches the old one, and an
+    // index past a shortened list finds no item, which ends the loop.
+    let (mut len, mut i, mut read_anew) = (list.len(), 0, 0);
+    let content_key = intern!(list.py(), "content");
+    loop {
+        if i >= len {
+            len = list.len();
+            if i >= len {
+                break;
+            }
+        }
+        if skip.passes(i, update, want) {
+            i += 1;
+            continue;
+        }
+        let Ok(item) = list.get_item(i) else { break };
+        if !still_holds(update, i, &item, want, content_key) {
+            let (entry, skeleton) =
+                read_entry(&item, want, |m| fresh.push((i, m))).map_err(|e| e.at(i))?;
+            update.put(i, entry, item.as_ptr() as usize, skeleton);
+            read_anew += 1;
+        }
+        i += 1;
+    }
+    Ok((i.min(list.len()), read_anew))
+}
+
+/// Whether entry `i` still stands for `item`: the same object with the same content,
+/// or an equal message in a new object (as after a checkpointer load), which it then
+/// adopts.
+fn still_holds(
+    update: &mut crate::conversation::Update<Entry>,
+    i: usize,
+    item: &Bound<'_, PyAny>,
+    want: Want,
+    content_key: &Bound<'_, PyString>,
+) -> bool {
+    let Some(e) = update.entry_mut(i).filter(|e| want.satisfied_by(e)) else {
+        return false;
+    };
+    if e.still_matches(item, content_key) {
+        return true;
+    }
+    if e.adopt_equal(item) {
+        update.adopted(i, item.as_ptr() as usize);
+        return true;
+    }
+    false
+}
+
+/// One message read anew for what `want` asks: converted when the passes or a BPE
+/// count need it (`needs_bpe` gets the message then), scanned for its counts
+/// otherwise; with the skeleton the passes keep (a replaced message's goes with it).
+fn read_entry(
+    item: &Bound<'_, PyAny>,
+    want: Want,
+    needs_bpe: impl FnOnce(Arc<Message>),
+) -> Res<(Entry, crate::passes::Skeleton)> {
+    if want.bpe.is_none() && !want.message {
+        let scanned = scan_message(item, want.shape, want.usage)?;
+        let entry = Entry::new(item, scanned.origin, scanned.counts, scanned.shape);
+        return Ok((entry, crate::passes::Skeleton::default()));
+    }
+    let (m, origin) = read_message(item)?;
+    let m = Arc::new(m);
+    let shape = Some(PairShape::from(&*m));
+    let mut entry = Entry::new(item, origin, CachedCounts::of(&m), shape);
+    let mut skeleton = crate::passes::Skeleton::default();
+    if want.message {
+        skeleton = crate::passes::Skeleton::cached(&m);
+        entry.message = Some(Arc::clone(&m));
+    }
+    if want.bpe.is_some() {
+        needs_bpe(m);
+    }
+    Ok((entry, skeleton))
 }
 
 /// The address of the list's item `i`, without taking a reference to it (that would

@@ -125,14 +125,7 @@ pub(super) fn count(
     let list = read::as_list(messages)?;
     let key = cache::conversation_key(opts.cache_key.as_deref(), &list);
     let (cached, trace) = if opts.remember {
-        let mut cache = conversation_cache();
-        let cached = cache.take(key);
-        let trace = cached
-            .entries
-            .is_empty()
-            .then(|| cache.trace_of(key))
-            .flatten();
-        (cached, trace)
+        taken_from_cache(key)
     } else {
         (cache::Conversation::default(), None)
     };
@@ -145,42 +138,73 @@ pub(super) fn count(
     };
     let mut read = cache::read_with_cache(&list, cached, trace, want)?;
     if enc != Encoding::Heuristic && !read.fresh.is_empty() {
-        let fresh = &read.fresh;
-        let counts = py.detach(|| tokens::bpe_counts(enc, fresh, &p));
-        for (i, n) in counts {
-            if let Some(e) = read.kept.entries.get_mut(i) {
-                e.counts.set_bpe(enc, n);
-            }
+        count_fresh(py, &mut read, enc, &p);
+    }
+    if opts.use_usage {
+        read.kept.fill_usage();
+    }
+    let counted = Counted {
+        per_message: read.kept.tokens_for(enc, &p).to_vec(),
+        fixed: fixed_tokens(py, opts, enc, &p)?,
+        read,
+        use_usage: opts.use_usage,
+        remember: opts.remember,
+    };
+    Ok((key, counted))
+}
+
+/// The BPE counts of the messages read anew, set on their entries (the encoding runs
+/// without the interpreter).
+fn count_fresh(
+    py: Python<'_>,
+    read: &mut cache::ReadSet,
+    enc: Encoding,
+    p: &tokens::HeuristicParams,
+) {
+    let fresh = &read.fresh;
+    let counts = py.detach(|| tokens::bpe_counts(enc, fresh, p));
+    for (i, n) in counts {
+        if let Some(e) = read.kept.entries.get_mut(i) {
+            e.counts.set_bpe(enc, n);
         }
     }
-    let per_message = read.kept.tokens_for(enc, &p).to_vec();
+}
+
+/// The conversation's cache entry, taken out until `store` puts it back (empty when
+/// none is cached), and the trace a dropped one left (see `Weighed::trace`).
+pub(super) fn taken_from_cache(key: u64) -> (cache::Conversation, Option<usize>) {
+    let mut cache = conversation_cache();
+    let cached = cache.take(key);
+    let trace = cached
+        .entries
+        .is_empty()
+        .then(|| cache.trace_of(key))
+        .flatten();
+    (cached, trace)
+}
+
+/// Tokens of the tool schemas and the system prompt the options name.
+fn fixed_tokens(
+    py: Python<'_>,
+    opts: &Opts,
+    enc: Encoding,
+    p: &tokens::HeuristicParams,
+) -> Result<f64, CoreInputError> {
     let tools = super::tool_schemas::texts(opts.tools.bind(py), opts.tool_json.bind(py), || {
         TOOL_SCHEMAS.lock().unwrap_or_else(|p| p.into_inner())
     })?;
-    let mut fixed = tokens::tools_tokens(enc, &tools, &p);
+    let mut fixed = tokens::tools_tokens(enc, &tools, p);
     if let Some(system) = &opts.system {
         let (m, _) = read::read_message(system.bind(py)).map_err(|mut e| {
             e.field = format!("system.{}", e.field);
             e
         })?;
         fixed += match enc {
-            Encoding::Heuristic => crate::tally::measure(&m).heuristic_tokens(&p),
-            _ => tokens::bpe_message_tokens(enc, &m, &p) as f64,
+            Encoding::Heuristic => crate::tally::measure(&m).heuristic_tokens(p),
+            _ => tokens::bpe_message_tokens(enc, &m, p) as f64,
         };
     }
-    if opts.use_usage {
-        read.kept.fill_usage();
-    }
-    Ok((
-        key,
-        Counted {
-            per_message,
-            fixed,
-            read,
-            use_usage: opts.use_usage,
-            remember: opts.remember,
-        },
-    ))
+    Ok(fixed)
 }
 
 impl Counted {

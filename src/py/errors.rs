@@ -2,7 +2,7 @@
 //! exception's `index` and `field` for programs to read.
 
 use pyo3::create_exception;
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::message::InputError as CoreInputError;
@@ -26,4 +26,66 @@ impl From<CoreInputError> for PyErr {
         });
         err
     }
+}
+
+/// Core work run from a binding, as one call (every binding that runs the core goes
+/// through here): without the interpreter when `detach` (long work, so that other
+/// threads run meanwhile), a panic caught and raised as `RuntimeError` (a bug in the
+/// core must not take the agent down: the middleware then sends the view unedited),
+/// and the core's error raised as its Python exception.
+pub(super) trait EnterCore: Sized {
+    fn enter_core<T, E>(
+        self,
+        detach: bool,
+        work: impl FnOnce() -> Result<T, E> + Send,
+    ) -> PyResult<T>
+    where
+        T: Send,
+        E: Into<PyErr> + Send;
+
+    /// `enter_core` for work that cannot fail but by a panic.
+    fn enter_core_ok<T: Send>(self, detach: bool, work: impl FnOnce() -> T + Send) -> PyResult<T> {
+        self.enter_core(detach, || Ok::<T, std::convert::Infallible>(work()))
+    }
+}
+
+impl EnterCore for Python<'_> {
+    fn enter_core<T, E>(
+        self,
+        detach: bool,
+        work: impl FnOnce() -> Result<T, E> + Send,
+    ) -> PyResult<T>
+    where
+        T: Send,
+        E: Into<PyErr> + Send,
+    {
+        let guarded = || std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+        let outcome = if detach {
+            self.detach(guarded)
+        } else {
+            guarded()
+        };
+        match outcome {
+            Ok(done) => done.map_err(Into::into),
+            Err(_) => Err(PyRuntimeError::new_err(
+                "fastcompact: internal error in the core",
+            )),
+        }
+    }
+}
+
+/// A core value as Python objects (dicts, lists, numbers), or a `ValueError`.
+pub(super) fn pythonized<'py, T: serde::Serialize>(
+    py: Python<'py>,
+    value: &T,
+) -> PyResult<Bound<'py, PyAny>> {
+    pythonize::pythonize(py, value).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// A Python value read as a core value, or a `ValueError` naming what it should be.
+pub(super) fn depythonized<T: serde::de::DeserializeOwned>(
+    value: &Bound<'_, PyAny>,
+    what: &str,
+) -> PyResult<T> {
+    pythonize::depythonize(value).map_err(|e| PyValueError::new_err(format!("{what}: {e}")))
 }

@@ -19,16 +19,21 @@ mod source;
 mod tool_schemas;
 
 /// The Python module `fastcompact._core`: bindings only.
-#[pyo3::pymodule]
+///
+/// It declares that it needs the GIL: the readers walk dicts and lists through borrowed
+/// references (`PyDict_Next`, `PyList_GetItem`), which stay valid only while no other
+/// thread can change those objects. The GIL guarantees that; free-threaded CPython
+/// does not, so there the interpreter turns the GIL back on when it imports this module.
+#[pyo3::pymodule(gil_used = true)]
 mod _core {
 
-    use pyo3::exceptions::PyValueError;
     use pyo3::prelude::*;
 
     use super::read;
     use super::sizes;
     use crate::config::MAX_WINDOW;
     use crate::cutoff;
+    use crate::memory::{after_compaction, Earlier, Files};
     use crate::message::InputError as CoreInputError;
     use crate::message::Message;
 
@@ -36,7 +41,7 @@ mod _core {
 
     use super::allocator::return_freed_memory;
     use super::counting::*;
-    use super::errors::InputError;
+    use super::errors::{depythonized, pythonized, EnterCore, InputError};
 
     /// What `_read_each` gives per message.
     type ReaderView = (
@@ -126,7 +131,7 @@ mod _core {
             store(py, key, counted);
             cut
         };
-        run().map_err(PyErr::from)
+        Ok(run()?)
     }
 
     /// Whether any trigger clause fires (every size of it reached).
@@ -147,7 +152,7 @@ mod _core {
             store(py, key, counted);
             fired
         };
-        run().map_err(PyErr::from)
+        Ok(run()?)
     }
 
     /// The sizes filled in when a caller leaves them out, for a model window (or none
@@ -244,7 +249,7 @@ mod _core {
             microcompact: MicrocompactConfig::default(),
             memory: MemoryConfig::default(),
         };
-        pythonize::pythonize(py, &sections).map_err(|e| PyValueError::new_err(e.to_string()))
+        pythonized(py, &sections)
     }
 
     /// A model window as given: `None`, or a positive int (never a bool); the one check
@@ -273,7 +278,7 @@ mod _core {
     #[pyfunction]
     #[pyo3(signature = (prior_cutoff, effective_cutoff))]
     fn state_cutoff(prior_cutoff: Option<u64>, effective_cutoff: u64) -> PyResult<u64> {
-        cutoff::state_cutoff(prior_cutoff, effective_cutoff).map_err(PyErr::from)
+        Ok(cutoff::state_cutoff(prior_cutoff, effective_cutoff)?)
     }
 
     /// Exact tokens of a text under a BPE encoding (no message framing).
@@ -295,7 +300,7 @@ mod _core {
         // Lone surrogates cannot be UTF-8: counted as the replacement character, as
         // message texts are.
         let text = text.to_string_lossy().into_owned();
-        Ok(py.detach(move || tokens::bpe_text_tokens(enc, &text)))
+        py.enter_core_ok(true, move || tokens::bpe_text_tokens(enc, &text))
     }
 
     /// The messages as a Markdown transcript, numbered from `first`.
@@ -308,7 +313,7 @@ mod _core {
     ) -> PyResult<String> {
         let msgs = read::read_all(messages)?;
         let refs: Vec<&Message> = msgs.iter().collect();
-        Ok(py.detach(|| crate::render::transcript(&refs, first)))
+        py.enter_core_ok(true, || crate::render::transcript(&refs, first))
     }
 
     /// The memory after a compaction (see `memory::after_compaction`): `previous` (a
@@ -337,38 +342,38 @@ mod _core {
         earlier_file: Option<String>,
         notes_file: Option<String>,
     ) -> PyResult<(Bound<'py, PyAny>, usize, Option<String>)> {
-        use crate::memory::{after_compaction, Earlier, Files, Memory};
-        let previous: Option<Memory> = match previous.filter(|p| !p.is_none()) {
-            Some(p) => Some(
-                pythonize::depythonize(p)
-                    .map_err(|e| PyValueError::new_err(format!("memory: {e}")))?,
-            ),
-            None => None,
-        };
+        let (previous, msgs) = (memory_given(previous)?, read::read_all(messages)?);
         let budgets = budgets_of(config, window, widths_per_token, room)?;
-        let msgs = read::read_all(messages)?;
-        let (memory, fitted) = py.detach(|| {
+        let earlier = earlier.as_deref().map(|text| Earlier {
+            text,
+            file: earlier_file.as_deref(),
+        });
+        let files = Files {
+            archive: file.as_deref(),
+            notes: notes_file.as_deref(),
+        };
+        let (memory, fitted) = py.enter_core_ok(true, || {
             let refs: Vec<&Message> = msgs.iter().collect();
-            let earlier = earlier.as_deref().map(|text| Earlier {
-                text,
-                file: earlier_file.as_deref(),
-            });
+            let notes = notes.as_deref();
             after_compaction(
                 previous,
                 earlier,
                 &refs,
                 first_number,
-                Files {
-                    archive: file.as_deref(),
-                    notes: notes_file.as_deref(),
-                },
+                files,
                 &budgets,
-                notes.as_deref(),
+                notes,
             )
-        });
-        let out =
-            pythonize::pythonize(py, &memory).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        Ok((out, fitted.folded, fitted.to_save))
+        })?;
+        Ok((pythonized(py, &memory)?, fitted.folded, fitted.to_save))
+    }
+
+    /// A memory as the state keeps it, read (`None` for none).
+    fn memory_given(given: Option<&Bound<'_, PyAny>>) -> PyResult<Option<crate::memory::Memory>> {
+        given
+            .filter(|p| !p.is_none())
+            .map(|p| depythonized(p, "memory"))
+            .transpose()
     }
 
     fn budgets_of(
@@ -377,8 +382,7 @@ mod _core {
         widths_per_token: f64,
         room: Option<usize>,
     ) -> PyResult<crate::memory::Budgets> {
-        let config: crate::config::MemoryConfig = pythonize::depythonize(config)
-            .map_err(|e| PyValueError::new_err(format!("memory config: {e}")))?;
+        let config: crate::config::MemoryConfig = depythonized(config, "memory config")?;
         let budgets = config.budgets(window, widths_per_token);
         Ok(room.map_or(budgets, |r| budgets.within(r)))
     }
@@ -414,8 +418,7 @@ mod _core {
     /// A memory's text, naming `recall` only when the agent has it.
     #[pyfunction]
     fn render_memory(memory: &Bound<'_, PyAny>, recall: bool) -> PyResult<String> {
-        let m: crate::memory::Memory = pythonize::depythonize(memory)
-            .map_err(|e| PyValueError::new_err(format!("memory: {e}")))?;
+        let m: crate::memory::Memory = depythonized(memory, "memory")?;
         Ok(crate::memory::render::render(
             &m,
             crate::memory::render::Ways { recall },
@@ -441,7 +444,7 @@ mod _core {
     ) -> PyResult<Bound<'py, PyAny>> {
         let msgs = read::read_all(messages)?;
         let values: Vec<serde_json::Value> = msgs.iter().map(|m| m.to_json()).collect();
-        pythonize::pythonize(py, &values).map_err(|e| PyValueError::new_err(e.to_string()))
+        pythonized(py, &values)
     }
 
     /// Per message, what one reader makes of it, uncached: the scanner that counts

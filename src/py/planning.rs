@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 
 use super::cache::{self};
 use super::counting::*;
+use super::errors::EnterCore;
 use super::results::{edit_fingerprint, edit_object, PlanOutcome};
 use crate::config::PlanConfig;
 use crate::message::InputError as CoreInputError;
@@ -45,8 +46,13 @@ impl PlanSettings {
         tokens: f64,
         max_input_tokens: Option<u64>,
     ) -> PyResult<bool> {
-        crate::cutoff::any_clause_fires(&self.config.trigger, n_messages, tokens, max_input_tokens)
-            .map_err(PyErr::from)
+        let trigger = &self.config.trigger;
+        Ok(crate::cutoff::any_clause_fires(
+            trigger,
+            n_messages,
+            tokens,
+            max_input_tokens,
+        )?)
     }
 
     /// A compaction priced by these settings' price model: its price, whether it is
@@ -173,112 +179,168 @@ pub(super) fn plan<'py>(
     make_edited: Option<&Bound<'py, PyAny>>,
     progress: Option<Progress>,
 ) -> PyResult<PlanOutcome> {
-    let progress = progress.unwrap_or_default();
     let cfg = match config.cast::<PlanSettings>() {
         Ok(settings) => Arc::clone(&settings.get().config),
         Err(_) => Arc::new(parse_settings(config)?),
     };
-    let p = opts.params()?;
+    let given = Given {
+        max_input_tokens,
+        now,
+        timestamps,
+        archive,
+        progress: progress.unwrap_or_default(),
+        params: opts.params()?,
+        use_usage: opts.use_usage,
+        keep_counts: make_edited.is_none(),
+    };
     // The heuristic counts (cached) and the converted messages (cached too).
     let (key, mut counted) = count(py, messages, &opts, false, true)?;
-    // Everything the passes need from the cached entries.
+    let long = counted.read.kept.entries.len() >= DETACH_FROM_MESSAGES
+        || counted.read.read_anew >= DETACH_FROM_READ;
+    let input = plan_input(&mut counted, &cfg, given);
+    let result = py.enter_core_ok(long, || crate::plan::plan(input, cfg.as_ref()))?;
+    let out = outcome(py, &mut counted, &result, make_edited)?;
+    store(py, key, counted);
+    Ok(out)
+}
+
+/// What the caller gave `plan` beside the messages and settings.
+struct Given {
+    max_input_tokens: Option<u64>,
+    now: Option<f64>,
+    timestamps: Option<Vec<Option<f64>>>,
+    archive: Option<Vec<Option<String>>>,
+    progress: Progress,
+    params: crate::tokens::HeuristicParams,
+    use_usage: bool,
+    /// Whether the counts are still needed after the plan (for the breakdown).
+    keep_counts: bool,
+}
+
+/// The plan's input from the counted conversation: everything the passes need from
+/// the cached entries, which line up with the messages only when every entry is
+/// planned (otherwise the plan works them out afresh).
+fn plan_input<'a>(counted: &'a mut Counted, cfg: &PlanConfig, given: Given) -> PlanInput<'a, 'a> {
     counted.read.kept.fill_measures();
-    let usage = &counted.read.kept.usage;
-    let entries = &counted.read.kept.entries;
-    let skeletons = &mut counted.read.kept.skeletons;
-    let memos = &counted.read.kept.memos;
-    let n = entries.len();
-    // Sized up front: a filtered collect would grow (and copy) step by step.
-    let mut msgs: Vec<&Message> = Vec::with_capacity(n);
-    msgs.extend(entries.iter().filter_map(|e| e.message.as_deref()));
-    // The pair shapes only matter when a summary may be needed, which the view
-    // before the passes tells: they never add tokens (should one ever, the plan
-    // works the shapes out itself).
-    let before = counted.fixed + counted.per_message.iter().sum::<f64>();
-    let may_summarize = crate::plan::summary_due(&cfg.trigger, n, before, max_input_tokens);
-    let shapes: Option<Vec<_>> = may_summarize.then(|| {
-        let mut shapes = Vec::with_capacity(n);
-        shapes.extend(entries.iter().filter_map(|e| e.shape.as_deref()));
-        shapes
-    });
-    // The kept skeletons, memos and measures line up with the messages only when
-    // every entry is planned (otherwise the plan works them out afresh).
-    let whole = msgs.len() == n && skeletons.len() == n && memos.len() == n;
-    let measures = whole.then_some(counted.read.kept.measures.as_slice());
+    let fixed = counted.fixed;
+    let tokens = counted.counts_for_plan(given.keep_counts);
+    let before = fixed + tokens.iter().sum::<f64>();
+    let kept = &mut counted.read.kept;
+    let n = kept.entries.len();
+    let entries = &kept.entries;
+    let msgs = messages_of(entries);
+    let whole = msgs.len() == n && kept.skeletons.len() == n && kept.memos.len() == n;
     if whole {
-        // Results new to the cache get their links now, kept for later turns.
-        let links_upto = &mut counted.read.kept.links_upto;
-        crate::passes::link_results(&msgs, skeletons, *links_upto);
-        *links_upto = n;
+        link_new_results(&msgs, &mut kept.skeletons, &mut kept.links_upto);
     }
-    let skeletons = whole.then_some(skeletons.as_slice());
-    let memos = whole.then_some(memos);
-    let timestamps = timestamps.unwrap_or_else(|| match skeletons {
-        Some(s) => timestamps_if_any(s.iter().map(|s| s.timestamp)),
-        None => timestamps_if_any(msgs.iter().map(|m| m.timestamp)),
-    });
-    let input = PlanInput {
-        // The model view needs no breakdown afterwards: the counts can move.
-        tokens: if make_edited.is_some() {
-            std::mem::take(&mut counted.per_message)
-        } else {
-            counted.per_message.clone()
-        },
-        measures,
+    let skeletons = whole.then_some(kept.skeletons.as_slice());
+    let timestamps = given
+        .timestamps
+        .unwrap_or_else(|| times_of(skeletons, &msgs));
+    let progress = given.progress;
+    PlanInput {
+        shapes: shapes_if_due(entries, cfg, before, given.max_input_tokens),
+        measures: whole.then_some(kept.measures.as_slice()),
         skeletons,
+        memos: whole.then_some(&kept.memos),
+        tokens,
         msgs,
-        fixed: counted.fixed,
-        max_input_tokens,
-        params: p,
+        fixed,
+        max_input_tokens: given.max_input_tokens,
+        params: given.params,
         timestamps,
-        now,
-        archive: archive.unwrap_or_default(),
-        shapes,
-        memos,
+        now: given.now,
+        archive: given.archive.unwrap_or_default(),
         // Filled by `count` when usage is used.
-        usage: if opts.use_usage { usage } else { &[] },
+        usage: if given.use_usage { &kept.usage } else { &[] },
         min_anchor: progress.min_anchor,
         prior: crate::calibration::Calibration::checked(progress.offset, progress.ratio),
         usage_of_unedited: progress.usage_of_unedited,
         settled: progress.settled,
         calls_before: progress.calls_before,
-    };
-    // A bug in a pass must not take the agent down: it becomes a Python error the
-    // caller can handle (the middleware then sends the unedited view).
-    let run = || {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            crate::plan::plan(input, cfg.as_ref())
-        }))
-    };
-    let long = n >= DETACH_FROM_MESSAGES || counted.read.read_anew >= DETACH_FROM_READ;
-    let result = if long { py.detach(run) } else { run() }.map_err(|_| {
-        pyo3::exceptions::PyRuntimeError::new_err("fastcompact: internal error while planning")
-    })?;
-    let entries = &counted.read.kept.entries;
-    let target = |i: usize| {
-        entries
-            .get(i)
-            .and_then(|e| e.message.as_deref())
-            .map_or(0, |m| crate::cutoff::PairShape::from(m).identity())
-    };
-    let mut out = PlanOutcome::new(
-        py,
-        &result,
-        make_edited
-            .is_none()
-            .then_some(&target as &dyn Fn(usize) -> u64),
-    )?;
-    if let Some(make) = make_edited {
-        let (view, copies) = build_view(py, &mut counted.read.kept.entries, &result.edits, make)?;
-        counted.read.kept.held_elsewhere = copies * cache::EDITED_COPY_BYTES;
-        out.view = Some(view.into_any().unbind());
     }
-    // Where the tokens go, from the counts already at hand (for `plan()`'s
-    // picture; the model-view path does without).
-    if let Some(b) = make_edited.is_none().then(|| breakdown(&counted)).flatten() {
-        out.breakdown = Some(Py::new(py, b)?);
+}
+
+impl Counted {
+    /// The per-message counts for a plan: moved out when nothing reads them after it
+    /// (the model view needs no breakdown).
+    fn counts_for_plan(&mut self, keep: bool) -> Vec<f64> {
+        match keep {
+            true => self.per_message.clone(),
+            false => std::mem::take(&mut self.per_message),
+        }
     }
-    store(py, key, counted);
+}
+
+/// Results new to the cache get their links now, kept for later turns.
+fn link_new_results(
+    msgs: &[&Message],
+    skeletons: &mut [crate::passes::Skeleton],
+    upto: &mut usize,
+) {
+    crate::passes::link_results(msgs, skeletons, *upto);
+    *upto = msgs.len();
+}
+
+/// The converted messages of the entries (all of them, when every entry has one).
+fn messages_of(entries: &[cache::Entry]) -> Vec<&Message> {
+    // Sized up front: a filtered collect would grow (and copy) step by step.
+    let mut msgs: Vec<&Message> = Vec::with_capacity(entries.len());
+    msgs.extend(entries.iter().filter_map(|e| e.message.as_deref()));
+    msgs
+}
+
+/// Each message's send time, from the kept skeletons when they line up.
+fn times_of(skeletons: Option<&[crate::passes::Skeleton]>, msgs: &[&Message]) -> Vec<Option<f64>> {
+    match skeletons {
+        Some(s) => timestamps_if_any(s.iter().map(|s| s.timestamp)),
+        None => timestamps_if_any(msgs.iter().map(|m| m.timestamp)),
+    }
+}
+
+/// The pair shapes, which only matter when a summary may be needed: the view before
+/// the passes tells, as they never add tokens (should one ever, the plan works the
+/// shapes out itself).
+fn shapes_if_due<'a>(
+    entries: &'a [cache::Entry],
+    cfg: &PlanConfig,
+    before: f64,
+    max_input_tokens: Option<u64>,
+) -> Option<Vec<&'a crate::cutoff::PairShape>> {
+    let n = entries.len();
+    crate::plan::summary_due(&cfg.trigger, n, before, max_input_tokens).then(|| {
+        let mut shapes = Vec::with_capacity(n);
+        shapes.extend(entries.iter().filter_map(|e| e.shape.as_deref()));
+        shapes
+    })
+}
+
+/// The plan as Python sees it: the model view built with `make_edited`, or the edits
+/// (each naming the message it was made for) with where the tokens go.
+fn outcome(
+    py: Python<'_>,
+    counted: &mut Counted,
+    result: &crate::plan::Plan,
+    make_edited: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PlanOutcome> {
+    let Some(make) = make_edited else {
+        let entries = &counted.read.kept.entries;
+        let target = |i: usize| {
+            entries
+                .get(i)
+                .and_then(|e| e.message.as_deref())
+                .map_or(0, |m| crate::cutoff::PairShape::from(m).identity())
+        };
+        let mut out = PlanOutcome::new(py, result, Some(&target as &dyn Fn(usize) -> u64))?;
+        if let Some(b) = breakdown(counted) {
+            out.breakdown = Some(Py::new(py, b)?);
+        }
+        return Ok(out);
+    };
+    let mut out = PlanOutcome::new(py, result, None)?;
+    let (view, copies) = build_view(py, &mut counted.read.kept.entries, &result.edits, make)?;
+    counted.read.kept.held_elsewhere = copies * cache::EDITED_COPY_BYTES;
+    out.view = Some(view.into_any().unbind());
     Ok(out)
 }
 
@@ -332,7 +394,6 @@ pub(super) fn build_view<'py>(
     edits: &[crate::passes::Edit],
     make: &Bound<'py, PyAny>,
 ) -> PyResult<(Bound<'py, pyo3::types::PyList>, usize)> {
-    use std::hash::Hasher;
     // Edits come pass by pass; a stable sort groups them by message, in pass order.
     let mut sorted: Vec<&crate::passes::Edit> = edits.iter().collect();
     sorted.sort_by_key(|e| e.index);
@@ -354,28 +415,39 @@ pub(super) fn build_view<'py>(
             continue;
         }
         copies += 1;
-        let mut h = crate::passes::FastHasher::default();
-        for e in group {
-            h.write_u64(edit_fingerprint(e));
-        }
-        let fingerprint = h.finish();
-        if let Some((fp, obj)) = &entry.edited {
-            if *fp == fingerprint {
-                items.push(obj.bind(py).clone());
-                continue;
-            }
-        }
-        let objects = pyo3::types::PyList::empty(py);
-        for e in group {
-            let target = entry
-                .message
-                .as_deref()
-                .map_or(0, |m| crate::cutoff::PairShape::from(m).identity());
-            objects.append(edit_object(py, e, target)?)?;
-        }
-        let edited = make.call1((entry.object(py), objects))?;
-        entry.edited = Some((fingerprint, edited.clone().unbind()));
-        items.push(edited);
+        items.push(edited_copy(py, entry, group, make)?);
     }
     Ok((pyo3::types::PyList::new(py, items)?, copies))
+}
+
+/// The entry's message with `group`'s edits: the copy kept from last turn when the
+/// edits are the same, else a new one from `make`, kept for the next.
+fn edited_copy<'py>(
+    py: Python<'py>,
+    entry: &mut cache::Entry,
+    group: &[&crate::passes::Edit],
+    make: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    use std::hash::Hasher;
+    let mut h = crate::passes::FastHasher::default();
+    for e in group {
+        h.write_u64(edit_fingerprint(e));
+    }
+    let fingerprint = h.finish();
+    if let Some((fp, obj)) = &entry.edited {
+        if *fp == fingerprint {
+            return Ok(obj.bind(py).clone());
+        }
+    }
+    let target = entry
+        .message
+        .as_deref()
+        .map_or(0, |m| crate::cutoff::PairShape::from(m).identity());
+    let objects = pyo3::types::PyList::empty(py);
+    for e in group {
+        objects.append(edit_object(py, e, target)?)?;
+    }
+    let edited = make.call1((entry.object(py), objects))?;
+    entry.edited = Some((fingerprint, edited.clone().unbind()));
+    Ok(edited)
 }

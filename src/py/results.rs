@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
@@ -130,7 +129,7 @@ pub(super) fn edit_object<'py>(
         Change::Content(text) => ("content", (**text).into_pyobject(py)?.into_any(), None),
         Change::ToolArgs { call, args } => (
             "tool_args",
-            pythonize::pythonize(py, &**args).map_err(|e| PyValueError::new_err(e.to_string()))?,
+            super::errors::pythonized(py, &**args)?,
             Some(*call),
         ),
     };

@@ -5,10 +5,12 @@ use std::sync::Arc;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyList;
 
 use super::allocator::freed;
-use super::cache::{conversation_key, read_with_cache, Want};
-use super::counting::conversation_cache;
+use super::cache::{conversation_key, read_with_cache, Conversation, Want};
+use super::counting::{conversation_cache, taken_from_cache};
+use super::errors::EnterCore;
 use super::read;
 use crate::message::{Message, Role};
 use crate::search::{Filters, Index, Query};
@@ -75,20 +77,72 @@ pub(super) fn search(
         requests,
         skip_open_request,
     };
-    let fresh = Index::new(language).ok_or_else(|| {
+    let q = Query {
+        text: query.to_owned(),
+        limit,
+        filters,
+    };
+    let fresh = fresh_index(language)?;
+    let list = read::as_list(messages)?;
+    let key = conversation_key(cache_key, &list);
+    let mut kept = read_through_cache(&list, key)?;
+    let found = searched(py, &mut kept, fresh, &q);
+    let dropped = conversation_cache().put(key, kept);
+    freed(dropped);
+    found
+}
+
+/// `q` answered over the conversation read into `kept`, its index grown by the
+/// messages it has not seen yet (without the interpreter) and kept with it.
+fn searched(
+    py: Python<'_>,
+    kept: &mut Conversation,
+    fresh: Index,
+    q: &Query,
+) -> PyResult<(Vec<HitRow>, usize, u32)> {
+    let msgs: Vec<Arc<Message>> = kept
+        .entries
+        .iter()
+        .filter_map(|e| e.message.clone())
+        .collect();
+    let mut index = kept_index(kept, fresh, msgs.len());
+    let (found, total) = py.enter_core_ok(true, || {
+        for m in &msgs[index.len()..] {
+            index.add(m);
+        }
+        let refs: Vec<&Message> = msgs.iter().map(|m| &**m).collect();
+        let total = index.docs().last().map_or(0, |d| d.request);
+        (index.search(&refs, q), total)
+    })?; // A panic drops the index: the next search builds it anew.
+    let rows = found.hits.into_iter().map(|h| row_of(h, &index, &msgs));
+    let rows = rows.collect();
+    kept.search = Some(index);
+    Ok((rows, found.matched, total))
+}
+
+/// The index the conversation keeps, when it is of the same language and not ahead of
+/// the messages (a conversation cut short); else `fresh`.
+fn kept_index(kept: &mut Conversation, fresh: Index, messages: usize) -> Box<Index> {
+    match kept.search.take() {
+        Some(ix) if ix.language() == fresh.language() && ix.len() <= messages => ix,
+        _ => Box::new(fresh),
+    }
+}
+
+/// An empty index for `language`, or a `ValueError` naming the languages there are.
+fn fresh_index(language: &str) -> PyResult<Index> {
+    Index::new(language).ok_or_else(|| {
         PyValueError::new_err(format!(
             "language: expected one of {}, got {language:?}",
             crate::search::analyze::LANGUAGES.map(|(n, _)| n).join(", ")
         ))
-    })?;
-    let list = read::as_list(messages)?;
-    let key = conversation_key(cache_key, &list);
-    let (cached, trace) = {
-        let mut c = conversation_cache();
-        let cached = c.take(key);
-        let trace = cached.entries.is_empty().then(|| c.trace_of(key)).flatten();
-        (cached, trace)
-    };
+    })
+}
+
+/// The conversation's messages, read through its cache entry (taken out of the cache
+/// until the search puts it back).
+fn read_through_cache(list: &Bound<'_, PyList>, key: u64) -> PyResult<Conversation> {
+    let (cached, trace) = taken_from_cache(key);
     let want = Want {
         bpe: None,
         shape: false,
@@ -96,51 +150,21 @@ pub(super) fn search(
         usage: false,
         recheck_all: false,
     };
-    let mut kept = read_with_cache(&list, cached, trace, want)?.kept;
-    let msgs: Vec<Arc<Message>> = kept
-        .entries
-        .iter()
-        .filter_map(|e| e.message.clone())
-        .collect();
-    let mut index = match kept.search.take() {
-        Some(ix) if ix.language() == fresh.language() && ix.len() <= msgs.len() => ix,
-        _ => Box::new(fresh),
-    };
-    let q = Query {
-        text: query.to_owned(),
-        limit,
-        filters,
-    };
-    let (found, total) = py.detach(|| {
-        for m in &msgs[index.len()..] {
-            index.add(m);
-        }
-        let refs: Vec<&Message> = msgs.iter().map(|m| &**m).collect();
-        let total = index.docs().last().map_or(0, |d| d.request);
-        (index.search(&refs, &q), total)
-    });
-    let rows = found
-        .hits
-        .into_iter()
-        .map(|h| {
-            let doc = &index.docs()[h.index];
-            let answer = h.answer.map(|(a, ending)| (a, recall_id(&msgs[a]), ending));
-            (
-                h.index,
-                h.score,
-                h.excerpt,
-                doc.role.type_name(),
-                doc.tool.clone(),
-                doc.request,
-                recall_id(&msgs[h.index]),
-                answer,
-            )
-        })
-        .collect();
-    kept.search = Some(index);
-    let mut c = conversation_cache();
-    let dropped = c.put(key, kept);
-    drop(c);
-    freed(dropped);
-    Ok((rows, found.matched, total))
+    Ok(read_with_cache(list, cached, trace, want)?.kept)
+}
+
+/// A hit as Python gets it.
+fn row_of(h: crate::search::Hit, index: &Index, msgs: &[Arc<Message>]) -> HitRow {
+    let doc = &index.docs()[h.index];
+    let answer = h.answer.map(|(a, ending)| (a, recall_id(&msgs[a]), ending));
+    (
+        h.index,
+        h.score,
+        h.excerpt,
+        doc.role.type_name(),
+        doc.tool.clone(),
+        doc.request,
+        recall_id(&msgs[h.index]),
+        answer,
+    )
 }

@@ -115,6 +115,30 @@ impl ToolSchemas {
     }
 }
 
+fn tools_error(e: PyErr) -> InputError {
+    InputError::new(None, "tools", e.to_string())
+}
+
+/// One tool's schema text, by `serialize`; an error for what is not a tool.
+fn serialized(
+    tool: &Bound<'_, PyAny>,
+    serialize: &Bound<'_, PyAny>,
+) -> Result<Arc<str>, InputError> {
+    let text = serialize.call1((tool,)).map_err(tools_error)?;
+    if text.is_none() {
+        let kind = tool
+            .get_type()
+            .name()
+            .map_or_else(|_| "?".into(), |n| n.to_string());
+        return Err(InputError::new(
+            None,
+            "tools",
+            format!("expected a BaseTool, a dict or a function, got {kind}"),
+        ));
+    }
+    Ok(Arc::from(text.extract::<&str>().map_err(tools_error)?))
+}
+
 /// The schema text of each tool, serialized by `serialize` (a Python function of one
 /// tool, returning `None` for what is not a tool) only for tools not seen before.
 /// Dicts and other mappings may change between calls, so they are serialized every
@@ -128,25 +152,10 @@ pub fn texts(
     if tools.is_none() {
         return Ok(Vec::new());
     }
-    let err = |e: PyErr| InputError::new(None, "tools", e.to_string());
-    let made = |tool: &Bound<'_, PyAny>| -> Result<Arc<str>, InputError> {
-        let text = serialize.call1((tool,)).map_err(err)?;
-        if text.is_none() {
-            let kind = tool
-                .get_type()
-                .name()
-                .map_or_else(|_| "?".into(), |n| n.to_string());
-            return Err(InputError::new(
-                None,
-                "tools",
-                format!("expected a BaseTool, a dict or a function, got {kind}"),
-            ));
-        }
-        Ok(Arc::from(text.extract::<&str>().map_err(err)?))
-    };
+    let made = |tool: &Bound<'_, PyAny>| serialized(tool, serialize);
     let mut out = Vec::new();
-    for tool in tools.try_iter().map_err(err)? {
-        let tool = tool.map_err(err)?;
+    for tool in tools.try_iter().map_err(tools_error)? {
+        let tool = tool.map_err(tools_error)?;
         if tool.is_exact_instance_of::<PyDict>() {
             out.push(made(&tool)?);
             continue;
