@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware.types import ModelRequest
 
-from fastcompact import summarize
+from fastcompact import fitting, summarize
 from fastcompact.draft import Draft, Summary
 from fastcompact.helpers import count_once
 from fastcompact.memory import MEMORY_KEY
@@ -50,7 +50,6 @@ class Committing:
     if TYPE_CHECKING:
 
         def _plan_settings(self, window: int | None, pricing: str | None) -> _core.PlanSettings: ...
-        def _true_size(self, request: ModelRequest, turn: Turn, view: list[Any]) -> int: ...
 
     def _finish(
         self,
@@ -84,7 +83,7 @@ class Committing:
             suppress_follow_up_questions=cfg.suppress_follow_up_questions,
         )
         view = [message, *draft.kept]
-        tokens = self._true_size(request, turn, view)
+        tokens = fitting.true_size(request, turn, view)
         settings = self._plan_settings(turn.window, None)
         # Every trigger clause stays unfired with the margin to spare: a size in tokens
         # is judged with it, a count of messages as it is (the summary is one message,

@@ -16,11 +16,11 @@ from typing import Any
 from langchain.agents.middleware.types import ModelRequest
 from langchain_core.exceptions import ContextOverflowError
 
-from fastcompact import media, memory, storage, summarize
+from fastcompact import fitting, media, memory, storage, summarize
 from fastcompact.commit import Committing, Outcome
 from fastcompact.draft import Draft, Summary
 from fastcompact.drafting import Drafting
-from fastcompact.fitting import Fitting, WindowTooSmallError
+from fastcompact.fitting import WindowTooSmallError
 from fastcompact.helpers import count_once
 from fastcompact.memory import is_request
 from fastcompact.schedule import PricedSchedule
@@ -39,7 +39,7 @@ def summarizer_failed(error: Exception) -> Exception:
     return error
 
 
-class CompactionSteps(PricedSchedule, Committing, Fitting, Drafting):
+class CompactionSteps(PricedSchedule, Committing, Drafting):
     """The steps of a compaction, over the settings of the middleware that runs them
     (its config, backend, models and summary prompt)."""
 
@@ -174,7 +174,7 @@ class CompactionSteps(PricedSchedule, Committing, Fitting, Drafting):
             over = (
                 0
                 if turn.window is None
-                else self._true_size(request, turn, [*sent, instruction]) - turn.window
+                else fitting.true_size(request, turn, [*sent, instruction]) - turn.window
             )
             if over <= 0:
                 return sent, instruction

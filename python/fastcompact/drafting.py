@@ -7,7 +7,6 @@ the room the window leaves.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +16,7 @@ from fastcompact import _core, memory, storage, summarize
 from fastcompact.commit import COMMIT_MARGIN
 from fastcompact.config import ContextSize
 from fastcompact.draft import Draft, Summary
+from fastcompact.fitting import true_size
 from fastcompact.helpers import count_once, cutoff_once
 from fastcompact.passes import _settings
 from fastcompact.state import (
@@ -157,12 +157,6 @@ class Drafting:
         last = newest_request(leaving)
         return storage.recent_reads(leaving[last or 0 :], after, restoration.max_files)
 
-    def _true_size(self, request: ModelRequest, turn: Turn, view: list[Any]) -> int:
-        """The size the provider will see of ``view`` with the request's system prompt
-        and tools: the estimate calibrated as the conversation's usage says."""
-        estimate = count_once(view, system=request.system_message, tools=request.tools, model=request.model)
-        return math.ceil(turn.plan.offset + estimate * turn.plan.ratio)
-
     def _over_window(self, turn: Turn) -> bool:
         return turn.window is not None and sent_size(turn.plan) > turn.window
 
@@ -208,7 +202,7 @@ class Drafting:
             frame = summarize.summary_message(
                 "", file_path=self._longest_archive_path(draft), todos=draft.todos
             )
-            fixed = self._true_size(request, turn, [frame, *draft.kept])
+            fixed = true_size(request, turn, [frame, *draft.kept])
             # What a trigger's compaction commits at: under the trigger with its margin,
             # when that leaves room beside what stays; else (a small window) under the
             # window. A priced or forced one commits whenever it makes the view smaller.

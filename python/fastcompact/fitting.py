@@ -8,14 +8,14 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain.agents.middleware.types import ModelRequest
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import ToolMessage
 
 from fastcompact import storage, summarize
-from fastcompact.helpers import count_tokens
+from fastcompact.helpers import count_once, count_tokens
 from fastcompact.state import Turn
 from fastcompact.steps import Io, Steps
 
@@ -44,99 +44,97 @@ class WindowTooSmallError(ContextOverflowError):
         )
 
 
-class Fitting:
-    """Clipping the newest results and the last check before sending."""
+def true_size(request: ModelRequest, turn: Turn, view: list[Any]) -> int:
+    """The size the provider will see of ``view`` with the request's system prompt
+    and tools: the estimate calibrated as the conversation's usage says."""
+    estimate = count_once(view, system=request.system_message, tools=request.tools, model=request.model)
+    return math.ceil(turn.plan.offset + estimate * turn.plan.ratio)
 
-    backend: Any
 
-    if TYPE_CHECKING:
+def clipped(view: list[Any], backend: Any, head_chars: int = storage.CLIP_HEAD_CHARS) -> list[Any] | None:
+    """The view with the newest tool results (the run of them it ends with) cut to
+    ``head_chars``: a ``read_file`` result points at its file, any other is saved in
+    full to ``/large_tool_results/<id>`` (or left to ``recall`` when there is no
+    backend). ``None`` when there is nothing to clip."""
+    start = len(view)
+    while start > 0 and isinstance(view[start - 1], ToolMessage):
+        start -= 1
+    calls = {
+        c.get("id"): c
+        for m in view[:start]
+        for c in getattr(m, "tool_calls", None) or []
+        if isinstance(c, Mapping)
+    }
+    out = list(view)
+    count = 0
+    for i in range(start, len(view)):
+        m = view[i]
+        text = m.content if isinstance(m.content, str) else summarize.text_of(m)
+        if len(text) <= head_chars:
+            continue
+        call = calls.get(m.tool_call_id) or {}
+        given = call.get("args")
+        args: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
+        read = args.get("file_path") if call.get("name") == "read_file" else None
+        saved = None
+        if read is None and backend is not None:
+            saved = storage.offload_result(backend, m.tool_call_id, text)
+        path = read if isinstance(read, str) else None
+        new = storage.clip_text(text, m.tool_call_id, path, saved, head_chars)
+        out[i] = m.model_copy(update={"content": new})
+        count += 1
+    if not count:
+        return None
+    # A step of fitting, not a fault: logged for the curious, not warned.
+    logger.info(
+        "fastcompact: the newest turn did not fit the window; clipped %d tool %s",
+        count,
+        "result" if count == 1 else "results",
+    )
+    return out
 
-        def _true_size(self, request: ModelRequest, turn: Turn, view: list[Any]) -> int: ...
 
-    def _clipped(
-        self, request: ModelRequest, view: list[Any], backend: Any, head_chars: int = storage.CLIP_HEAD_CHARS
-    ) -> list[Any] | None:
-        """The view with the newest tool results (the run of them it ends with) cut to
-        ``head_chars``: a ``read_file`` result points at its file, any other is saved in
-        full to ``/large_tool_results/<id>`` (or left to ``recall`` when there is no
-        backend). ``None`` when there is nothing to clip."""
-        start = len(view)
-        while start > 0 and isinstance(view[start - 1], ToolMessage):
-            start -= 1
-        calls = {
-            c.get("id"): c
-            for m in view[:start]
-            for c in getattr(m, "tool_calls", None) or []
-            if isinstance(c, Mapping)
-        }
-        out = list(view)
-        clipped = 0
-        for i in range(start, len(view)):
-            m = view[i]
-            text = m.content if isinstance(m.content, str) else summarize.text_of(m)
-            if len(text) <= head_chars:
-                continue
-            call = calls.get(m.tool_call_id) or {}
-            given = call.get("args")
-            args: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
-            read = args.get("file_path") if call.get("name") == "read_file" else None
-            saved = None
-            if read is None and backend is not None:
-                saved = storage.offload_result(backend, m.tool_call_id, text)
-            new = storage.clip_text(
-                text, m.tool_call_id, read if isinstance(read, str) else None, saved, head_chars
-            )
-            out[i] = m.model_copy(update={"content": new})
-            clipped += 1
-        if not clipped:
-            return None
-        # A step of fitting, not a fault: logged for the curious, not warned.
-        logger.info(
-            "fastcompact: the newest turn did not fit the window; clipped %d tool %s",
-            clipped,
-            "result" if clipped == 1 else "results",
-        )
-        return out
+def fitted(
+    request: ModelRequest, turn: Turn, view: list[Any], size: int, backend: Any
+) -> Steps[tuple[list[Any], int]]:
+    """``view`` as it may be sent, and its size: over the window, its newest tool
+    results clipped (saved whole on ``backend``, a backend or a factory of one); still
+    over, a :class:`WindowTooSmallError` (a request known to be too large is never
+    sent)."""
+    window = turn.window
+    if window is None or size <= window:
+        return view, size
+    resolved = storage.resolve_backend(backend, request.runtime)
+    for head in storage.CLIP_HEADS:
+        cut = yield Io.in_thread(clipped, view, resolved, head)
+        if cut is not None:
+            view, size = cut, true_size(request, turn, cut)
+            if size <= window:
+                return view, size
+    raise too_small(request, turn, size)
 
-    def _fitted(
-        self, request: ModelRequest, turn: Turn, view: list[Any], size: int
-    ) -> Steps[tuple[list[Any], int]]:
-        """``view`` as it may be sent, and its size: over the window, its newest tool
-        results clipped; still over, a :class:`WindowTooSmallError` (a request known to
-        be too large is never sent)."""
-        window = turn.window
-        if window is None or size <= window:
-            return view, size
-        backend = storage.resolve_backend(self.backend, request.runtime)
-        for head in storage.CLIP_HEADS:
-            clipped = yield Io.in_thread(self._clipped, request, view, backend, head)
-            if clipped is not None:
-                view, size = clipped, self._true_size(request, turn, clipped)
-                if size <= window:
-                    return view, size
-        raise self._too_small(request, turn, size)
 
-    def _too_small(self, request: ModelRequest, turn: Turn, size: int) -> WindowTooSmallError:
-        """The error for a request of ``size`` tokens that cannot be made to fit, with
-        the sizes of its parts."""
-        window = turn.window or 0
-        ratio = turn.plan.ratio
-        system = request.system_message
-        # What the caller did not pass (the offset) is system text too: later middleware's
-        # additions to the prompt, the provider's own framing.
-        system_tokens = math.ceil(turn.plan.offset)
-        if system is not None:
-            system_tokens += math.ceil(ratio * count_tokens([], system=system, model=request.model))
-        tools = request.tools
-        tools_tokens = math.ceil(ratio * count_tokens([], tools=tools, model=request.model)) if tools else 0
-        estimate = self._true_size(request, turn, list(turn.view))
-        if size > estimate > 0:
-            # The provider counted more than the estimate: each part, in proportion.
-            system_tokens = math.ceil(system_tokens * size / estimate)
-            tools_tokens = math.ceil(tools_tokens * size / estimate)
-        return WindowTooSmallError(
-            window=window,
-            system=system_tokens,
-            tools=tools_tokens,
-            turn=max(size - system_tokens - tools_tokens, 0),
-        )
+def too_small(request: ModelRequest, turn: Turn, size: int) -> WindowTooSmallError:
+    """The error for a request of ``size`` tokens that cannot be made to fit, with
+    the sizes of its parts."""
+    window = turn.window or 0
+    ratio = turn.plan.ratio
+    system = request.system_message
+    # What the caller did not pass (the offset) is system text too: later middleware's
+    # additions to the prompt, the provider's own framing.
+    system_tokens = math.ceil(turn.plan.offset)
+    if system is not None:
+        system_tokens += math.ceil(ratio * count_tokens([], system=system, model=request.model))
+    tools = request.tools
+    tools_tokens = math.ceil(ratio * count_tokens([], tools=tools, model=request.model)) if tools else 0
+    estimate = true_size(request, turn, list(turn.view))
+    if size > estimate > 0:
+        # The provider counted more than the estimate: each part, in proportion.
+        system_tokens = math.ceil(system_tokens * size / estimate)
+        tools_tokens = math.ceil(tools_tokens * size / estimate)
+    return WindowTooSmallError(
+        window=window,
+        system=system_tokens,
+        tools=tools_tokens,
+        turn=max(size - system_tokens - tools_tokens, 0),
+    )

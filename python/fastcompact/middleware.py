@@ -29,7 +29,7 @@ from langchain.agents.middleware.types import (
 from langgraph.types import Command
 from typing_extensions import Unpack
 
-from fastcompact import _core, steps, storage, summarize
+from fastcompact import _core, fitting, steps, storage, summarize
 from fastcompact.compaction import CompactionSteps, Outcome, WindowTooSmallError
 from fastcompact.config import CompactionConfig
 from fastcompact.keywords import (
@@ -255,7 +255,8 @@ class CompactionMiddleware(Reading, CompactionSteps, AgentMiddleware):
             # Nothing before the turn in progress: clipping its newest results keeps it
             # whole; a cut inside it only when that is not enough.
             try:
-                fitted = yield from self._fitted(request, turn, turn.view, sent_size(turn.plan))
+                size = sent_size(turn.plan)
+                fitted = yield from fitting.fitted(request, turn, turn.view, size, self.backend)
             except WindowTooSmallError:
                 fitted = None
         if fitted is None and self._wants_summary(turn):
@@ -270,7 +271,7 @@ class CompactionMiddleware(Reading, CompactionSteps, AgentMiddleware):
             view, size = outcome.view, int(outcome.info["tokens_after"])
         else:
             view, size = turn.view, sent_size(turn.plan)
-        view, size = yield from self._fitted(request, turn, view, size)
+        view, size = yield from fitting.fitted(request, turn, view, size, self.backend)
         try:
             response = yield _handled(handler, request.override(messages=view))
         except Exception as e:
@@ -282,15 +283,15 @@ class CompactionMiddleware(Reading, CompactionSteps, AgentMiddleware):
             # What is left after a summary may still be the newest turn's results alone.
             view = outcome.view if outcome is not None and outcome.committed else view
             backend = storage.resolve_backend(self.backend, request.runtime)
-            clipped = yield Io.in_thread(self._clipped, request, view, backend)
+            clipped = yield Io.in_thread(fitting.clipped, view, backend)
             if clipped is None and not committed:
                 # Nothing older to summarize and nothing to clip: the request cannot fit.
-                raise self._too_small(
-                    request, turn, reported_size(e, turn.window, self._true_size(request, turn, view))
+                raise fitting.too_small(
+                    request, turn, reported_size(e, turn.window, fitting.true_size(request, turn, view))
                 ) from e
             view = clipped or view
             response = yield _handled(handler, request.override(messages=view))
-            size = self._true_size(request, turn, view)
+            size = fitting.true_size(request, turn, view)
         return self._respond(response, turn, outcome, size)
 
     def wrap_model_call(

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from langchain.agents.middleware.types import ModelRequest
 from langchain_core.messages import HumanMessage
 
-from fastcompact import _core, summarize
+from fastcompact import _core, fitting, summarize
 from fastcompact.draft import Draft, Summary
 from fastcompact.helpers import _counting, cutoff_once
 from fastcompact.memory import is_request
@@ -52,7 +52,6 @@ class PricedSchedule:
     if TYPE_CHECKING:
 
         def _plan_settings(self, window: int | None, pricing: str | None) -> _core.PlanSettings: ...
-        def _true_size(self, request: ModelRequest, turn: Turn, view: list[Any]) -> int: ...
         def _draft(
             self,
             request: ModelRequest,
@@ -128,7 +127,7 @@ class PricedSchedule:
             turn.counters[SPAN_PRICE_KEY] = span_price
             if bound[3] < bound[0] + span_price:
                 return None
-        prefix = float(self._true_size(request, turn, []))
+        prefix = float(fitting.true_size(request, turn, []))
         if size <= prefix + kept:
             return None
         cut = start
@@ -207,7 +206,7 @@ class PricedSchedule:
         assert draft.digest is not None
 
         def priced(view: list[Any], **call: float) -> tuple[float, tuple[float, bool, float, float] | None]:
-            with_it = float(self._true_size(request, turn, view)) + call.pop("output", 0.0)
+            with_it = float(fitting.true_size(request, turn, view)) + call.pop("output", 0.0)
             return with_it, settings.compaction(
                 size_without=size, size_with=with_it, prefix=prefix, grown_reads=grown, cycle=cycle, **call
             )
@@ -323,7 +322,7 @@ class PricedSchedule:
         settings = self._plan_settings(turn.window, turn.pricing)
         size = float(sent_size(turn.plan))
         grown, cycle = growth(turn.counters, size)
-        prefix = float(self._true_size(request, turn, []))
+        prefix = float(fitting.true_size(request, turn, []))
         chosen = self._cheaper(request, turn, settings, draft, size, prefix, grown, cycle, due=False)
         return chosen or draft
 
