@@ -42,181 +42,233 @@ class Outcome:
     info: dict[str, Any]
 
 
-class Committing:
-    """The commit check and the state update, over the middleware's settings."""
+@dataclasses.dataclass(frozen=True)
+class Rules:
+    """What a commit is judged by: the middleware's config, and its settings read by
+    the core for the turn's window."""
 
-    _config: CompactionConfig
+    config: CompactionConfig
+    settings: _core.PlanSettings
 
-    if TYPE_CHECKING:
 
-        def _plan_settings(self, window: int | None, pricing: str | None) -> _core.PlanSettings: ...
+@dataclasses.dataclass(frozen=True)
+class Judged:
+    """A summary's view judged against the trigger and the window."""
 
-    def _finish(
-        self,
-        request: ModelRequest,
-        turn: Turn,
-        draft: Draft,
-        summary: Summary,
-        error: BaseException | None,
-        restored: list[Restored],
-        path: str | None,
-        usage: dict[str, int] | None = None,
-        *,
-        strict: bool = True,
-    ) -> Outcome:
-        """Build the summary message, check that it helps, and make the state update.
-        It commits when it brings the view under the trigger (with a margin) or under
-        the window; a forced draft, not ``strict``, whenever it makes the view smaller."""
-        cfg = self._config
-        counters = dict(turn.counters)
-        if draft.use_llm:
-            failures = 0 if error is None else int(counters.get("failures", 0)) + 1
-            counters["failures"] = failures
-            if failures >= cfg.max_consecutive_failures:
-                counters["llm_paused_until"] = len(turn.raw) + cfg.failure_cooldown_messages
-                counters["failures"] = 0
-        message = summarize.summary_message(
-            summary.text,
-            file_path=path,
-            restored_files=restored,
-            todos=draft.todos,
-            suppress_follow_up_questions=cfg.suppress_follow_up_questions,
+    tokens: int
+    under_trigger: bool
+    fits: bool
+
+
+def finish(
+    request: ModelRequest,
+    turn: Turn,
+    draft: Draft,
+    summary: Summary,
+    error: BaseException | None,
+    restored: list[Restored],
+    path: str | None,
+    usage: dict[str, int] | None,
+    rules: Rules,
+    *,
+    strict: bool = True,
+) -> Outcome:
+    """Build the summary message, check that it helps, and make the state update.
+    It commits when it brings the view under the trigger (with a margin) or under
+    the window; a forced draft, not ``strict``, whenever it makes the view smaller."""
+    cfg = rules.config
+    counters = _after_failure(dict(turn.counters), turn, draft, error, cfg)
+    message = summarize.summary_message(
+        summary.text,
+        file_path=path,
+        restored_files=restored,
+        todos=draft.todos,
+        suppress_follow_up_questions=cfg.suppress_follow_up_questions,
+    )
+    view = [message, *draft.kept]
+    judged = _judged(request, turn, draft, view, rules.settings, strict)
+    info = _info(turn, draft, summary, error, usage, path, restored, judged.tokens)
+    if not judged.fits:
+        counters["backoff_until"] = len(turn.raw) + BACKOFF_MESSAGES
+        # A step of fitting, not a fault: logged for the curious, not warned.
+        logger.info(
+            "fastcompact: a summary would leave %d tokens in %d messages, neither enough below the "
+            "trigger nor under the window; not committed",
+            judged.tokens,
+            len(view),
         )
-        view = [message, *draft.kept]
-        tokens = fitting.true_size(request, turn, view)
-        settings = self._plan_settings(turn.window, None)
-        # Every trigger clause stays unfired with the margin to spare: a size in tokens
-        # is judged with it, a count of messages as it is (the summary is one message,
-        # whatever its size in tokens).
-        scale = 1 / (1 - COMMIT_MARGIN)
-        under_trigger = not settings.trigger_fires(len(view), tokens * scale, turn.window)
-        # A view over the window that a summary brings under it commits even above the
-        # trigger: a small window may leave no room below the trigger once the system
-        # prompt and tools are in.
-        before = sent_size(turn.plan)
-        rescued = turn.window is not None and tokens <= turn.window < before
-        # A trigger in messages that the count alone brings under commits, even when the
-        # summary is larger in tokens than the few messages it replaced.
-        by_count = settings.trigger_fires(len(turn.view), float(before), turn.window) and not (
-            settings.trigger_fires(len(view), float(before), turn.window)
-        )
-        smaller = tokens < before or (by_count and under_trigger)
-        fits = smaller and (under_trigger or rescued or draft.priced or (draft.forced and not strict))
-        info = {
-            "summarized_messages": len(draft.leaving),
-            "kept_messages": len(draft.kept),
-            "tokens_before": turn.plan.tokens_after,
-            "tokens_after": tokens,
-            # The digest when it was chosen; "fallback" when it stood in for the model.
-            "summarizer": "model"
-            if summary.by_model
-            else ("fallback" if draft.use_llm or draft.paused else "digest"),
-            "priced": draft.priced,
-            "error": None if error is None else f"{type(error).__name__}: {error}",
-            "summarizer_tokens": usage,
-            "file_path": path,
-            "restored_files": [f.path for f in restored],
-            "forced": draft.forced,
-        }
-        if not fits:
-            counters["backoff_until"] = len(turn.raw) + BACKOFF_MESSAGES
-            # A step of fitting, not a fault: logged for the curious, not warned.
-            logger.info(
-                "fastcompact: a summary would leave %d tokens in %d messages, neither enough below the "
-                "trigger nor under the window; not committed",
-                tokens,
-                len(view),
-            )
-            return Outcome(view=turn.view, update={STATE_KEY: counters}, committed=False, info=info)
-        if path is not None:
-            counters["archives"] = draft.number
-        # The reads the next compaction must pay for start again from this view.
-        counters["base_size"], counters["grown_reads"], counters["calls_since_compaction"] = tokens, 0.0, 0
-        counters.pop(SPAN_PRICE_KEY, None)
-        counters.pop(KEPT_PRICE_KEY, None)
-        memory_tokens = math.ceil(turn.plan.ratio * count_once([message], model=request.model))
-        counters["memory_tokens"] = memory_tokens
-        if summary.by_model:
-            # What the memory has cost since its last fold starts again.
-            counters["memory_reads"], counters["memory_calls"] = 0.0, 0
-            counters["memory_rewrites"], counters["memory_digests"] = 0.0, 0
-        else:
-            counters["memory_rewrites"] = float(counters.get("memory_rewrites") or 0.0) + memory_tokens
-            counters["memory_digests"] = count_of(counters.get("memory_digests")) + 1
-        if under_trigger or draft.priced:
-            counters.pop("backoff_until", None)
-        else:
-            # Still over the trigger: summarize again only when the window needs it, not
-            # on every call.
-            counters["backoff_until"] = len(turn.raw) + BACKOFF_MESSAGES
-        # The calls summarized away still count toward the session's length.
-        calls = sum(1 for m in draft.leaving if getattr(m, "type", None) == "ai")
-        counters["calls_before"] = count_of(turn.counters.get("calls_before")) + calls
-        event = {
-            "cutoff_index": draft.state_cutoff,
-            "summary_message": message,
-            "file_path": path,
-            "created_at_index": len(turn.raw),
-            "fastcompact": {
-                **info,
-                "failures": counters.get("failures", 0),
-                "llm_paused_until": counters.get("llm_paused_until"),
-                MEMORY_KEY: summary.memory,
-            },
-        }
-        return Outcome(view=view, update={EVENT_KEY: event, STATE_KEY: counters}, committed=True, info=info)
+        return Outcome(view=turn.view, update={STATE_KEY: counters}, committed=False, info=info)
+    memory_tokens = math.ceil(turn.plan.ratio * count_once([message], model=request.model))
+    _after_commit(counters, turn, draft, summary, path, judged, memory_tokens)
+    event = {
+        "cutoff_index": draft.state_cutoff,
+        "summary_message": message,
+        "file_path": path,
+        "created_at_index": len(turn.raw),
+        "fastcompact": {
+            **info,
+            "failures": counters.get("failures", 0),
+            "llm_paused_until": counters.get("llm_paused_until"),
+            MEMORY_KEY: summary.memory,
+        },
+    }
+    return Outcome(view=view, update={EVENT_KEY: event, STATE_KEY: counters}, committed=True, info=info)
 
-    def _settle(
-        self,
-        request: ModelRequest,
-        turn: Turn,
-        draft: Draft,
-        summaries: list[Summary],
-        error: BaseException | None,
-        usage: dict[str, int] | None,
-        restored: list[Restored],
-        path: str | None,
-    ) -> Outcome:
-        """The outcome of the first of ``summaries`` (the model's, then the digest)
-        that commits. Restored files are dropped before a summary is: they are a
-        convenience, and in a small window they alone can fill it. A forced draft
-        takes the first choice that fits the window, else the first that makes the
-        view smaller."""
-        file_sets: list[list[Restored]] = [restored, []] if restored else [[]]
-        outcome: Outcome | None = None
-        for strict in (True, False) if draft.forced else (True,):
-            for summary in summaries:
-                failed = error
-                if not summary.by_model and summaries[0].by_model:
-                    reason = "the summary would have left the conversation over the trigger or the window"
-                    failed = summarize.SummaryError(reason)
-                for files in file_sets:
-                    outcome = self._finish(
-                        request,
-                        turn,
-                        draft,
-                        summary,
-                        failed,
-                        files,
-                        path,
-                        usage if summary.by_model else None,
-                        strict=strict,
-                    )
-                    if outcome.committed:
-                        if failed is not error:
-                            logger.info("fastcompact: %s; used the digest", failed)
-                        return outcome
-        assert outcome is not None
-        return outcome
 
-    def _hopeless(self, request: ModelRequest, turn: Turn, draft: Draft, path: str | None) -> Outcome | None:
-        """The uncommitted outcome, when even the digest with nothing restored would
-        not commit (then no summary can help, and neither the summarizer nor the
-        backend is called); ``None`` otherwise. ``path`` is the longest name the
-        archive may get, which the summary will name."""
-        assert draft.digest is not None
-        plain = dataclasses.replace(draft, use_llm=False)
-        outcome = self._finish(
-            request, turn, plain, draft.digest, None, [], path, None, strict=not draft.forced
-        )
-        return None if outcome.committed else outcome
+def _after_failure(
+    counters: dict[str, Any], turn: Turn, draft: Draft, error: BaseException | None, cfg: CompactionConfig
+) -> dict[str, Any]:
+    """The counters with the summarizer's failures counted (a model summary only):
+    after ``max_consecutive_failures`` in a row, it rests for a while."""
+    if draft.use_llm:
+        failures = 0 if error is None else int(counters.get("failures", 0)) + 1
+        counters["failures"] = failures
+        if failures >= cfg.max_consecutive_failures:
+            counters["llm_paused_until"] = len(turn.raw) + cfg.failure_cooldown_messages
+            counters["failures"] = 0
+    return counters
+
+
+def _judged(
+    request: ModelRequest,
+    turn: Turn,
+    draft: Draft,
+    view: list[Any],
+    settings: _core.PlanSettings,
+    strict: bool,
+) -> Judged:
+    """Whether ``view`` commits, and its size."""
+    tokens = fitting.true_size(request, turn, view)
+    # Every trigger clause stays unfired with the margin to spare: a size in tokens
+    # is judged with it, a count of messages as it is (the summary is one message,
+    # whatever its size in tokens).
+    scale = 1 / (1 - COMMIT_MARGIN)
+    under_trigger = not settings.trigger_fires(len(view), tokens * scale, turn.window)
+    # A view over the window that a summary brings under it commits even above the
+    # trigger: a small window may leave no room below the trigger once the system
+    # prompt and tools are in.
+    before = sent_size(turn.plan)
+    rescued = turn.window is not None and tokens <= turn.window < before
+    # A trigger in messages that the count alone brings under commits, even when the
+    # summary is larger in tokens than the few messages it replaced.
+    by_count = settings.trigger_fires(len(turn.view), float(before), turn.window) and not (
+        settings.trigger_fires(len(view), float(before), turn.window)
+    )
+    smaller = tokens < before or (by_count and under_trigger)
+    fits = smaller and (under_trigger or rescued or draft.priced or (draft.forced and not strict))
+    return Judged(tokens=tokens, under_trigger=under_trigger, fits=fits)
+
+
+def _info(
+    turn: Turn,
+    draft: Draft,
+    summary: Summary,
+    error: BaseException | None,
+    usage: dict[str, int] | None,
+    path: str | None,
+    restored: list[Restored],
+    tokens: int,
+) -> dict[str, Any]:
+    """What the event and the log say of a compaction."""
+    return {
+        "summarized_messages": len(draft.leaving),
+        "kept_messages": len(draft.kept),
+        "tokens_before": turn.plan.tokens_after,
+        "tokens_after": tokens,
+        # The digest when it was chosen; "fallback" when it stood in for the model.
+        "summarizer": "model"
+        if summary.by_model
+        else ("fallback" if draft.use_llm or draft.paused else "digest"),
+        "priced": draft.priced,
+        "error": None if error is None else f"{type(error).__name__}: {error}",
+        "summarizer_tokens": usage,
+        "file_path": path,
+        "restored_files": [f.path for f in restored],
+        "forced": draft.forced,
+    }
+
+
+def _after_commit(
+    counters: dict[str, Any],
+    turn: Turn,
+    draft: Draft,
+    summary: Summary,
+    path: str | None,
+    judged: Judged,
+    memory_tokens: int,
+) -> None:
+    """The counters a committed compaction leaves: the schedule's cycle and the
+    memory's costs start again, the back-off is lifted or set."""
+    if path is not None:
+        counters["archives"] = draft.number
+    # The reads the next compaction must pay for start again from this view.
+    counters["base_size"], counters["grown_reads"], counters["calls_since_compaction"] = judged.tokens, 0.0, 0
+    counters.pop(SPAN_PRICE_KEY, None)
+    counters.pop(KEPT_PRICE_KEY, None)
+    counters["memory_tokens"] = memory_tokens
+    if summary.by_model:
+        # What the memory has cost since its last fold starts again.
+        counters["memory_reads"], counters["memory_calls"] = 0.0, 0
+        counters["memory_rewrites"], counters["memory_digests"] = 0.0, 0
+    else:
+        counters["memory_rewrites"] = float(counters.get("memory_rewrites") or 0.0) + memory_tokens
+        counters["memory_digests"] = count_of(counters.get("memory_digests")) + 1
+    if judged.under_trigger or draft.priced:
+        counters.pop("backoff_until", None)
+    else:
+        # Still over the trigger: summarize again only when the window needs it, not
+        # on every call.
+        counters["backoff_until"] = len(turn.raw) + BACKOFF_MESSAGES
+    # The calls summarized away still count toward the session's length.
+    calls = sum(1 for m in draft.leaving if getattr(m, "type", None) == "ai")
+    counters["calls_before"] = count_of(turn.counters.get("calls_before")) + calls
+
+
+def settle(
+    request: ModelRequest,
+    turn: Turn,
+    draft: Draft,
+    summaries: list[Summary],
+    error: BaseException | None,
+    usage: dict[str, int] | None,
+    restored: list[Restored],
+    path: str | None,
+    rules: Rules,
+) -> Outcome:
+    """The outcome of the first of ``summaries`` (the model's, then the digest)
+    that commits. Restored files are dropped before a summary is: they are a
+    convenience, and in a small window they alone can fill it. A forced draft
+    takes the first choice that fits the window, else the first that makes the
+    view smaller."""
+    file_sets: list[list[Restored]] = [restored, []] if restored else [[]]
+    outcome: Outcome | None = None
+    for strict in (True, False) if draft.forced else (True,):
+        for summary in summaries:
+            failed = error
+            if not summary.by_model and summaries[0].by_model:
+                reason = "the summary would have left the conversation over the trigger or the window"
+                failed = summarize.SummaryError(reason)
+            spent = usage if summary.by_model else None
+            for files in file_sets:
+                outcome = finish(
+                    request, turn, draft, summary, failed, files, path, spent, rules, strict=strict
+                )
+                if outcome.committed:
+                    if failed is not error:
+                        logger.info("fastcompact: %s; used the digest", failed)
+                    return outcome
+    assert outcome is not None
+    return outcome
+
+
+def hopeless(
+    request: ModelRequest, turn: Turn, draft: Draft, path: str | None, rules: Rules
+) -> Outcome | None:
+    """The uncommitted outcome, when even the digest with nothing restored would
+    not commit (then no summary can help, and neither the summarizer nor the
+    backend is called); ``None`` otherwise. ``path`` is the longest name the
+    archive may get, which the summary will name."""
+    assert draft.digest is not None
+    plain = dataclasses.replace(draft, use_llm=False)
+    outcome = finish(request, turn, plain, draft.digest, None, [], path, None, rules, strict=not draft.forced)
+    return None if outcome.committed else outcome

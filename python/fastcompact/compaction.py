@@ -16,8 +16,8 @@ from typing import Any
 from langchain.agents.middleware.types import ModelRequest
 from langchain_core.exceptions import ContextOverflowError
 
-from fastcompact import fitting, media, memory, storage, summarize
-from fastcompact.commit import Committing, Outcome
+from fastcompact import commit, fitting, media, memory, storage, summarize
+from fastcompact.commit import Outcome
 from fastcompact.draft import Draft, Summary
 from fastcompact.drafting import Drafting
 from fastcompact.fitting import WindowTooSmallError
@@ -39,7 +39,7 @@ def summarizer_failed(error: Exception) -> Exception:
     return error
 
 
-class CompactionSteps(PricedSchedule, Committing, Drafting):
+class CompactionSteps(PricedSchedule, Drafting):
     """The steps of a compaction, over the settings of the middleware that runs them
     (its config, backend, models and summary prompt)."""
 
@@ -48,11 +48,12 @@ class CompactionSteps(PricedSchedule, Committing, Drafting):
     def _compact(self, request: ModelRequest, turn: Turn, draft: Draft) -> Steps[Outcome]:
         """Summarize ``draft``'s span and commit it. The summary call, the restoration
         reads and the archive write are made together (at the same time when async); a
-        compaction that gets this far commits (see :meth:`_hopeless`), so the archive is
+        compaction that gets this far commits (see :func:`commit.hopeless`), so the archive is
         never written for nothing. Notes the memory cuts for space are then saved whole
         beside the archive, in the file the memory names."""
         draft = self._with_digest(request, turn, draft)
-        hopeless = self._hopeless(request, turn, draft, self._longest_archive_path(draft))
+        rules = commit.Rules(self._config, self._plan_settings(turn.window, None))
+        hopeless = commit.hopeless(request, turn, draft, self._longest_archive_path(draft), rules)
         if hopeless is not None:
             return hopeless
         backend = storage.resolve_backend(self.backend, request.runtime)
@@ -68,7 +69,7 @@ class CompactionSteps(PricedSchedule, Committing, Drafting):
             written = yield from storage.write_notes(backend, path, cut)
             if written != planned:
                 summaries = self._memories(turn, draft, path, notes, written)
-        return self._settle(request, turn, draft, summaries, error, usage, restored, path)
+        return commit.settle(request, turn, draft, summaries, error, usage, restored, path, rules)
 
     def _memories(
         self, turn: Turn, draft: Draft, path: str | None, notes: str | None, notes_file: str | None
