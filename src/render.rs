@@ -27,15 +27,7 @@ fn role_title(m: &Message) -> String {
 /// tool-use blocks are left to the tool calls (they carry the same arguments).
 pub fn content_text(m: &Message) -> String {
     if let Some(inner) = m.result_block_content() {
-        return match inner {
-            Value::String(s) => s.clone(),
-            Value::Array(parts) => parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join("\n"),
-            other => other.to_string(),
-        };
+        return result_text(inner);
     }
     match &m.content {
         Content::Text(t) => t.as_str().to_owned(),
@@ -69,6 +61,19 @@ pub fn content_text(m: &Message) -> String {
             }
             parts.join("\n")
         }
+    }
+}
+
+/// The text a `tool_result` block holds: a string, or its parts' texts.
+pub fn result_text(inner: &Value) -> String {
+    match inner {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        other => other.to_string(),
     }
 }
 

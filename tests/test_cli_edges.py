@@ -183,17 +183,24 @@ def test_inline_media_is_saved_beside_the_archive(tmp_path: Path):
         {"role": "user", "content": [{"type": "text", "text": "what is this?"}, picture]}
     ]
     msgs += [{"role": "assistant", "content": "a chart " * 400}]
-    msgs += [{"role": "user" if i % 2 == 0 else "assistant", "content": "more " * 300} for i in range(20)]
-    src = tmp_path / "pics.json"
-    src.write_text(json.dumps(msgs))
-    r = run("compact", str(src), "-o", str(tmp_path / "o.json"), "--max-input-tokens", "6000", "--json")
-    assert r.returncode == 0, r.stderr
-    [figures] = json.loads(r.stdout)
-    [saved] = figures["media"]
+    saved = _the_media_saved(tmp_path, msgs)
     assert saved.startswith(str(tmp_path / "o.archive.media")) and saved.endswith(".png")
     assert Path(saved).read_bytes() == base64.b64decode(png)
     # The archive names it from the output file's folder.
     assert Path(saved).relative_to(tmp_path).as_posix() in (tmp_path / "o.archive.md").read_text()
+
+
+def _the_media_saved(tmp_path: Path, msgs: list[dict[str, Any]]) -> str:
+    """The one media file ``compact`` saves for ``msgs`` followed by twenty long turns
+    (enough to summarize them on a 6,000-token window) into ``o.json``."""
+    turns = [{"role": "user" if i % 2 == 0 else "assistant", "content": "more " * 300} for i in range(20)]
+    src = tmp_path / "in.json"
+    src.write_text(json.dumps(msgs + turns))
+    r = run("compact", str(src), "-o", str(tmp_path / "o.json"), "--max-input-tokens", "6000", "--json")
+    assert r.returncode == 0, r.stderr
+    [figures] = json.loads(r.stdout)
+    [saved] = figures["media"]
+    return str(saved)
 
 
 def test_an_image_inside_a_tool_result_is_saved_beside_the_archive_too(tmp_path: Path):
@@ -210,13 +217,7 @@ def test_an_image_inside_a_tool_result_is_saved_beside_the_archive_too(tmp_path:
         {"role": "user", "content": [result]},
         {"role": "assistant", "content": "a chart " * 400},
     ]
-    msgs += [{"role": "user" if i % 2 == 0 else "assistant", "content": "more " * 300} for i in range(20)]
-    src = tmp_path / "shot.json"
-    src.write_text(json.dumps(msgs))
-    r = run("compact", str(src), "-o", str(tmp_path / "o.json"), "--max-input-tokens", "6000", "--json")
-    assert r.returncode == 0, r.stderr
-    [figures] = json.loads(r.stdout)
-    [saved] = figures["media"]
+    saved = _the_media_saved(tmp_path, msgs)
     assert Path(saved).read_bytes() == base64.b64decode(png)
     archive = (tmp_path / "o.archive.md").read_text()
     assert Path(saved).relative_to(tmp_path).as_posix() in archive

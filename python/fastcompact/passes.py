@@ -348,16 +348,21 @@ def _new_blocks(content: Any, calls: list[Any], edits: Sequence[Edit]) -> Any:
     return out
 
 
-def _result_block(m: Any, content: Any) -> dict[str, Any] | None:
-    """The one ``tool_result`` block a user message holds as all of its content
-    (Anthropic's shape for a tool's result), which an edit of the result goes into."""
-    role = m.get("role") or m.get("type") if isinstance(m, dict) else getattr(m, "type", None)
-    if role == "tool" or not isinstance(content, list) or len(content) != 1:
+def result_block_of(content: Any) -> dict[str, Any] | None:
+    """The ``tool_result`` block a content is made of alone (Anthropic's shape for a
+    tool's result, which the core reads as that result), else ``None``."""
+    if not isinstance(content, list) or len(content) != 1:
         return None
     block = content[0]
     if not isinstance(block, dict) or block.get("type") != "tool_result":
         return None
     return block if isinstance(block.get("tool_use_id"), str) else None
+
+
+def _result_block(m: Any, content: Any) -> dict[str, Any] | None:
+    """The result block of a user message, which an edit of the result goes into."""
+    role = m.get("role") or m.get("type") if isinstance(m, dict) else getattr(m, "type", None)
+    return None if role == "tool" else result_block_of(content)
 
 
 def _new_content(m: Any, content: Any, new: Any) -> Any:

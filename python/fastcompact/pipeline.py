@@ -20,7 +20,7 @@ from typing import Any
 from fastcompact import media, memory, steps, storage, summarize
 from fastcompact.config import CompactionConfig
 from fastcompact.helpers import Encoding, count_tokens, find_cutoff, leading_system, normalize
-from fastcompact.passes import Edit, Plan, apply_edits
+from fastcompact.passes import Edit, Plan, apply_edits, result_block_of
 from fastcompact.passes import plan as plan_passes
 from fastcompact.recall import ORIGINAL_KEY, SAVED_NOTE
 
@@ -185,18 +185,16 @@ def _with_note(message: Any, note: str) -> Any:
     content = message.get("content") if isinstance(message, Mapping) else None
     if isinstance(content, str):
         return {**message, "content": content + note}
-    inner = _inside_block(content)
-    if isinstance(inner, str) and isinstance(content, list):
-        return {**message, "content": [{**content[0], "content": inner + note}]}
+    block = result_block_of(content)
+    if block is not None and isinstance(block.get("content"), str):
+        return {**message, "content": [{**block, "content": block["content"] + note}]}
     return message
 
 
 def _inside_block(content: Any) -> Any:
-    """What the one ``tool_result`` block a content is holds; else the content."""
-    if isinstance(content, list) and len(content) == 1 and isinstance(content[0], Mapping):
-        if content[0].get("type") == "tool_result":
-            return content[0].get("content", "")
-    return content
+    """What a result's block holds, for a content that is one; else the content."""
+    block = result_block_of(content)
+    return content if block is None else block.get("content", "")
 
 
 def _unsummarized(

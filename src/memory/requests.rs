@@ -9,7 +9,7 @@ use crate::memory::Request;
 use serde_json::Value;
 
 use crate::message::{Block, BlockKind, Content, Message, Role};
-use crate::render::content_text;
+use crate::render::{content_text, result_text};
 
 /// How much of a call's arguments, of a result and of an answer a step line shows, in
 /// widths: about 20, 20 and 30 tokens.
@@ -118,16 +118,9 @@ fn results_of(m: &Message) -> Vec<(&str, String)> {
         .filter_map(|b| {
             let id = b.tool_result_id()?;
             let text = match b {
-                Block::Other { value, .. } => match value.get("content") {
-                    Some(Value::String(s)) => s.clone(),
-                    Some(Value::Array(parts)) => parts
-                        .iter()
-                        .filter_map(|p| p.get("text").and_then(Value::as_str))
-                        .collect::<Vec<_>>()
-                        .join("\n"),
-                    Some(other) => other.to_string(),
-                    None => String::new(),
-                },
+                Block::Other { value, .. } => {
+                    value.get("content").map_or(String::new(), result_text)
+                }
                 _ => String::new(),
             };
             Some((id, head(&text, RESULT_HEAD).0))

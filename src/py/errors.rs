@@ -33,45 +33,36 @@ impl From<CoreInputError> for PyErr {
 /// threads run meanwhile), a panic caught and raised as `RuntimeError` (a bug in the
 /// core must not take the agent down: the middleware then sends the view unedited),
 /// and the core's error raised as its Python exception.
-pub(super) trait EnterCore: Sized {
-    fn enter_core<T, E>(
-        self,
-        detach: bool,
-        work: impl FnOnce() -> Result<T, E> + Send,
-    ) -> PyResult<T>
-    where
-        T: Send,
-        E: Into<PyErr> + Send;
-
-    /// `enter_core` for work that cannot fail but by a panic.
-    fn enter_core_ok<T: Send>(self, detach: bool, work: impl FnOnce() -> T + Send) -> PyResult<T> {
-        self.enter_core(detach, || Ok::<T, std::convert::Infallible>(work()))
+pub(super) fn enter_core<T, E>(
+    py: Python<'_>,
+    detach: bool,
+    work: impl FnOnce() -> Result<T, E> + Send,
+) -> PyResult<T>
+where
+    T: Send,
+    E: Into<PyErr> + Send,
+{
+    let guarded = || std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+    let outcome = if detach {
+        py.detach(guarded)
+    } else {
+        guarded()
+    };
+    match outcome {
+        Ok(done) => done.map_err(Into::into),
+        Err(_) => Err(PyRuntimeError::new_err(
+            "fastcompact: internal error in the core",
+        )),
     }
 }
 
-impl EnterCore for Python<'_> {
-    fn enter_core<T, E>(
-        self,
-        detach: bool,
-        work: impl FnOnce() -> Result<T, E> + Send,
-    ) -> PyResult<T>
-    where
-        T: Send,
-        E: Into<PyErr> + Send,
-    {
-        let guarded = || std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
-        let outcome = if detach {
-            self.detach(guarded)
-        } else {
-            guarded()
-        };
-        match outcome {
-            Ok(done) => done.map_err(Into::into),
-            Err(_) => Err(PyRuntimeError::new_err(
-                "fastcompact: internal error in the core",
-            )),
-        }
-    }
+/// `enter_core` for work that cannot fail but by a panic.
+pub(super) fn enter_core_ok<T: Send>(
+    py: Python<'_>,
+    detach: bool,
+    work: impl FnOnce() -> T + Send,
+) -> PyResult<T> {
+    enter_core(py, detach, || Ok::<T, std::convert::Infallible>(work()))
 }
 
 /// A core value as Python objects (dicts, lists, numbers), or a `ValueError`.

@@ -41,7 +41,7 @@ mod _core {
 
     use super::allocator::return_freed_memory;
     use super::counting::*;
-    use super::errors::{depythonized, pythonized, EnterCore, InputError};
+    use super::errors::{depythonized, enter_core_ok, pythonized, InputError};
 
     /// What `_read_each` gives per message.
     type ReaderView = (
@@ -300,7 +300,7 @@ mod _core {
         // Lone surrogates cannot be UTF-8: counted as the replacement character, as
         // message texts are.
         let text = text.to_string_lossy().into_owned();
-        py.enter_core_ok(true, move || tokens::bpe_text_tokens(enc, &text))
+        enter_core_ok(py, true, move || tokens::bpe_text_tokens(enc, &text))
     }
 
     /// The messages as a Markdown transcript, numbered from `first`.
@@ -313,7 +313,7 @@ mod _core {
     ) -> PyResult<String> {
         let msgs = read::read_all(messages)?;
         let refs: Vec<&Message> = msgs.iter().collect();
-        py.enter_core_ok(true, || crate::render::transcript(&refs, first))
+        enter_core_ok(py, true, || crate::render::transcript(&refs, first))
     }
 
     /// The memory after a compaction (see `memory::after_compaction`): `previous` (a
@@ -352,7 +352,7 @@ mod _core {
             archive: file.as_deref(),
             notes: notes_file.as_deref(),
         };
-        let (memory, fitted) = py.enter_core_ok(true, || {
+        let (memory, fitted) = enter_core_ok(py, true, || {
             let refs: Vec<&Message> = msgs.iter().collect();
             let notes = notes.as_deref();
             after_compaction(

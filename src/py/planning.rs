@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 
 use super::cache::{self};
 use super::counting::*;
-use super::errors::EnterCore;
+use super::errors::enter_core_ok;
 use super::results::{edit_fingerprint, edit_object, PlanOutcome};
 use crate::config::PlanConfig;
 use crate::message::InputError as CoreInputError;
@@ -198,7 +198,7 @@ pub(super) fn plan<'py>(
     let long = counted.read.kept.entries.len() >= DETACH_FROM_MESSAGES
         || counted.read.read_anew >= DETACH_FROM_READ;
     let input = plan_input(&mut counted, &cfg, given);
-    let result = py.enter_core_ok(long, || crate::plan::plan(input, cfg.as_ref()))?;
+    let result = enter_core_ok(py, long, || crate::plan::plan(input, cfg.as_ref()))?;
     let out = outcome(py, &mut counted, &result, make_edited)?;
     store(py, key, counted);
     Ok(out)

@@ -10,7 +10,7 @@ use pyo3::types::PyList;
 use super::allocator::freed;
 use super::cache::{conversation_key, read_with_cache, Conversation, Want};
 use super::counting::{conversation_cache, taken_from_cache};
-use super::errors::EnterCore;
+use super::errors::enter_core_ok;
 use super::read;
 use crate::message::{Message, Role};
 use crate::search::{Filters, Index, Query};
@@ -106,7 +106,7 @@ fn searched(
         .filter_map(|e| e.message.clone())
         .collect();
     let mut index = kept_index(kept, fresh, msgs.len());
-    let (found, total) = py.enter_core_ok(true, || {
+    let (found, total) = enter_core_ok(py, true, || {
         for m in &msgs[index.len()..] {
             index.add(m);
         }
