@@ -1,10 +1,11 @@
 """One process of the restart test: run a DeepAgents session on a SQLite checkpointer
 and report what the model saw, as JSON on stdout.
 
-    python -m tests.restart_session DB ROOT FIRST LAST [priced]
+    python -m tests.restart_session DB ROOT FIRST LAST [priced] [at=SECONDS]
 
 With ``priced`` the model reports an Anthropic provider and usage, and its window is so
-large that only the price model compacts.
+large that only the price model compacts. With ``at=`` the middleware's clock stands at
+that time (no idle gap, whenever the session is resumed).
 """
 
 from __future__ import annotations
@@ -25,7 +26,13 @@ from tests.scripted import ProviderChatModel, ScriptedChatModel, model_calls
 
 def main() -> None:
     db, root, first, last = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    priced = sys.argv[5:] == ["priced"]
+    options = sys.argv[5:]
+    priced = "priced" in options
+    at = [float(o[3:]) for o in options if o.startswith("at=")]
+    if at:
+        import fastcompact.reading
+
+        fastcompact.reading._now = lambda: at[0]  # type: ignore[attr-defined]
     conn = sqlite3.connect(db, check_same_thread=False)
     backend = LocalShellBackend(root_dir=root, virtual_mode=True)
     model: ScriptedChatModel | ProviderChatModel = (

@@ -14,7 +14,7 @@ import pytest
 from deepagents import create_deep_agent
 from deepagents.backends import FilesystemBackend
 from fastcompact import CompactionConfig, CompactionMiddleware, RecallMiddleware
-from fastcompact.passes import _run
+from fastcompact.passes import run_plan
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -49,7 +49,7 @@ def _progress(**kw: Any) -> dict[str, Any]:
 
 def _plan(msgs: list[Any], progress: dict[str, Any], **kw: Any) -> fastcompact._core.PlanOutcome:
     config = kw.pop("config", CompactionConfig())
-    return _run(msgs, config, max_input_tokens=kw.pop("window", 200_000), progress=progress)
+    return run_plan(msgs, config, max_input_tokens=kw.pop("window", 200_000), progress=progress)
 
 
 def _usage(real: int) -> dict[str, int]:

@@ -8,7 +8,7 @@ from typing import Any
 import fastcompact
 import pytest
 from fastcompact import InputError, _core
-from fastcompact.helpers import _counting
+from fastcompact.helpers import counting_options
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages.utils import count_tokens_approximately
@@ -75,7 +75,7 @@ def test_garbage_gives_input_error_or_a_count(items: list[Any]):
 
 def _heuristic_opts() -> Any:
     """The core's options for a plain heuristic count."""
-    return _counting({}, "count_tokens")
+    return counting_options({}, "count_tokens")
 
 
 @settings(max_examples=200, deadline=None)

@@ -167,32 +167,32 @@ def test_the_span_floor_spares_full_checks_and_moves_no_compaction(tmp_path: Pat
     """A cycle's first full check drafts and digests the whole span; the floor (its user
     messages, rewritten) puts most of those off, never past the call it pays at: every
     call sees the view it saw without the floor, and the floor never exceeds the price."""
-    from fastcompact.schedule import SPAN_PRICE_KEY, PricedSchedule
+    from fastcompact import schedule
 
     # Each full check: the span price it started from (the floor, on a cycle's first)
     # and the one it found.
     checks: list[tuple[float, float]] = []
-    quoted, cheaper = PricedSchedule._quoted_tokens, PricedSchedule._cheaper
+    quoted, cheaper = schedule.quoted_tokens, schedule.cheaper
     floors: list[int] = []
 
-    def counted(self: Any, *args: Any) -> int:
-        floors.append(quoted(self, *args))
+    def counted(setup: Any, *args: Any) -> int:
+        floors.append(quoted(setup, *args))
         return floors[-1]
 
-    def checked(self: Any, request: Any, turn: Any, *args: Any, **kwargs: Any) -> Any:
-        before = float(turn.counters.get(SPAN_PRICE_KEY, 0.0))
-        out = cheaper(self, request, turn, *args, **kwargs)
-        checks.append((before, float(turn.counters.get(SPAN_PRICE_KEY, 0.0))))
+    def checked(setup: Any, request: Any, turn: Any, *args: Any, **kwargs: Any) -> Any:
+        before = float(turn.counters.span_price or 0.0)
+        out = cheaper(setup, request, turn, *args, **kwargs)
+        checks.append((before, float(turn.counters.span_price or 0.0)))
         return out
 
-    monkeypatch.setattr(PricedSchedule, "_cheaper", checked)
+    monkeypatch.setattr(schedule, "cheaper", checked)
     with monkeypatch.context() as m:
-        m.setattr(PricedSchedule, "_quoted_tokens", lambda self, *args: 0)
+        m.setattr(schedule, "quoted_tokens", lambda setup, *args: 0)
         fastcompact.clear_cache()
         without = _priced_session(tmp_path / "without")
         full_without = len(checks)
     checks.clear()
-    monkeypatch.setattr(PricedSchedule, "_quoted_tokens", counted)
+    monkeypatch.setattr(schedule, "quoted_tokens", counted)
     fastcompact.clear_cache()
     with_floor = _priced_session(tmp_path / "with")
     assert with_floor == without

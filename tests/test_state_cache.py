@@ -10,7 +10,7 @@ import itertools
 from typing import Any
 
 from fastcompact import CompactionConfig, _core, cache_info, find_cutoff
-from fastcompact.helpers import _counting, count_once, cutoff_once
+from fastcompact.helpers import count_once, counting_options, cutoff_once
 from fastcompact.samples import coding_session
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -21,14 +21,14 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 RECHECK_NEWEST = 16
 RECHECK_SWEEP = 64
 
-_STATE = _counting({}, "count_tokens", in_place_edits=False)
+_STATE = counting_options({}, "count_tokens", in_place_edits=False)
 _SETTINGS = _core.PlanSettings(CompactionConfig().resolved(20_000, "anthropic"))
 _fresh = itertools.count()
 
 
 def _cold_opts(**options: Any) -> _core.CountOptions:
     """Counting options under a key never used before: an empty cache entry."""
-    return _counting({**options, "cache_key": f"cold-{next(_fresh)}"}, "count_tokens")
+    return counting_options({**options, "cache_key": f"cold-{next(_fresh)}"}, "count_tokens")
 
 
 def _plan_key(outcome: _core.PlanOutcome) -> list[tuple[int, str, str, str]]:
@@ -41,9 +41,9 @@ _COUNTINGS: list[dict[str, Any]] = [{}, {"encoding": "o200k_base"}, {"use_usage"
 
 def _warm_equals_cold(msgs: list[Any], key: str, counting: dict[str, Any] | None = None) -> None:
     counting = counting or {}
-    warm = _counting({**counting, "cache_key": key}, "count_tokens", in_place_edits=False)
+    warm = counting_options({**counting, "cache_key": key}, "count_tokens", in_place_edits=False)
     assert _core.count_tokens(msgs, warm) == _core.count_tokens(msgs, _cold_opts(**counting))
-    warm = _counting({"cache_key": key}, "count_tokens", in_place_edits=False)
+    warm = counting_options({"cache_key": key}, "count_tokens", in_place_edits=False)
     planned = _core.plan(msgs, _SETTINGS, warm, max_input_tokens=20_000)
     cold = _core.plan(msgs, _SETTINGS, _cold_opts(), max_input_tokens=20_000)
     assert _plan_key(planned) == _plan_key(cold)
@@ -116,7 +116,7 @@ def test_an_older_message_edited_in_place_is_caught_within_a_sweep() -> None:
     assert seen[-1] == truth
     # Caught once, and then kept.
     assert seen.index(truth) < calls and all(s == truth for s in seen[seen.index(truth) :])
-    exact = _counting({"cache_key": "exact"}, "count_tokens")
+    exact = counting_options({"cache_key": "exact"}, "count_tokens")
     _core.count_tokens(msgs, exact)
     msgs[200].content = "edited again " * 30
     assert _core.count_tokens(msgs, exact) == _core.count_tokens(msgs, _cold_opts())

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 from langchain.agents.middleware.types import ModelRequest
 
 from fastcompact import fitting, summarize
+from fastcompact.counters import Counters
 from fastcompact.draft import Draft, Summary
 from fastcompact.helpers import count_once
 from fastcompact.memory import MEMORY_KEY
-from fastcompact.schedule import KEPT_PRICE_KEY, SPAN_PRICE_KEY
-from fastcompact.state import EVENT_KEY, STATE_KEY, Turn, count_of, sent_size
+from fastcompact.state import EVENT_KEY, STATE_KEY, Turn, sent_size
 from fastcompact.storage import Restored
 
 if TYPE_CHECKING:
@@ -36,10 +36,14 @@ BACKOFF_MESSAGES = 10
 
 @dataclasses.dataclass
 class Outcome:
+    """A compaction tried: the view it leaves, the graph-state update (the event when
+    it committed, and the counters), and what the event and the log say of it."""
+
     view: list[Any]
     update: dict[str, Any]
     committed: bool
     info: dict[str, Any]
+    counters: Counters
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +81,7 @@ def finish(
     It commits when it brings the view under the trigger (with a margin) or under
     the window; a forced draft, not ``strict``, whenever it makes the view smaller."""
     cfg = rules.config
-    counters = _after_failure(dict(turn.counters), turn, draft, error, cfg)
+    counters = _after_failure(turn.counters.copy(), turn, draft, error, cfg)
     message = summarize.summary_message(
         summary.text,
         file_path=path,
@@ -89,7 +93,7 @@ def finish(
     judged = _judged(request, turn, draft, view, rules.settings, strict)
     info = _info(turn, draft, summary, error, usage, path, restored, judged.tokens)
     if not judged.fits:
-        counters["backoff_until"] = len(turn.raw) + BACKOFF_MESSAGES
+        counters.backoff_until = len(turn.raw) + BACKOFF_MESSAGES
         # A step of fitting, not a fault: logged for the curious, not warned.
         logger.info(
             "fastcompact: a summary would leave %d tokens in %d messages, neither enough below the "
@@ -97,7 +101,8 @@ def finish(
             judged.tokens,
             len(view),
         )
-        return Outcome(view=turn.view, update={STATE_KEY: counters}, committed=False, info=info)
+        update = {STATE_KEY: counters.to_state()}
+        return Outcome(view=turn.view, update=update, committed=False, info=info, counters=counters)
     memory_tokens = math.ceil(turn.plan.ratio * count_once([message], model=request.model))
     _after_commit(counters, turn, draft, summary, path, judged, memory_tokens)
     event = {
@@ -107,25 +112,26 @@ def finish(
         "created_at_index": len(turn.raw),
         "fastcompact": {
             **info,
-            "failures": counters.get("failures", 0),
-            "llm_paused_until": counters.get("llm_paused_until"),
+            "failures": counters.failures or 0,
+            "llm_paused_until": counters.llm_paused_until,
             MEMORY_KEY: summary.memory,
         },
     }
-    return Outcome(view=view, update={EVENT_KEY: event, STATE_KEY: counters}, committed=True, info=info)
+    update = {EVENT_KEY: event, STATE_KEY: counters.to_state()}
+    return Outcome(view=view, update=update, committed=True, info=info, counters=counters)
 
 
 def _after_failure(
-    counters: dict[str, Any], turn: Turn, draft: Draft, error: BaseException | None, cfg: CompactionConfig
-) -> dict[str, Any]:
+    counters: Counters, turn: Turn, draft: Draft, error: BaseException | None, cfg: CompactionConfig
+) -> Counters:
     """The counters with the summarizer's failures counted (a model summary only):
     after ``max_consecutive_failures`` in a row, it rests for a while."""
     if draft.use_llm:
-        failures = 0 if error is None else int(counters.get("failures", 0)) + 1
-        counters["failures"] = failures
+        failures = 0 if error is None else (counters.failures or 0) + 1
+        counters.failures = failures
         if failures >= cfg.max_consecutive_failures:
-            counters["llm_paused_until"] = len(turn.raw) + cfg.failure_cooldown_messages
-            counters["failures"] = 0
+            counters.llm_paused_until = len(turn.raw) + cfg.failure_cooldown_messages
+            counters.failures = 0
     return counters
 
 
@@ -189,7 +195,7 @@ def _info(
 
 
 def _after_commit(
-    counters: dict[str, Any],
+    counters: Counters,
     turn: Turn,
     draft: Draft,
     summary: Summary,
@@ -200,28 +206,27 @@ def _after_commit(
     """The counters a committed compaction leaves: the schedule's cycle and the
     memory's costs start again, the back-off is lifted or set."""
     if path is not None:
-        counters["archives"] = draft.number
+        counters.archives = draft.number
     # The reads the next compaction must pay for start again from this view.
-    counters["base_size"], counters["grown_reads"], counters["calls_since_compaction"] = judged.tokens, 0.0, 0
-    counters.pop(SPAN_PRICE_KEY, None)
-    counters.pop(KEPT_PRICE_KEY, None)
-    counters["memory_tokens"] = memory_tokens
+    counters.base_size, counters.grown_reads, counters.calls_since_compaction = judged.tokens, 0.0, 0
+    counters.span_price = counters.kept_price = None
+    counters.memory_tokens = memory_tokens
     if summary.by_model:
         # What the memory has cost since its last fold starts again.
-        counters["memory_reads"], counters["memory_calls"] = 0.0, 0
-        counters["memory_rewrites"], counters["memory_digests"] = 0.0, 0
+        counters.memory_reads, counters.memory_calls = 0.0, 0
+        counters.memory_rewrites, counters.memory_digests = 0.0, 0
     else:
-        counters["memory_rewrites"] = float(counters.get("memory_rewrites") or 0.0) + memory_tokens
-        counters["memory_digests"] = count_of(counters.get("memory_digests")) + 1
+        counters.memory_rewrites = float(counters.memory_rewrites or 0.0) + memory_tokens
+        counters.memory_digests = (counters.memory_digests or 0) + 1
     if judged.under_trigger or draft.priced:
-        counters.pop("backoff_until", None)
+        counters.backoff_until = None
     else:
         # Still over the trigger: summarize again only when the window needs it, not
         # on every call.
-        counters["backoff_until"] = len(turn.raw) + BACKOFF_MESSAGES
+        counters.backoff_until = len(turn.raw) + BACKOFF_MESSAGES
     # The calls summarized away still count toward the session's length.
     calls = sum(1 for m in draft.leaving if getattr(m, "type", None) == "ai")
-    counters["calls_before"] = count_of(turn.counters.get("calls_before")) + calls
+    counters.calls_before = (turn.counters.calls_before or 0) + calls
 
 
 def settle(

@@ -132,7 +132,7 @@ def _check_folder(owner: str, name: str, value: str) -> None:
 
 
 # Bumped by every change to any config object: settings derived from a config are
-# kept (see `passes._settings`) until a change anywhere makes them stale.
+# kept (see `passes.settings_for`) until a change anywhere makes them stale.
 _generation = 0
 
 

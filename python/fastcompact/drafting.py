@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain.agents.middleware.types import ModelRequest
 
@@ -18,19 +18,15 @@ from fastcompact.config import ContextSize
 from fastcompact.draft import Draft, Summary
 from fastcompact.fitting import true_size
 from fastcompact.helpers import count_once, cutoff_once
-from fastcompact.passes import _settings
+from fastcompact.setup import Setup
 from fastcompact.state import (
     Turn,
     calls_so_far,
-    count_of,
     newest_request,
     rewrites_per_call,
     sent_size,
     thread_name,
 )
-
-if TYPE_CHECKING:
-    from fastcompact.config import CompactionConfig
 
 # The share of what the window leaves that the memory may fill: the rest is margin
 # for what its measure in widths gets wrong.
@@ -46,246 +42,240 @@ def has_recall(request: ModelRequest) -> bool:
     return False
 
 
-class Drafting:
-    """The steps that work a compaction out, over the middleware's settings."""
+def trimmed(setup: Setup, span: list[Any]) -> list[Any]:
+    """The span handed to the summarizer: its newest messages within
+    ``trim_tokens_to_summarize`` tokens, when that is set."""
+    limit = setup.trim_tokens_to_summarize
+    if limit is None or not span:
+        return span
+    start = len(span)
+    total = 0
+    for i in range(len(span) - 1, -1, -1):
+        total += count_once([span[i]])
+        if total > limit and start < len(span):
+            break
+        start = i
+    return span[start:]
 
-    _config: CompactionConfig
-    backend: Any
-    model: Any
-    summary_model: Any
-    trim_tokens_to_summarize: int | None
-    _models: dict[str, Any]
 
-    def _resolved(self, window: int | None, pricing: str | None = None) -> dict[str, Any]:
-        return self._plan_settings(window, pricing).resolved
+def summarizer_of(setup: Setup, request: ModelRequest) -> Any:
+    chosen = setup.summary_model or setup.model or request.model
+    if isinstance(chosen, str):
+        if chosen not in setup.models:
+            from langchain.chat_models import init_chat_model
 
-    def _plan_settings(self, window: int | None, pricing: str | None) -> _core.PlanSettings:
-        # The one cache of settings, shared with the helpers.
-        return _settings(self._config, window, pricing)
+            setup.models[chosen] = init_chat_model(chosen)
+        return setup.models[chosen]
+    return chosen
 
-    def _trimmed(self, span: list[Any]) -> list[Any]:
-        """The span handed to the summarizer: its newest messages within
-        ``trim_tokens_to_summarize`` tokens, when that is set."""
-        limit = self.trim_tokens_to_summarize
-        if limit is None or not span:
-            return span
-        start = len(span)
-        total = 0
-        for i in range(len(span) - 1, -1, -1):
-            total += count_once([span[i]])
-            if total > limit and start < len(span):
-                break
-            start = i
-        return span[start:]
 
-    def _summarizer(self, request: ModelRequest) -> Any:
-        chosen = self.summary_model or self.model or request.model
-        if isinstance(chosen, str):
-            if chosen not in self._models:
-                from langchain.chat_models import init_chat_model
-
-                self._models[chosen] = init_chat_model(chosen)
-            return self._models[chosen]
-        return chosen
-
-    def _draft(
-        self,
-        request: ModelRequest,
-        turn: Turn,
-        *,
-        forced: bool,
-        cut: int | None = None,
-        recall: bool | None = None,
-    ) -> Draft | None:
-        """Where to cut and what goes where, or ``None`` when nothing can be cut."""
-        if cut is None:
-            cut = turn.plan.summary_cutoff
-        if cut is None and forced:
-            cut = cutoff_once(
-                turn.view, self._resolved(turn.window)["keep"], turn.window, model=request.model
-            )
-        # Something must stay after the summary: at least the newest message.
-        if not cut or cut <= 0 or cut >= len(turn.view):
-            return None
-        state_cutoff = turn.prior_cutoff + cut - 1 if turn.event else cut
-        if state_cutoff <= turn.prior_cutoff:
-            return None
-        state = request.state if isinstance(request.state, Mapping) else {}
-        todos = state.get("todos") or []
-        restoration = self._config.restoration
-        leaving = turn.raw[turn.prior_cutoff : state_cutoff]
-        paused_until = turn.counters.get("llm_paused_until") or 0
-        earlier = memory.earlier(turn.event)
-        return Draft(
-            state_cutoff=state_cutoff,
-            leaving=leaving,
-            span=turn.view[:cut],
-            kept=turn.view[cut:],
-            thread=thread_name(turn.counters),
-            number=int(turn.counters.get("archives", 0)) + 1,
-            memory=earlier.memory,
-            earlier_text=earlier.text,
-            earlier_file=earlier.file,
-            first_number=memory.next_number(earlier.memory, turn.raw[: turn.prior_cutoff]),
-            recall=has_recall(request) if recall is None else recall,
-            todos=list(todos) if isinstance(todos, list) and restoration.restore_plans else [],
-            reads=self._reads_to_restore(turn, leaving, turn.raw[state_cutoff:]),
-            paused=len(turn.raw) < paused_until,
-            use_llm=len(turn.raw) >= paused_until
-            and self._config.summarizer != "digest"
-            and (self.summary_model or self.model or request.model) is not None,
-            forced=forced,
+def make_draft(
+    setup: Setup,
+    request: ModelRequest,
+    turn: Turn,
+    *,
+    forced: bool,
+    cut: int | None = None,
+    recall: bool | None = None,
+) -> Draft | None:
+    """Where to cut and what goes where, or ``None`` when nothing can be cut."""
+    if cut is None:
+        cut = turn.plan.summary_cutoff
+    if cut is None and forced:
+        cut = cutoff_once(
+            turn.view,
+            setup.plan_settings(turn.window, None).resolved["keep"],
+            turn.window,
+            model=request.model,
         )
+    # Something must stay after the summary: at least the newest message.
+    if not cut or cut <= 0 or cut >= len(turn.view):
+        return None
+    state_cutoff = turn.prior_cutoff + cut - 1 if turn.event else cut
+    if state_cutoff <= turn.prior_cutoff:
+        return None
+    state = request.state if isinstance(request.state, Mapping) else {}
+    todos = state.get("todos") or []
+    restoration = setup.config.restoration
+    leaving = turn.raw[turn.prior_cutoff : state_cutoff]
+    paused_until = turn.counters.llm_paused_until or 0
+    earlier = memory.earlier(turn.event)
+    return Draft(
+        state_cutoff=state_cutoff,
+        leaving=leaving,
+        span=turn.view[:cut],
+        kept=turn.view[cut:],
+        thread=thread_name(turn.counters),
+        number=(turn.counters.archives or 0) + 1,
+        memory=earlier.memory,
+        earlier_text=earlier.text,
+        earlier_file=earlier.file,
+        first_number=memory.next_number(earlier.memory, turn.raw[: turn.prior_cutoff]),
+        recall=has_recall(request) if recall is None else recall,
+        todos=list(todos) if isinstance(todos, list) and restoration.restore_plans else [],
+        reads=reads_to_restore(setup, turn, leaving, turn.raw[state_cutoff:]),
+        paused=len(turn.raw) < paused_until,
+        use_llm=len(turn.raw) >= paused_until
+        and setup.config.summarizer != "digest"
+        and (setup.summary_model or setup.model or request.model) is not None,
+        forced=forced,
+    )
 
-    def _reads_to_restore(
-        self, turn: Turn, leaving: list[Any], after: list[Any], *, asked: bool = False
-    ) -> list[storage.Read]:
-        """The files a compaction restores: those read for the last request it compacts
-        (from its user message on) and not read again since, each the part that was
-        read; and only while restoring pays: with a price model, for the request still
-        under way (no request opens after the cut; or whatever request, when ``asked``)
-        and while reading them on every call until the next compaction (as many calls
-        as this cycle took) costs less than the one read the agent makes when it needs
-        a file again."""
-        restoration = self._config.restoration
-        if not restoration.enabled:
+
+def reads_to_restore(
+    setup: Setup, turn: Turn, leaving: list[Any], after: list[Any], *, asked: bool = False
+) -> list[storage.Read]:
+    """The files a compaction restores: those read for the last request it compacts
+    (from its user message on) and not read again since, each the part that was
+    read; and only while restoring pays: with a price model, for the request still
+    under way (no request opens after the cut; or whatever request, when ``asked``)
+    and while reading them on every call until the next compaction (as many calls
+    as this cycle took) costs less than the one read the agent makes when it needs
+    a file again."""
+    restoration = setup.config.restoration
+    if not restoration.enabled:
+        return []
+    cycle = (turn.counters.calls_since_compaction or 0) + 1
+    in_progress = asked or not any(memory.is_request(m) for m in after)
+    if not setup.plan_settings(turn.window, turn.pricing).restoring_pays(float(cycle), in_progress):
+        return []
+    last = newest_request(leaving)
+    return storage.recent_reads(leaving[last or 0 :], after, restoration.max_files)
+
+
+def over_window(turn: Turn) -> bool:
+    return turn.window is not None and sent_size(turn.plan) > turn.window
+
+
+def candidates(setup: Setup, request: ModelRequest, turn: Turn, *, forced: bool) -> list[Draft]:
+    """The compactions to try, keeping less each time: the keep policy's cut; then,
+    when the view is over the window, the cut before the turn in progress (its
+    newest user message), then the deepest pair-safe cut, which commits whenever it
+    makes the view smaller (what is still over is the newest results, clipped
+    before sending)."""
+    view = turn.view
+    start = newest_request(view)
+    over = forced or over_window(turn)
+    keep_cut = turn.plan.summary_cutoff
+    if keep_cut is not None and not over:
+        # Under the window the turn in progress stays whole: the cut falls no later
+        # than its request (on the first turn there is nothing before it to cut).
+        keep_cut = min(keep_cut, start or 0) or None
+        if keep_cut is None:
             return []
-        cycle = count_of(turn.counters.get("calls_since_compaction")) + 1
-        in_progress = asked or not any(memory.is_request(m) for m in after)
-        if not self._plan_settings(turn.window, turn.pricing).restoring_pays(float(cycle), in_progress):
-            return []
-        last = newest_request(leaving)
-        return storage.recent_reads(leaving[last or 0 :], after, restoration.max_files)
+    cuts: list[int | None] = [keep_cut]
+    if over:
+        deeper: list[ContextSize] = [("messages", len(view) - start)] if start is not None else []
+        for keep in [*deeper, ("messages", 1)]:
+            cuts.append(cutoff_once(view, keep, turn.window, model=request.model) or None)
+    drafts: list[Draft] = []
+    for cut in cuts:
+        draft = make_draft(setup, request, turn, forced=forced, cut=cut)
+        if draft is not None and all(d.state_cutoff < draft.state_cutoff for d in drafts):
+            drafts.append(draft)
+    if len(cuts) > 1 and drafts:
+        drafts[-1] = dataclasses.replace(drafts[-1], forced=True)
+    return drafts
 
-    def _over_window(self, turn: Turn) -> bool:
-        return turn.window is not None and sent_size(turn.plan) > turn.window
 
-    def _candidates(self, request: ModelRequest, turn: Turn, *, forced: bool) -> list[Draft]:
-        """The compactions to try, keeping less each time: the keep policy's cut; then,
-        when the view is over the window, the cut before the turn in progress (its
-        newest user message), then the deepest pair-safe cut, which commits whenever it
-        makes the view smaller (what is still over is the newest results, clipped
-        before sending)."""
-        view = turn.view
-        start = newest_request(view)
-        over = forced or self._over_window(turn)
-        keep_cut = turn.plan.summary_cutoff
-        if keep_cut is not None and not over:
-            # Under the window the turn in progress stays whole: the cut falls no later
-            # than its request (on the first turn there is nothing before it to cut).
-            keep_cut = min(keep_cut, start or 0) or None
-            if keep_cut is None:
-                return []
-        cuts: list[int | None] = [keep_cut]
-        if over:
-            deeper: list[ContextSize] = [("messages", len(view) - start)] if start is not None else []
-            for keep in [*deeper, ("messages", 1)]:
-                cuts.append(cutoff_once(view, keep, turn.window, model=request.model) or None)
-        drafts: list[Draft] = []
-        for cut in cuts:
-            draft = self._draft(request, turn, forced=forced, cut=cut)
-            if draft is not None and all(d.state_cutoff < draft.state_cutoff for d in drafts):
-                drafts.append(draft)
-        if len(cuts) > 1 and drafts:
-            drafts[-1] = dataclasses.replace(drafts[-1], forced=True)
-        return drafts
+def with_digest(setup: Setup, request: ModelRequest, turn: Turn, draft: Draft) -> Draft:
+    """``draft`` with its digest (made once a draft): the span taken into the
+    memory, its layers held to their shares and to the room the window leaves once
+    the system prompt, the tools and the kept messages are in."""
+    if draft.digest is not None:
+        return draft
+    per_token = memory.widths_per_token(draft.span)
+    room = None
+    if turn.window is not None:
+        frame = summarize.summary_message("", file_path=longest_archive_path(setup, draft), todos=draft.todos)
+        fixed = true_size(request, turn, [frame, *draft.kept])
+        # What a trigger's compaction commits at: under the trigger with its margin,
+        # when that leaves room beside what stays; else (a small window) under the
+        # window. A priced or forced one commits whenever it makes the view smaller.
+        target = None
+        if not (draft.priced or draft.forced):
+            target = commit_size(setup, turn, 1 + len(draft.kept), turn.window)
+        limit = target if target is not None and fixed < target < turn.window else turn.window
+        room = int(max(limit - fixed, 0) * per_token * ROOM_MARGIN)
+    draft = dataclasses.replace(draft, room=room, widths_per_token=per_token)
+    digest = summary_of(setup, turn, draft, longest_archive_path(setup, draft))
+    return dataclasses.replace(draft, digest=digest)
 
-    def _with_digest(self, request: ModelRequest, turn: Turn, draft: Draft) -> Draft:
-        """``draft`` with its digest (made once a draft): the span taken into the
-        memory, its layers held to their shares and to the room the window leaves once
-        the system prompt, the tools and the kept messages are in."""
-        if draft.digest is not None:
-            return draft
-        per_token = memory.widths_per_token(draft.span)
-        room = None
-        if turn.window is not None:
-            frame = summarize.summary_message(
-                "", file_path=self._longest_archive_path(draft), todos=draft.todos
-            )
-            fixed = true_size(request, turn, [frame, *draft.kept])
-            # What a trigger's compaction commits at: under the trigger with its margin,
-            # when that leaves room beside what stays; else (a small window) under the
-            # window. A priced or forced one commits whenever it makes the view smaller.
-            target = None
-            if not (draft.priced or draft.forced):
-                target = self._commit_size(turn, 1 + len(draft.kept), turn.window)
-            limit = target if target is not None and fixed < target < turn.window else turn.window
-            room = int(max(limit - fixed, 0) * per_token * ROOM_MARGIN)
-        draft = dataclasses.replace(draft, room=room, widths_per_token=per_token)
-        digest = self._summary_of(turn, draft, self._longest_archive_path(draft))
-        return dataclasses.replace(draft, digest=digest)
 
-    def _summary_of(
-        self,
-        turn: Turn,
-        draft: Draft,
-        path: str | None,
-        notes: str | None = None,
-        *,
-        notes_file: str | None = None,
-    ) -> Summary:
-        """The memory ``draft`` leaves, archived at ``path``: a digest, or with a
-        model's ``notes`` the older requests folded beside them; notes cut for space
-        name ``notes_file`` as where they are whole."""
-        made = memory.remember(
-            draft.memory,
-            draft.earlier_text,
-            draft.span,
-            config=self._memory_shares(turn, draft),
-            window=turn.window,
-            first_number=draft.first_number,
-            file=path,
-            widths_per_token=draft.widths_per_token,
-            room=draft.room,
-            notes=notes,
-            earlier_file=draft.earlier_file,
-            notes_file=notes_file,
-        )
-        return Summary(
-            text=memory.text(made.memory, recall=draft.recall),
-            memory=made.memory,
-            by_model=notes is not None,
-            folded=made.folded,
-            notes_to_save=made.notes_to_save,
-        )
+def summary_of(
+    setup: Setup,
+    turn: Turn,
+    draft: Draft,
+    path: str | None,
+    notes: str | None = None,
+    *,
+    notes_file: str | None = None,
+) -> Summary:
+    """The memory ``draft`` leaves, archived at ``path``: a digest, or with a
+    model's ``notes`` the older requests folded beside them; notes cut for space
+    name ``notes_file`` as where they are whole."""
+    made = memory.remember(
+        draft.memory,
+        draft.earlier_text,
+        draft.span,
+        config=memory_shares(setup, turn, draft),
+        window=turn.window,
+        first_number=draft.first_number,
+        file=path,
+        widths_per_token=draft.widths_per_token,
+        room=draft.room,
+        notes=notes,
+        earlier_file=draft.earlier_file,
+        notes_file=notes_file,
+    )
+    return Summary(
+        text=memory.text(made.memory, recall=draft.recall),
+        memory=made.memory,
+        by_model=notes is not None,
+        folded=made.folded,
+        notes_to_save=made.notes_to_save,
+    )
 
-    def _memory_shares(self, turn: Turn, draft: Draft) -> dict[str, float]:
-        """The memory's shares for this session: with a price model, the verbatim
-        requests no more than pay against folding them (see
-        :func:`memory.priced_shares`), as the session's requests have grown so far and
-        as often as its digests have written the memory anew since the last fold."""
-        if turn.pricing is None or not turn.window:
-            return memory.priced_shares(self._config.memory, turn.window, None)
-        from fastcompact.schedule import SUMMARY_TOKENS
 
-        widths = sum(_core.text_width(summarize.text_of(m)) for m in turn.raw if memory.is_request(m))
-        growth = widths / draft.widths_per_token / max(calls_so_far(turn), 1)
-        settings = self._plan_settings(turn.window, turn.pricing)
-        kept = settings.verbatim_tokens(growth, float(SUMMARY_TOKENS[1]), rewrites_per_call(turn.counters))
-        return memory.priced_shares(self._config.memory, turn.window, kept)
+def memory_shares(setup: Setup, turn: Turn, draft: Draft) -> dict[str, float]:
+    """The memory's shares for this session: with a price model, the verbatim
+    requests no more than pay against folding them (see
+    :func:`memory.priced_shares`), as the session's requests have grown so far and
+    as often as its digests have written the memory anew since the last fold."""
+    if turn.pricing is None or not turn.window:
+        return memory.priced_shares(setup.config.memory, turn.window, None)
+    from fastcompact.schedule import SUMMARY_TOKENS
 
-    def _commit_size(self, turn: Turn, messages: int, window: int) -> int | None:
-        """The largest view of ``messages`` messages, up to ``window`` tokens, that a
-        compaction commits as under the trigger (its margin kept); ``None`` when no
-        size is (a trigger in messages that the count alone reaches)."""
-        settings = self._plan_settings(turn.window, None)
-        scale = 1 / (1 - COMMIT_MARGIN)
+    widths = sum(_core.text_width(summarize.text_of(m)) for m in turn.raw if memory.is_request(m))
+    growth = widths / draft.widths_per_token / max(calls_so_far(turn), 1)
+    settings = setup.plan_settings(turn.window, turn.pricing)
+    kept = settings.verbatim_tokens(growth, float(SUMMARY_TOKENS[1]), rewrites_per_call(turn.counters))
+    return memory.priced_shares(setup.config.memory, turn.window, kept)
 
-        def fires(tokens: int) -> bool:
-            return bool(settings.trigger_fires(messages, tokens * scale, window))
 
-        if fires(0):
-            return None
-        low, high = 0, window
-        if not fires(high):
-            return high
-        while low + 1 < high:
-            mid = (low + high) // 2
-            low, high = (low, mid) if fires(mid) else (mid, high)
-        return low
+def commit_size(setup: Setup, turn: Turn, messages: int, window: int) -> int | None:
+    """The largest view of ``messages`` messages, up to ``window`` tokens, that a
+    compaction commits as under the trigger (its margin kept); ``None`` when no
+    size is (a trigger in messages that the count alone reaches)."""
+    settings = setup.plan_settings(turn.window, None)
+    scale = 1 / (1 - COMMIT_MARGIN)
 
-    def _longest_archive_path(self, draft: Draft) -> str | None:
-        """The longest name the archive of ``draft`` may get (a summary names it)."""
-        if self.backend is None or not draft.leaving:
-            return None
-        return storage.archive_path(self._config.history_path_prefix, draft.thread, draft.number, 7)
+    def fires(tokens: int) -> bool:
+        return bool(settings.trigger_fires(messages, tokens * scale, window))
+
+    if fires(0):
+        return None
+    low, high = 0, window
+    if not fires(high):
+        return high
+    while low + 1 < high:
+        mid = (low + high) // 2
+        low, high = (low, mid) if fires(mid) else (mid, high)
+    return low
+
+
+def longest_archive_path(setup: Setup, draft: Draft) -> str | None:
+    """The longest name the archive of ``draft`` may get (a summary names it)."""
+    if setup.backend is None or not draft.leaving:
+        return None
+    return storage.archive_path(setup.config.history_path_prefix, draft.thread, draft.number, 7)

@@ -111,7 +111,7 @@ def _check_keywords(options: Mapping[str, Any], allowed: Any, where: str) -> Non
             raise TypeError(f"{where}() got an unexpected keyword argument {name!r}")
 
 
-def _counting(
+def counting_options(
     options: Mapping[str, Any], where: str, *, in_place_edits: bool = True, remember: bool = True
 ) -> _core.CountOptions:
     """The core's counting options from a helper's keywords (any left out take their
@@ -215,7 +215,7 @@ def count_tokens(messages: Iterable[Any], **options: Unpack[CountingOptions]) ->
         >>> count_tokens(["hello world"], encoding="o200k_base")
         6
     """
-    opts = _counting(options, "count_tokens")
+    opts = counting_options(options, "count_tokens")
     return _core.count_tokens(_as_list(messages), opts)
 
 
@@ -223,7 +223,7 @@ def count_once(messages: Iterable[Any], **options: Unpack[CountingOptions]) -> i
     """:func:`count_tokens` of a list built for the occasion (a slice of a
     conversation, a candidate view), kept out of the conversation cache: each such
     list would otherwise take a conversation's place in it."""
-    return _core.count_tokens(_as_list(messages), _counting(options, "count_tokens", remember=False))
+    return _core.count_tokens(_as_list(messages), counting_options(options, "count_tokens", remember=False))
 
 
 @dataclass(frozen=True)
@@ -366,7 +366,7 @@ def token_breakdown(messages: Iterable[Any], **options: Unpack[CountingOptions])
         >>> b.largest(1)[0].role
         'ai'
     """
-    raw = _core.token_breakdown(_as_list(messages), _counting(options, "token_breakdown"))
+    raw = _core.token_breakdown(_as_list(messages), counting_options(options, "token_breakdown"))
     return TokenBreakdown(
         total=raw.total,
         system_and_tools=raw.system_and_tools,
@@ -433,7 +433,7 @@ def _cutoff(
 ) -> int:
     if keep is None:
         keep = _core.defaults(_window(max_input_tokens))["keep"]
-    opts = _counting(options, "find_cutoff", remember=remember)
+    opts = counting_options(options, "find_cutoff", remember=remember)
     # The core checks the size and names the field in its error.
     return _core.find_cutoff(_as_list(messages), keep, _window(max_input_tokens), opts)
 
@@ -501,7 +501,7 @@ def should_compact(
     """
     if trigger is None:
         trigger = _core.defaults(_window(max_input_tokens))["trigger"]
-    opts = _counting(options, "should_compact")
+    opts = counting_options(options, "should_compact")
     return _core.should_compact(_as_list(messages), trigger, _window(max_input_tokens), opts)
 
 

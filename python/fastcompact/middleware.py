@@ -29,8 +29,8 @@ from langchain.agents.middleware.types import (
 from langgraph.types import Command
 from typing_extensions import Unpack
 
-from fastcompact import _core, fitting, steps, storage, summarize
-from fastcompact.compaction import CompactionSteps, Outcome, WindowTooSmallError
+from fastcompact import compaction, drafting, fitting, reading, schedule, steps, storage, summarize
+from fastcompact.compaction import Outcome, WindowTooSmallError
 from fastcompact.config import CompactionConfig
 from fastcompact.keywords import (
     SUMMARIZATION_KEYWORDS,
@@ -38,8 +38,8 @@ from fastcompact.keywords import (
     config_from_summarization,
     takes_tools,
 )
-from fastcompact.reading import Reading
 from fastcompact.recall_tool import recall_tool
+from fastcompact.setup import Setup
 from fastcompact.state import (
     EVENT_KEY,
     STATE_KEY,
@@ -74,7 +74,21 @@ def _transformers() -> tuple[Any, ...]:
     return (InternalCallTransformer,)
 
 
-class CompactionMiddleware(Reading, CompactionSteps, AgentMiddleware):
+class _InSetup:
+    """A setting of the middleware, kept in its :class:`Setup` (the one copy the
+    steps read), so that a change after construction reaches them."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, mw: Any, owner: type | None = None) -> Any:
+        return self if mw is None else getattr(mw._setup, self.name)
+
+    def __set__(self, mw: Any, value: Any) -> None:
+        setattr(mw._setup, self.name, value)
+
+
+class CompactionMiddleware(AgentMiddleware):
     """Keeps an agent inside its context window.
 
     Every model call: the effective view is rebuilt from the state's last compaction
@@ -119,6 +133,12 @@ class CompactionMiddleware(Reading, CompactionSteps, AgentMiddleware):
 
     state_schema = CompactionState
     transformers = _transformers()
+    model = _InSetup()
+    summary_model = _InSetup()
+    backend = _InSetup()
+    token_counter = _InSetup()
+    summary_prompt = _InSetup()
+    trim_tokens_to_summarize = _InSetup()
 
     def __init__(
         self,
@@ -151,8 +171,6 @@ class CompactionMiddleware(Reading, CompactionSteps, AgentMiddleware):
         counter = summarization.get("token_counter")
         if counter is not None and not callable(counter):
             raise ValueError(f"token_counter: expected a callable, got {type(counter).__name__}")
-        self.token_counter = counter
-        self._counter_takes_tools = counter is not None and takes_tools(counter)
         prompt = summarization.get("summary_prompt")
         if prompt is not None and not isinstance(prompt, str):
             raise ValueError(f"summary_prompt: expected a str, got {type(prompt).__name__}")
@@ -161,29 +179,29 @@ class CompactionMiddleware(Reading, CompactionSteps, AgentMiddleware):
                 "summary_prompt: it has no {messages} placeholder, so the summarizer would never see "
                 "the conversation; put {messages} where the transcript goes"
             )
-        self.summary_prompt = prompt
         trim = summarization.get("trim_tokens_to_summarize")
         if trim is not None and (isinstance(trim, bool) or not isinstance(trim, int) or trim < 1):
             raise ValueError(f"trim_tokens_to_summarize: expected a positive int or None, got {trim!r}")
-        self.trim_tokens_to_summarize = trim
         for label, value in (("model", model), ("summary_model", summary_model)):
             if value is not None and not isinstance(value, str) and not hasattr(value, "invoke"):
                 raise ValueError(
                     f"{label}: expected a chat model or a 'provider:name' string, got {type(value).__name__}"
                 )
-        self.model = model
-        self.summary_model = summary_model
-        self.backend = backend
-        # A copy; its settings are resolved per model window in the shared settings
-        # cache, which follows any later change to it.
-        self._config = copy.deepcopy(config) if config is not None else CompactionConfig()
-        self._pricing_by_model: dict[int, tuple[Any, str | None]] = {}
-        self._count_options: dict[int, tuple[Any, _core.CountOptions]] = {}
+        self._setup = Setup(
+            # A copy; its settings are resolved per model window in the shared settings
+            # cache, which follows any later change to it.
+            config=copy.deepcopy(config) if config is not None else CompactionConfig(),
+            model=model,
+            summary_model=summary_model,
+            backend=backend,
+            summary_prompt=prompt,
+            trim_tokens_to_summarize=trim,
+            token_counter=counter,
+            counter_takes_tools=counter is not None and takes_tools(counter),
+        )
         # Every placeholder and memory line names recall("<id>"): the agent gets the tool
         # with the middleware, in each agent and subagent it is given to.
         self.tools = [recall_tool()] if recall else []
-        # Resolved "provider:name" models; shared by every conversation.
-        self._models: dict[str, Any] = {}
         # Plan an async call in a worker thread instead of on the event loop. Off:
         # planning holds the interpreter for most of its time (it reads the messages
         # and builds the view), so a thread blocks the loop all the same and adds its
@@ -195,7 +213,13 @@ class CompactionMiddleware(Reading, CompactionSteps, AgentMiddleware):
     def config(self) -> CompactionConfig:
         """The settings (a copy taken at construction; change them by making a new
         middleware)."""
-        return self._config
+        return self._setup.config
+
+    @property
+    def setup(self) -> Setup:
+        """What the compaction steps work with: the config, the models, the backend and
+        the summarization settings (the compaction tool shares them)."""
+        return self._setup
 
     @property
     def name(self) -> str:
@@ -205,9 +229,9 @@ class CompactionMiddleware(Reading, CompactionSteps, AgentMiddleware):
     # --- the hooks -----------------------------------------------------------------
 
     def _wants_summary(self, turn: Turn) -> bool:
-        if self._over_window(turn):
+        if drafting.over_window(turn):
             return True
-        backoff = turn.counters.get("backoff_until") or 0
+        backoff = turn.counters.backoff_until or 0
         return turn.plan.summary_needed and turn.plan.summary_cutoff is not None and len(turn.raw) >= backoff
 
     def _respond(
@@ -219,25 +243,25 @@ class CompactionMiddleware(Reading, CompactionSteps, AgentMiddleware):
         info["tokens_sent"] = sent
         info["pricing"] = turn.pricing
         update: dict[str, Any] = {}
-        counters = dict(turn.counters)
+        counters = turn.counters.copy()
         if outcome is not None:
             update.update(outcome.update)
-            counters = dict(outcome.update.get(STATE_KEY, counters))
+            counters = outcome.counters.copy()
             info["summary"] = outcome.info if outcome.committed else None
         if outcome is None or not outcome.committed:
             grow(counters, float(sent))
-        previous = turn.counters.get("last_plan") or {}
+        previous = turn.counters.last_plan or {}
         fired_passes = [
             p
             for p, q in zip(info["passes"], previous.get("passes") or [], strict=False)
             if p["edits"] > q["edits"]
         ]
         fired = [p["name"] for p in fired_passes]
-        counters["last_plan"] = info
+        counters.last_plan = info
         if any(p["batched"] for p in fired_passes):
             # A batch rewrote older messages: earlier usage counted another view.
-            counters["batch_at"] = len(turn.raw)
-        update[STATE_KEY] = counters
+            counters.batch_at = len(turn.raw)
+        update[STATE_KEY] = counters.to_state()
         logger.debug("fastcompact plan: %s", info)
         if fired or (outcome is not None and outcome.committed):
             emit({"plan": info, "passes_fired": fired})
@@ -248,10 +272,14 @@ class CompactionMiddleware(Reading, CompactionSteps, AgentMiddleware):
         are not enough; ``handler`` is the sync or the async one (its result is awaited
         by the async driver)."""
         request = _one_recall(request)
-        turn = (yield Io.in_thread(self._turn, request)) if self._plan_in_thread else self._turn(request)
+        setup = self._setup
+        if self._plan_in_thread:
+            turn = yield Io.in_thread(reading.read_turn, setup, request)
+        else:
+            turn = reading.read_turn(setup, request)
         outcome = None
         fitted = None
-        if self._over_window(turn) and turn.event is None and newest_request(turn.view) is None:
+        if drafting.over_window(turn) and turn.event is None and newest_request(turn.view) is None:
             # Nothing before the turn in progress: clipping its newest results keeps it
             # whole; a cut inside it only when that is not enough.
             try:
@@ -260,11 +288,11 @@ class CompactionMiddleware(Reading, CompactionSteps, AgentMiddleware):
             except WindowTooSmallError:
                 fitted = None
         if fitted is None and self._wants_summary(turn):
-            outcome = yield from self._compacted(request, turn, forced=False)
+            outcome = yield from compaction.compacted(setup, request, turn, forced=False)
         elif fitted is None:
-            draft = self._priced(request, turn)
+            draft = schedule.priced(setup, request, turn)
             if draft is not None:
-                outcome = yield from self._compact(request, turn, draft)
+                outcome = yield from compaction.compact(setup, request, turn, draft)
         if fitted is not None:
             view, size = fitted
         elif outcome is not None and outcome.committed:
@@ -278,7 +306,7 @@ class CompactionMiddleware(Reading, CompactionSteps, AgentMiddleware):
             # The provider says it did not fit: compact once, then let any error through.
             if not summarize.is_prompt_too_long(e) or (outcome is not None and outcome.committed):
                 raise
-            outcome = yield from self._compacted(request, turn, forced=True)
+            outcome = yield from compaction.compacted(setup, request, turn, forced=True)
             committed = outcome is not None and outcome.committed
             # What is left after a summary may still be the newest turn's results alone.
             view = outcome.view if outcome is not None and outcome.committed else view

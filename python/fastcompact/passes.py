@@ -38,9 +38,9 @@ from fastcompact.helpers import (
     MessageTokens,
     _as_list,
     _check_keywords,
-    _counting,
     _input_error,
     _window,
+    counting_options,
     message_tokens,
     plural,
 )
@@ -180,15 +180,15 @@ def plan(
         ['budget', 'truncate_args', 'clearing', 'dedupe', 'collapse', 'time_gap']
     """
     _check_keywords(options, PlanOptions, "plan")
-    raw = _run(_as_list(messages), config, **options)
-    found = _plan_of(raw)
+    raw = run_plan(_as_list(messages), config, **options)
+    found = plan_of(raw)
     # The plan's own counts: the core returns them beside the plan, nothing is recounted.
     sizes = None if raw.breakdown is None else message_tokens(raw.breakdown)
     tokens = [] if sizes is None else sizes.tokens
     cut = found.summary_cutoff or 0
     window = options.get("max_input_tokens")
-    # The settings `_run` planned with, kept: resolving them again costs more than a warm plan.
-    resolved = _settings(config or _DEFAULT_CONFIG, _window(window)).resolved
+    # The settings `run_plan` planned with, kept: resolving them again costs more than a warm plan.
+    resolved = settings_for(config or _DEFAULT_CONFIG, _window(window)).resolved
     return replace(
         found,
         largest=() if sizes is None else tuple(sizes.largest(5)),
@@ -217,17 +217,17 @@ def model_view(
         (True, True)
     """
     _check_keywords(options, PlanOptions, "model_view")
-    raw = _run(messages, config, make_edited=_edit_message, **options)
-    return _view_of(raw), _plan_of(raw)
+    raw = run_plan(messages, config, make_edited=edited_message, **options)
+    return view_of(raw), plan_of(raw)
 
 
-def _view_of(raw: _core.PlanOutcome) -> list[Any]:
+def view_of(raw: _core.PlanOutcome) -> list[Any]:
     if raw.view is None:
         raise RuntimeError("fastcompact: the core planned without building the view")
     return raw.view
 
 
-# What `_run` plans with when no config is given; never handed out, so never changed.
+# What `run_plan` plans with when no config is given; never handed out, so never changed.
 _DEFAULT_CONFIG = CompactionConfig()
 
 # Settings read by the core, per (config, window, pricing), until any config changes.
@@ -237,7 +237,7 @@ _SETTINGS: dict[
 _SETTINGS_LIMIT = 64
 
 
-def _settings(cfg: CompactionConfig, window: int | None, pricing: str | None = None) -> _core.PlanSettings:
+def settings_for(cfg: CompactionConfig, window: int | None, pricing: str | None = None) -> _core.PlanSettings:
     """The core's copy of ``cfg.resolved(window, pricing)``, made once and kept while no
     config changes (planning every turn with the same config then costs no conversion)."""
     key = (id(cfg), window, pricing)
@@ -252,7 +252,7 @@ def _settings(cfg: CompactionConfig, window: int | None, pricing: str | None = N
     return settings
 
 
-def _run(
+def run_plan(
     messages: Iterable[Any],
     config: CompactionConfig | dict[str, Any] | _core.PlanSettings | None,
     *,
@@ -272,7 +272,7 @@ def _run(
         cfg = config if config is not None else _DEFAULT_CONFIG
         if not isinstance(cfg, CompactionConfig):
             raise _input_error("config", f"expected a CompactionConfig, got {type(cfg).__name__}")
-        settings = _settings(cfg, max_input_tokens)
+        settings = settings_for(cfg, max_input_tokens)
     counting = {k: v for k, v in options.items() if k in CountingOptions.__optional_keys__}
     timestamps, archive_paths = options.get("timestamps"), options.get("archive_paths")
     msgs = _as_list(messages)
@@ -282,8 +282,10 @@ def _run(
     return _core.plan(
         msgs,
         settings,
-        # The middleware's messages come from graph state (see `_counting`).
-        _counting({**counting, "use_usage": progress is not None}, "plan", in_place_edits=progress is None),
+        # The middleware's messages come from graph state (see `counting_options`).
+        counting_options(
+            {**counting, "use_usage": progress is not None}, "plan", in_place_edits=progress is None
+        ),
         max_input_tokens=max_input_tokens,
         now=options.get("now"),
         timestamps=None if timestamps is None else list(timestamps),
@@ -293,7 +295,7 @@ def _run(
     )
 
 
-def _plan_of(raw: _core.PlanOutcome) -> Plan:
+def plan_of(raw: _core.PlanOutcome) -> Plan:
     breakdown = raw.breakdown
     return Plan(
         edits=raw.edits,
@@ -371,7 +373,7 @@ def _new_content(m: Any, content: Any, new: Any) -> Any:
     return [{**block, "content": new}] if block is not None else new
 
 
-def _edit_message(m: Any, edits: list[Edit]) -> Any:
+def edited_message(m: Any, edits: list[Edit]) -> Any:
     arg_edits: Sequence[Edit]
     if len(edits) == 1 and edits[0].field == "content":
         # Most edits replace one result's content: no lists to sort the edits into.
@@ -388,7 +390,7 @@ def _edit_message(m: Any, edits: list[Edit]) -> Any:
         # Serialized LangChain shapes keep their fields one level down.
         for inner in ("kwargs", "data"):
             if isinstance(m.get(inner), dict) and "content" not in m:
-                return {**m, inner: _edit_message(m[inner], edits)}
+                return {**m, inner: edited_message(m[inner], edits)}
         out = dict(m)
         if new_content is not None:
             out["content"] = _new_content(m, m.get("content"), new_content)
@@ -465,7 +467,7 @@ def apply_edits(messages: Iterable[Any], edits: Iterable[Edit]) -> list[Any]:
         if hit is not None and hit[0] is original:
             msgs[i] = hit[1]
             continue
-        msgs[i] = _edit_message(original, group)
+        msgs[i] = edited_message(original, group)
         if len(_EDITED) >= _EDITED_LIMIT:
             _EDITED.clear()
         _EDITED[key] = (original, msgs[i])

@@ -1,5 +1,5 @@
 """When the price model says a compaction pays, and which summarizer costs less: the
-schedule :class:`~fastcompact.compaction.CompactionSteps` follows with a price model.
+schedule a compaction (``compaction.py``) follows with a price model.
 
 A compaction is priced in the core (``PlanSettings.compaction``): what stays is written
 to the cache anew, a model summary's call costs its input and output, a digest no call.
@@ -10,20 +10,23 @@ reach that price; the span before the turn in progress is compacted then.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain.agents.middleware.types import ModelRequest
 from langchain_core.messages import HumanMessage
 
-from fastcompact import _core, fitting, summarize
-from fastcompact.draft import Draft, Summary
-from fastcompact.helpers import _counting, cutoff_once
+from fastcompact import _core, drafting, fitting, summarize
+from fastcompact.draft import Draft
+from fastcompact.helpers import counting_options, cutoff_once
 from fastcompact.memory import is_request
-from fastcompact.state import Turn, calls_so_far, count_of, growth, newest_request, sent_size
-from fastcompact.storage import Read
-
-if TYPE_CHECKING:
-    from fastcompact.config import CompactionConfig
+from fastcompact.setup import Setup, kept_by_model
+from fastcompact.state import (
+    Turn,
+    calls_so_far,
+    growth,
+    newest_request,
+    sent_size,
+)
 
 # A model summary's expected length, for its price: a tenth of what it summarizes,
 # within these bounds (in tokens), and a line for each request it lists in short.
@@ -32,308 +35,265 @@ SUMMARY_TOKENS = (200, 2_000)
 REQUEST_LINE_TOKENS = 25
 # The instruction after the agent's input in a summary request that shares its cache.
 IN_PLACE_TOKENS = 400
-# In the counters: the span's own part of the last compaction priced in this cycle, and
-# the rewrite of the turn in progress as last priced (with its request's id).
-SPAN_PRICE_KEY = "span_price"
-KEPT_PRICE_KEY = "kept_price"
 
 
-class PricedSchedule:
-    """The schedule's steps, over the steps of a compaction (the middleware's)."""
+def priced(setup: Setup, request: ModelRequest, turn: Turn) -> Draft | None:
+    """The compaction the price model says pays now, or ``None``: the span before
+    the turn in progress (its newest user message) becomes a digest or a summary,
+    whichever ``summarizer`` says (``auto``: the one that costs less over the cycle),
+    once the reads paid since the last compaction for what has grown reach its
+    price. No price model, nothing before the turn, or no saving: ``None``."""
+    if turn.pricing is None:
+        return None
+    settings = setup.plan_settings(turn.window, turn.pricing)
+    size = float(sent_size(turn.plan))
+    grown, cycle = growth(turn.counters, size)
+    # Lower bounds of the price, so that most calls cost next to nothing: the span's
+    # own part of the price, last worked out in this cycle, has only grown since;
+    # and what stays is rewritten whatever replaces the span.
+    found = turn.counters.span_price
+    span_price = float(found) if found is not None else 0.0
 
-    _config: CompactionConfig
-    model: Any
-    summary_model: Any
-    summary_prompt: str | None
-    trim_tokens_to_summarize: int | None
-    # Counting options by model (see _message_tokens).
-    _count_options: dict[int, tuple[Any, _core.CountOptions]]
+    def leaving(size_with: float) -> tuple[float, bool, float, float] | None:
+        """A compaction that leaves ``size_with`` beside the fixed prefix."""
+        return settings.compaction(
+            size_without=size, size_with=size_with, prefix=0.0, grown_reads=grown, cycle=cycle
+        )
 
-    if TYPE_CHECKING:
-
-        def _plan_settings(self, window: int | None, pricing: str | None) -> _core.PlanSettings: ...
-        def _draft(
-            self,
-            request: ModelRequest,
-            turn: Turn,
-            *,
-            forced: bool,
-            cut: int | None = None,
-            recall: bool | None = None,
-        ) -> Draft | None: ...
-        def _with_digest(self, request: ModelRequest, turn: Turn, draft: Draft) -> Draft: ...
-        def _summary_of(
-            self,
-            turn: Turn,
-            draft: Draft,
-            path: str | None,
-            notes: str | None = None,
-            *,
-            notes_file: str | None = None,
-        ) -> Summary: ...
-        def _longest_archive_path(self, draft: Draft) -> str | None: ...
-        def _reads_to_restore(
-            self, turn: Turn, leaving: list[Any], after: list[Any], *, asked: bool = False
-        ) -> list[Read]: ...
-
-    def _priced(self, request: ModelRequest, turn: Turn) -> Draft | None:
-        """The compaction the price model says pays now, or ``None``: the span before
-        the turn in progress (its newest user message) becomes a digest or a summary,
-        whichever ``summarizer`` says (``auto``: the one that costs less over the cycle),
-        once the reads paid since the last compaction for what has grown reach its
-        price. No price model, nothing before the turn, or no saving: ``None``."""
-        if turn.pricing is None:
-            return None
-        settings = self._plan_settings(turn.window, turn.pricing)
-        size = float(sent_size(turn.plan))
-        grown, cycle = growth(turn.counters, size)
-        # Lower bounds of the price, so that most calls cost next to nothing: the span's
-        # own part of the price, last worked out in this cycle, has only grown since;
-        # and what stays is rewritten whatever replaces the span.
-        found = turn.counters.get(SPAN_PRICE_KEY)
-        span_price = float(found) if isinstance(found, int | float) else 0.0
-
-        def leaving(size_with: float) -> tuple[float, bool, float, float] | None:
-            """A compaction that leaves ``size_with`` beside the fixed prefix."""
-            return settings.compaction(
-                size_without=size, size_with=size_with, prefix=0.0, grown_reads=grown, cycle=cycle
-            )
-
-        reads = leaving(size)
-        if reads is None or reads[3] < span_price:
-            return None
-        start = newest_request(turn.view)
-        if start is None:
-            return None
-        # The rewrite of the turn in progress, which only grows until the next request:
-        # while the reads paid are short of it as last worked out, it is not counted again.
-        request_id = getattr(turn.view[start], "id", None)
-        last = turn.counters.get(KEPT_PRICE_KEY)
-        if isinstance(last, list) and len(last) == 2 and last[0] == request_id and request_id:
-            if isinstance(last[1], int | float) and reads[3] < last[1] + span_price:
-                return None
-        # The turn in progress alone, as the provider counts it (the prefix cancels out
-        # of what its rewrite costs).
-        kept = turn.plan.ratio * self._message_tokens(request.model, turn.view[start:])
-        bound = leaving(kept)
-        if bound is None:
-            return None
-        turn.counters[KEPT_PRICE_KEY] = [request_id, bound[0]]
+    reads = leaving(size)
+    if reads is None or reads[3] < span_price:
+        return None
+    start = newest_request(turn.view)
+    if start is None:
+        return None
+    # The rewrite of the turn in progress, which only grows until the next request:
+    # while the reads paid are short of it as last worked out, it is not counted again.
+    request_id = getattr(turn.view[start], "id", None)
+    last = turn.counters.kept_price
+    if last is not None and last[0] == request_id and request_id and reads[3] < last[1] + span_price:
+        return None
+    # The turn in progress alone, as the provider counts it (the prefix cancels out
+    # of what its rewrite costs).
+    kept = turn.plan.ratio * message_tokens(setup, request.model, turn.view[start:])
+    bound = leaving(kept)
+    if bound is None:
+        return None
+    turn.counters.kept_price = [request_id, bound[0]]
+    if bound[3] < bound[0] + span_price:
+        return None
+    if found is None:
+        quoted = turn.plan.ratio * quoted_tokens(setup, request.model, turn.view[:start])
+        span_price = span_floor(setup, settings, size, kept, quoted, bound[0], grown, cycle)
+        turn.counters.span_price = span_price
         if bound[3] < bound[0] + span_price:
             return None
-        if not isinstance(found, int | float):
-            quoted = turn.plan.ratio * self._quoted_tokens(request.model, turn.view[:start])
-            span_price = self._span_floor(settings, size, kept, quoted, bound[0], grown, cycle)
-            turn.counters[SPAN_PRICE_KEY] = span_price
-            if bound[3] < bound[0] + span_price:
-                return None
-        prefix = float(fitting.true_size(request, turn, []))
-        if size <= prefix + kept:
-            return None
-        cut = start
-        if self._config.keep is not None:
-            # A keep the caller set is honoured: the cut falls no later than it says.
-            keep_cut = cutoff_once(turn.view, self._config.keep, turn.window, model=request.model)
-            cut = min(cut, keep_cut) if keep_cut else cut
-        draft = self._draft(request, turn, forced=False, cut=cut)
-        if draft is None:
-            return None
-        # Files only when asked to: the turn in progress stays whole, so the files are
-        # those of a finished request.
-        restored = (
-            self._reads_to_restore(turn, draft.leaving, turn.raw[draft.state_cutoff :], asked=True)
-            if self._config.restoration.on_schedule
-            else []
+    prefix = float(fitting.true_size(request, turn, []))
+    if size <= prefix + kept:
+        return None
+    cut = start
+    if setup.config.keep is not None:
+        # A keep the caller set is honoured: the cut falls no later than it says.
+        keep_cut = cutoff_once(turn.view, setup.config.keep, turn.window, model=request.model)
+        cut = min(cut, keep_cut) if keep_cut else cut
+    draft = drafting.make_draft(setup, request, turn, forced=False, cut=cut)
+    if draft is None:
+        return None
+    # Files only when asked to: the turn in progress stays whole, so the files are
+    # those of a finished request.
+    restored = (
+        drafting.reads_to_restore(setup, turn, draft.leaving, turn.raw[draft.state_cutoff :], asked=True)
+        if setup.config.restoration.on_schedule
+        else []
+    )
+    draft = dataclasses.replace(draft, priced=True, reads=restored)
+    return cheaper(setup, request, turn, settings, draft, size, prefix, grown, cycle, due=True)
+
+
+def uncached(setup: Setup, request: ModelRequest, turn: Turn) -> float:
+    """What of this call's view the provider has not cached yet, as it counts it:
+    from the first message a batch edited on this call, else the messages since the
+    agent's last call."""
+    view = turn.view
+    start = turn.plan.batch_at
+    if start is None:
+        start = next(
+            (i + 1 for i in range(len(view) - 1, -1, -1) if getattr(view[i], "type", None) == "ai"), 0
         )
-        draft = dataclasses.replace(draft, priced=True, reads=restored)
-        return self._cheaper(request, turn, settings, draft, size, prefix, grown, cycle, due=True)
+    return turn.plan.ratio * message_tokens(setup, request.model, view[start:]) if start < len(view) else 0.0
 
-    def _uncached(self, request: ModelRequest, turn: Turn) -> float:
-        """What of this call's view the provider has not cached yet, as it counts it:
-        from the first message a batch edited on this call, else the messages since the
-        agent's last call."""
-        view = turn.view
-        start = turn.plan.batch_at
-        if start is None:
-            start = next(
-                (i + 1 for i in range(len(view) - 1, -1, -1) if getattr(view[i], "type", None) == "ai"), 0
-            )
-        return (
-            turn.plan.ratio * self._message_tokens(request.model, view[start:]) if start < len(view) else 0.0
+
+def quoted_tokens(setup: Setup, model: Any, span: list[Any]) -> int:
+    """The estimate of the user messages of ``span`` (summaries aside) as one
+    message, as a summary quotes them: a digest verbatim, a model summary asked to."""
+    quoted = [m.text for m in span if isinstance(m, HumanMessage) and not summarize.is_summary(m)]
+    return message_tokens(setup, model, [HumanMessage("\n\n".join(quoted))]) if quoted else 0
+
+
+def message_tokens(setup: Setup, model: Any, messages: list[Any]) -> int:
+    """The estimate of ``messages`` alone (a slice of the view, kept out of the
+    cache), with the counting options of ``model`` made once (the check runs on
+    every call)."""
+    options = kept_by_model(
+        setup.count_options,
+        model,
+        lambda m: counting_options({"model": m}, "count_tokens", remember=False),
+    )
+    return _core.count_tokens(messages, options)
+
+
+def cheaper(
+    setup: Setup,
+    request: ModelRequest,
+    turn: Turn,
+    settings: _core.PlanSettings,
+    draft: Draft,
+    size: float,
+    prefix: float,
+    grown: float,
+    cycle: float,
+    *,
+    due: bool,
+) -> Draft | None:
+    """``draft`` with what the session is better off with in place of the span (as
+    ``summarizer`` allows): the digest, or a model summary that folds the memory's
+    requests into short beside its notes (see :meth:`_fold_pays`). A digest that
+    would put requests into short when a model could summarize them is not an
+    option: the model sees them first. With ``due``, ``None`` unless the one chosen
+    is due now."""
+    path = drafting.longest_archive_path(setup, draft)
+    draft = drafting.with_digest(setup, request, turn, draft)
+    assert draft.digest is not None
+
+    def priced(view: list[Any], **call: float) -> tuple[float, tuple[float, bool, float, float] | None]:
+        with_it = float(fitting.true_size(request, turn, view)) + call.pop("output", 0.0)
+        return with_it, settings.compaction(
+            size_without=size, size_with=with_it, prefix=prefix, grown_reads=grown, cycle=cycle, **call
         )
 
-    def _quoted_tokens(self, model: Any, span: list[Any]) -> int:
-        """The estimate of the user messages of ``span`` (summaries aside) as one
-        message, as a summary quotes them: a digest verbatim, a model summary asked to."""
-        quoted = [m.text for m in span if isinstance(m, HumanMessage) and not summarize.is_summary(m)]
-        return self._message_tokens(model, [HumanMessage("\n\n".join(quoted))]) if quoted else 0
+    def framed(text: str) -> list[Any]:
+        return [summarize.summary_message(text, file_path=path, todos=draft.todos), *draft.kept]
 
-    def _message_tokens(self, model: Any, messages: list[Any]) -> int:
-        """The estimate of ``messages`` alone (a slice of the view, kept out of the
-        cache), with the counting options of ``model`` made once (the check runs on
-        every call)."""
-        found = self._count_options.get(id(model))
-        if found is None or found[0] is not model:
-            if len(self._count_options) >= 64:  # models made per call: keep a few
-                self._count_options.clear()
-            found = self._count_options[id(model)] = (
-                model,
-                _counting({"model": model}, "count_tokens", remember=False),
-            )
-        return _core.count_tokens(messages, found[1])
+    digest = fold = None
+    if (setup.config.summarizer != "model" or not draft.use_llm) and not (
+        draft.use_llm and draft.digest.folded
+    ):
+        digest = priced(framed(draft.digest.text))
+    if draft.use_llm:
+        ratio = turn.plan.ratio
+        span = ratio * message_tokens(setup, request.model, draft.span)
+        notes = min(max(span * SUMMARY_SHARE, SUMMARY_TOKENS[0]), SUMMARY_TOKENS[1])
+        listed = len((draft.memory or {}).get("requests") or []) + sum(1 for m in draft.span if is_request(m))
+        notes += REQUEST_LINE_TOKENS * listed
+        shares = shares_cache(setup, request)
+        call = {
+            "summary_input": (size if shares else span) + IN_PLACE_TOKENS,
+            "summary_cached": max(size - uncached(setup, request, turn), 0.0) if shares else 0.0,
+            "summary_output": notes,
+        }
+        folded = drafting.summary_of(setup, turn, draft, path, notes="")
+        fold = priced(framed(folded.text), output=notes, **call)
+    known = [(llm, o) for llm, o in ((False, digest), (True, fold)) if o is not None and o[1] is not None]
+    if not known:
+        return draft if not due else None
+    # The span's part of the cheapest price: the next calls' lower bound.
+    kept_size, kept_price = priced(list(draft.kept))
+    if kept_price is not None:
+        cheapest = min(o[1][0] for _, o in known if o[1] is not None)
+        turn.counters.span_price = max(cheapest - kept_price[0], 0.0)
+    llm = known[0][0] if len(known) == 1 else fold_pays(turn, settings, digest, fold, kept_size)
+    chosen = fold if llm else digest
+    assert chosen is not None and chosen[1] is not None
+    if due and not chosen[1][1]:
+        return None
+    return dataclasses.replace(draft, use_llm=llm)
 
-    def _cheaper(
-        self,
-        request: ModelRequest,
-        turn: Turn,
-        settings: _core.PlanSettings,
-        draft: Draft,
-        size: float,
-        prefix: float,
-        grown: float,
-        cycle: float,
-        *,
-        due: bool,
-    ) -> Draft | None:
-        """``draft`` with what the session is better off with in place of the span (as
-        ``summarizer`` allows): the digest, or a model summary that folds the memory's
-        requests into short beside its notes (see :meth:`_fold_pays`). A digest that
-        would put requests into short when a model could summarize them is not an
-        option: the model sees them first. With ``due``, ``None`` unless the one chosen
-        is due now."""
-        path = self._longest_archive_path(draft)
-        draft = self._with_digest(request, turn, draft)
-        assert draft.digest is not None
 
-        def priced(view: list[Any], **call: float) -> tuple[float, tuple[float, bool, float, float] | None]:
-            with_it = float(fitting.true_size(request, turn, view)) + call.pop("output", 0.0)
-            return with_it, settings.compaction(
-                size_without=size, size_with=with_it, prefix=prefix, grown_reads=grown, cycle=cycle, **call
-            )
+def span_floor(
+    setup: Setup,
+    settings: _core.PlanSettings,
+    size: float,
+    kept: float,
+    quoted: float,
+    kept_price: float,
+    grown: float,
+    cycle: float,
+) -> float:
+    """The first full check of a cycle drafts and digests the whole span. Until it
+    runs, the span's price is at least the least of its user messages (``quoted``
+    tokens) rewritten beside what stays (a digest keeps them) and a model summary's
+    shortest reply, which spares most calls that check."""
 
-        def framed(text: str) -> list[Any]:
-            return [summarize.summary_message(text, file_path=path, todos=draft.todos), *draft.kept]
-
-        digest = fold = None
-        if (self._config.summarizer != "model" or not draft.use_llm) and not (
-            draft.use_llm and draft.digest.folded
-        ):
-            digest = priced(framed(draft.digest.text))
-        if draft.use_llm:
-            ratio = turn.plan.ratio
-            span = ratio * self._message_tokens(request.model, draft.span)
-            notes = min(max(span * SUMMARY_SHARE, SUMMARY_TOKENS[0]), SUMMARY_TOKENS[1])
-            listed = len((draft.memory or {}).get("requests") or []) + sum(
-                1 for m in draft.span if is_request(m)
-            )
-            notes += REQUEST_LINE_TOKENS * listed
-            shares = self._shares_cache(request)
-            call = {
-                "summary_input": (size if shares else span) + IN_PLACE_TOKENS,
-                "summary_cached": max(size - self._uncached(request, turn), 0.0) if shares else 0.0,
-                "summary_output": notes,
-            }
-            folded = self._summary_of(turn, draft, path, notes="")
-            fold = priced(framed(folded.text), output=notes, **call)
-        known = [(llm, o) for llm, o in ((False, digest), (True, fold)) if o is not None and o[1] is not None]
-        if not known:
-            return draft if not due else None
-        # The span's part of the cheapest price: the next calls' lower bound.
-        kept_size, kept_price = priced(list(draft.kept))
-        if kept_price is not None:
-            cheapest = min(o[1][0] for _, o in known if o[1] is not None)
-            turn.counters[SPAN_PRICE_KEY] = max(cheapest - kept_price[0], 0.0)
-        llm = known[0][0] if len(known) == 1 else self._fold_pays(turn, settings, digest, fold, kept_size)
-        chosen = fold if llm else digest
-        assert chosen is not None and chosen[1] is not None
-        if due and not chosen[1][1]:
-            return None
-        return dataclasses.replace(draft, use_llm=llm)
-
-    def _span_floor(
-        self,
-        settings: _core.PlanSettings,
-        size: float,
-        kept: float,
-        quoted: float,
-        kept_price: float,
-        grown: float,
-        cycle: float,
-    ) -> float:
-        """The first full check of a cycle drafts and digests the whole span. Until it
-        runs, the span's price is at least the least of its user messages (``quoted``
-        tokens) rewritten beside what stays (a digest keeps them) and a model summary's
-        shortest reply, which spares most calls that check."""
-
-        def price(size_with: float, output: float = 0.0) -> tuple[float, bool, float, float] | None:
-            return settings.compaction(
-                size_without=size,
-                size_with=size_with,
-                prefix=0.0,
-                grown_reads=grown,
-                cycle=cycle,
-                summary_output=output,
-            )
-
-        floors = [price(kept + quoted)]
-        if self._config.summarizer != "digest":
-            floors.append(price(kept, SUMMARY_TOKENS[0]))
-        known = [f[0] for f in floors if f is not None]
-        return max(min(known) - kept_price, 0.0) if known else 0.0
-
-    def _fold_pays(
-        self,
-        turn: Turn,
-        settings: _core.PlanSettings,
-        digest: tuple[float, tuple[float, bool, float, float] | None] | None,
-        fold: tuple[float, tuple[float, bool, float, float] | None] | None,
-        kept_size: float,
-    ) -> bool:
-        """Whether a fold pays over the session rather than another digest (given each
-        one's next input and price): the memory every later call reads, and every
-        digest writes anew, grows digest after digest, and a fold brings it back down.
-        It pays once what was paid for the memory beyond a fold's size since the last
-        fold (its reads and rewrites) reaches its extra price, and its saving over the
-        calls to come (as many as the session has made) does too."""
-        if digest is None or fold is None or digest[1] is None or fold[1] is None:
-            return fold is not None
-        c = turn.counters
-        reads = float(c.get("memory_tokens") or 0.0) + float(c.get("memory_reads") or 0.0)
-        calls = count_of(c.get("memory_calls")) + 1
-        rewrites = float(c.get("memory_rewrites") or 0.0)
-        digests = count_of(c.get("memory_digests"))
-        # The memory a fold leaves, beside what stays.
-        left = max(fold[0] - kept_size, 0.0)
-        horizon = calls_so_far(turn)
-        pays = settings.fold_pays(
-            extra=fold[1][0] - digest[1][0],
-            smaller_by=digest[0] - fold[0],
-            grown_reads=max(reads - calls * left, 0.0),
-            grown_rewrites=max(rewrites - digests * left, 0.0),
-            horizon=float(horizon),
+    def price(size_with: float, output: float = 0.0) -> tuple[float, bool, float, float] | None:
+        return settings.compaction(
+            size_without=size,
+            size_with=size_with,
+            prefix=0.0,
+            grown_reads=grown,
+            cycle=cycle,
+            summary_output=output,
         )
-        return bool(pays)
 
-    def _by_price(self, request: ModelRequest, turn: Turn, draft: Draft) -> Draft:
-        """A trigger's ``draft`` with the summarizer the price model finds cheaper, for
-        ``auto`` (as it is otherwise)."""
-        if turn.pricing is None or self._config.summarizer != "auto" or not draft.use_llm:
-            return draft
-        settings = self._plan_settings(turn.window, turn.pricing)
-        size = float(sent_size(turn.plan))
-        grown, cycle = growth(turn.counters, size)
-        prefix = float(fitting.true_size(request, turn, []))
-        chosen = self._cheaper(request, turn, settings, draft, size, prefix, grown, cycle, due=False)
-        return chosen or draft
+    floors = [price(kept + quoted)]
+    if setup.config.summarizer != "digest":
+        floors.append(price(kept, SUMMARY_TOKENS[0]))
+    known = [f[0] for f in floors if f is not None]
+    return max(min(known) - kept_price, 0.0) if known else 0.0
 
-    def _shares_cache(self, request: ModelRequest) -> bool:
-        """Whether the summary can be asked in the agent's own request (then the
-        provider reads it from its prompt cache): the summary model is the agent's,
-        and no summary prompt or trimming of its own is set."""
-        chosen = self.summary_model or self.model
-        return (
-            (chosen is None or chosen is request.model)
-            and hasattr(request.model, "invoke")
-            and self.summary_prompt is None
-            and self.trim_tokens_to_summarize is None
-        )
+
+def fold_pays(
+    turn: Turn,
+    settings: _core.PlanSettings,
+    digest: tuple[float, tuple[float, bool, float, float] | None] | None,
+    fold: tuple[float, tuple[float, bool, float, float] | None] | None,
+    kept_size: float,
+) -> bool:
+    """Whether a fold pays over the session rather than another digest (given each
+    one's next input and price): the memory every later call reads, and every
+    digest writes anew, grows digest after digest, and a fold brings it back down.
+    It pays once what was paid for the memory beyond a fold's size since the last
+    fold (its reads and rewrites) reaches its extra price, and its saving over the
+    calls to come (as many as the session has made) does too."""
+    if digest is None or fold is None or digest[1] is None or fold[1] is None:
+        return fold is not None
+    c = turn.counters
+    reads = float(c.memory_tokens or 0.0) + float(c.memory_reads or 0.0)
+    calls = (c.memory_calls or 0) + 1
+    rewrites = float(c.memory_rewrites or 0.0)
+    digests = c.memory_digests or 0
+    # The memory a fold leaves, beside what stays.
+    left = max(fold[0] - kept_size, 0.0)
+    horizon = calls_so_far(turn)
+    pays = settings.fold_pays(
+        extra=fold[1][0] - digest[1][0],
+        smaller_by=digest[0] - fold[0],
+        grown_reads=max(reads - calls * left, 0.0),
+        grown_rewrites=max(rewrites - digests * left, 0.0),
+        horizon=float(horizon),
+    )
+    return bool(pays)
+
+
+def by_price(setup: Setup, request: ModelRequest, turn: Turn, draft: Draft) -> Draft:
+    """A trigger's ``draft`` with the summarizer the price model finds cheaper, for
+    ``auto`` (as it is otherwise)."""
+    if turn.pricing is None or setup.config.summarizer != "auto" or not draft.use_llm:
+        return draft
+    settings = setup.plan_settings(turn.window, turn.pricing)
+    size = float(sent_size(turn.plan))
+    grown, cycle = growth(turn.counters, size)
+    prefix = float(fitting.true_size(request, turn, []))
+    chosen = cheaper(setup, request, turn, settings, draft, size, prefix, grown, cycle, due=False)
+    return chosen or draft
+
+
+def shares_cache(setup: Setup, request: ModelRequest) -> bool:
+    """Whether the summary can be asked in the agent's own request (then the
+    provider reads it from its prompt cache): the summary model is the agent's,
+    and no summary prompt or trimming of its own is set."""
+    chosen = setup.summary_model or setup.model
+    return (
+        (chosen is None or chosen is request.model)
+        and hasattr(request.model, "invoke")
+        and setup.summary_prompt is None
+        and setup.trim_tokens_to_summarize is None
+    )

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NotRequired
 
 from langchain.agents.middleware.types import AgentState, PrivateStateAttr
 
+from fastcompact.counters import Counters
 from fastcompact.passes import Plan
 from fastcompact.summarize import is_summary
 
@@ -44,7 +45,7 @@ class Turn:
     view: list[Any]
     plan: Plan
     window: int | None
-    counters: dict[str, Any]
+    counters: Counters
     # The price preset the passes were planned with (None: fixed batch sizes).
     pricing: str | None = None
 
@@ -86,7 +87,7 @@ def window_of(model: Any) -> int | None:
     return None
 
 
-def thread_name(counters: dict[str, Any]) -> str:
+def thread_name(counters: Counters) -> str:
     """The conversation's name in archive paths: its thread id, else a session id made
     once and kept in state (two conversations without a thread id never share files)."""
     try:
@@ -97,10 +98,9 @@ def thread_name(counters: dict[str, Any]) -> str:
         thread = None
     if thread:
         return str(thread)
-    session = counters.get("session")
-    if not isinstance(session, str) or not session:
-        session = counters["session"] = f"session-{uuid.uuid4().hex[:12]}"
-    return session
+    if counters.session is None:
+        counters.session = f"session-{uuid.uuid4().hex[:12]}"
+    return counters.session
 
 
 def to_view(raw_index: int, event: Mapping[str, Any] | None, prior: int) -> int:
@@ -118,82 +118,74 @@ def count_of(value: Any, default: int = 0) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
 
 
-def progress_of(counters: Mapping[str, Any], event: Mapping[str, Any] | None, prior: int) -> _Progress:
+def progress_of(counters: Counters, event: Mapping[str, Any] | None, prior: int) -> _Progress:
     """Where the conversation stands, for the core: usage is valid only from the last
     summary and the last batch that rewrote older messages on (earlier usage counted
     another view); the calibration (offset and ratio) carries over from earlier
     anchors; batched edits before ``settled`` are committed."""
-    since = max(count_of(counters.get("batch_at")), count_of(event.get("created_at_index")) if event else 0)
-    ratio, offset = counters.get("ratio"), counters.get("offset")
-    settled = count_of(counters.get("settled"), -1)
+    since = max(counters.batch_at or 0, count_of(event.get("created_at_index")) if event else 0)
+    settled = counters.settled
     # The core bounds both (a corrupted state gives the plain estimate).
     return {
         "min_anchor": to_view(since, event, prior),
-        "ratio": float(ratio) if isinstance(ratio, int | float) else 1.0,
-        "offset": float(offset) if isinstance(offset, int | float) else 0.0,
-        "settled": to_view(settled, event, prior) if settled >= 0 else None,
-        "calls_before": count_of(counters.get("calls_before")),
+        "ratio": float(counters.ratio) if counters.ratio is not None else 1.0,
+        "offset": float(counters.offset) if counters.offset is not None else 0.0,
+        "settled": to_view(settled, event, prior) if settled is not None else None,
+        "calls_before": counters.calls_before or 0,
         # Before the first planned call, usage counted the messages as they were, unedited.
-        "usage_of_unedited": "last_plan" not in counters,
+        "usage_of_unedited": counters.last_plan is None,
     }
 
 
-def advance(
-    counters: dict[str, Any], plan: Plan, event: Mapping[str, Any] | None, prior: int, n_raw: int
-) -> None:
+def advance(counters: Counters, plan: Plan, event: Mapping[str, Any] | None, prior: int, n_raw: int) -> None:
     """Record what this turn's plan settled, in raw-state indices."""
-    counters["ratio"] = plan.ratio
-    counters["offset"] = plan.offset
-    counters["settled"] = to_raw(plan.settled, event, prior)
+    counters.ratio = plan.ratio
+    counters.offset = plan.offset
+    counters.settled = to_raw(plan.settled, event, prior)
     if plan.batch_at is not None:
-        counters["batch_at"] = n_raw
+        counters.batch_at = n_raw
 
 
 def calls_so_far(turn: Turn) -> int:
     """The model calls the conversation has made: those before the last compaction's
     view, and the agent's messages in it."""
-    return count_of(turn.counters.get("calls_before")) + sum(
-        1 for m in turn.view if getattr(m, "type", None) == "ai"
-    )
+    return (turn.counters.calls_before or 0) + sum(1 for m in turn.view if getattr(m, "type", None) == "ai")
 
 
-def rewrites_per_call(counters: Mapping[str, Any]) -> float:
+def rewrites_per_call(counters: Counters) -> float:
     """How many of the calls since the last fold wrote the memory anew (a digest each),
     of one: what a token kept in it costs beyond its reads.
 
     Example:
-        >>> rewrites_per_call({"memory_digests": 2, "memory_calls": 10})
+        >>> rewrites_per_call(Counters(memory_digests=2, memory_calls=10))
         0.2
-        >>> rewrites_per_call({})
+        >>> rewrites_per_call(Counters())
         0.0
     """
-    calls = count_of(counters.get("memory_calls"))
-    return count_of(counters.get("memory_digests")) / calls if calls else 0.0
+    calls = counters.memory_calls or 0
+    return (counters.memory_digests or 0) / calls if calls else 0.0
 
 
-def growth(counters: Mapping[str, Any], size: float) -> tuple[float, float]:
+def growth(counters: Counters, size: float) -> tuple[float, float]:
     """What the view has grown by since the last compaction, read call after call (this
     call's read included), and how many calls that took: the reads a compaction stops
     paying, and the cycle it would close."""
-    base = counters.get("base_size")
-    base = float(base) if isinstance(base, int | float) and not isinstance(base, bool) else size
-    paid = counters.get("grown_reads")
-    paid = float(paid) if isinstance(paid, int | float) and not isinstance(paid, bool) and paid >= 0 else 0.0
-    return paid + max(size - base, 0.0), float(count_of(counters.get("calls_since_compaction")) + 1)
+    base = float(counters.base_size) if counters.base_size is not None else size
+    paid = float(counters.grown_reads or 0.0)
+    return paid + max(size - base, 0.0), float((counters.calls_since_compaction or 0) + 1)
 
 
-def grow(counters: dict[str, Any], size: float) -> None:
+def grow(counters: Counters, size: float) -> None:
     """Record this call's read of what has grown since the last compaction, and of the
     memory since its last fold."""
-    counters["grown_reads"], calls = growth(counters, size)
-    counters["calls_since_compaction"] = int(calls)
-    counters.setdefault("base_size", size)
-    memory = counters.get("memory_tokens")
-    if isinstance(memory, int | float) and not isinstance(memory, bool) and memory > 0:
-        reads = counters.get("memory_reads")
-        reads = float(reads) if isinstance(reads, int | float) and not isinstance(reads, bool) else 0.0
-        counters["memory_reads"] = reads + float(memory)
-        counters["memory_calls"] = count_of(counters.get("memory_calls")) + 1
+    counters.grown_reads, calls = growth(counters, size)
+    counters.calls_since_compaction = int(calls)
+    if counters.base_size is None:
+        counters.base_size = size
+    memory = counters.memory_tokens
+    if memory is not None and memory > 0:
+        counters.memory_reads = float(counters.memory_reads or 0.0) + float(memory)
+        counters.memory_calls = (counters.memory_calls or 0) + 1
 
 
 def newest_request(view: list[Any]) -> int | None:

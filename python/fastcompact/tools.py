@@ -13,8 +13,9 @@ from langchain.tools import ToolRuntime
 from langchain_core.messages import SystemMessage, ToolMessage
 from langgraph.types import Command
 
-from fastcompact import steps, summarize
+from fastcompact import compaction, drafting, reading, steps, summarize
 from fastcompact.commit import Outcome
+from fastcompact.counters import Counters
 from fastcompact.draft import Draft
 from fastcompact.helpers import cutoff_once
 from fastcompact.middleware import CompactionMiddleware
@@ -97,30 +98,29 @@ class CompactionToolMiddleware(AgentMiddleware):
     def _request(self, runtime: Any) -> tuple[ModelRequest, Turn, Draft | None] | None:
         """A model request standing in for the conversation at the tool call, its turn,
         and the compaction draft (``None`` when there is nothing to compact)."""
-        mw = self.compaction
+        setup = self.compaction.setup
         state: Any = runtime.state if isinstance(runtime.state, Mapping) else {}
         messages = list(state.get("messages") or [])
         # The AI message that called this tool stays: its answer is not in the state yet.
         raw = messages[:-1] if messages and getattr(messages[-1], "tool_calls", None) else messages
         request = ModelRequest(
-            model=mw.summary_model or mw.model,
+            model=setup.summary_model or setup.model,
             messages=raw,
             system_message=None,
             tools=[],
             state=state,
             runtime=runtime,
         )
-        known = state.get(STATE_KEY)
-        turn = mw._turn(request, known.get("window") if isinstance(known, Mapping) else None)
+        known = Counters.from_state(state.get(STATE_KEY))
+        turn = reading.read_turn(setup, request, known.window)
         # Half the trigger: it would fire on a conversation twice this size.
         tokens = turn.plan.tokens_after
-        eligible = mw._plan_settings(turn.window, None).trigger_fires(
-            len(turn.view) * 2, tokens * 2.0, turn.window
-        )
+        settings = setup.plan_settings(turn.window, None)
+        eligible = settings.trigger_fires(len(turn.view) * 2, tokens * 2.0, turn.window)
         if not eligible:
             return request, turn, None
-        cut = cutoff_once(turn.view, mw._resolved(turn.window)["keep"], turn.window)
-        return request, turn, mw._draft(request, turn, forced=False, cut=cut, recall=True)
+        cut = cutoff_once(turn.view, settings.resolved["keep"], turn.window)
+        return request, turn, drafting.make_draft(setup, request, turn, forced=False, cut=cut, recall=True)
 
     def _reply(
         self, runtime: Any, turn: Turn | None, outcome: Outcome | None, error: BaseException | None
@@ -149,7 +149,7 @@ class CompactionToolMiddleware(AgentMiddleware):
             request, turn, draft = prepared
             if draft is None:
                 return self._reply(runtime, turn, None, None)
-            outcome = yield from self.compaction._compact(request, turn, draft)
+            outcome = yield from compaction.compact(self.compaction.setup, request, turn, draft)
         except Exception as e:
             return self._reply(runtime, None, None, e)
         return self._reply(runtime, turn, outcome, None)

@@ -1,0 +1,166 @@
+"""The middleware's counters in the graph state (``_fastcompact``) as one typed record.
+
+A checkpointer stores them as a plain dict, and threads saved by earlier releases carry
+that dict: :meth:`Counters.from_state` reads it, field by field, and
+:meth:`Counters.to_state` writes the same shape back. A value of the wrong kind (a
+corrupted or hand-edited state) reads as absent, so the call plans as for a new
+conversation instead of failing; keys this release does not know are kept as they
+were.
+
+Example:
+    >>> c = Counters.from_state({"window": 200_000, "archives": 2, "future_key": [1]})
+    >>> c.archives, c.calls_before
+    (2, None)
+    >>> c.archives = 3
+    >>> c.to_state()
+    {'window': 200000, 'archives': 3, 'future_key': [1]}
+    >>> Counters.from_state({"archives": "two"}).archives is None
+    True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+
+def _count(value: Any) -> int | None:
+    """A count or an index: a non-negative int."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _number(value: Any) -> float | None:
+    """A finite number, kept as stored (an int stays an int, so the dict reads back the
+    same)."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return value if ok else None
+
+
+def _amount(value: Any) -> float | None:
+    """A non-negative number."""
+    found = _number(value)
+    return found if found is not None and found >= 0 else None
+
+
+def _window(value: Any) -> int | None:
+    found = _count(value)
+    return found if found else None
+
+
+def _plan(value: Any) -> dict[str, Any] | None:
+    return dict(value) if isinstance(value, Mapping) else None
+
+
+def _priced_request(value: Any) -> list[Any] | None:
+    """The turn in progress as last priced: its request's id and the price."""
+    ok = isinstance(value, list | tuple) and len(value) == 2 and _number(value[1]) is not None
+    return list(value) if ok else None
+
+
+def _name(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+@dataclasses.dataclass
+class Counters:
+    """What the middleware remembers of a conversation between calls. ``None`` is a
+    field the state does not hold."""
+
+    # The agent's window, remembered for the compaction tool (which has no model); the
+    # one field always written, as it always was.
+    window: int | None = None
+    # The time-gap clock: when the model was last called, with how many messages, and
+    # the raw index an idle gap marked (older messages are idle-old for good).
+    last_call_at: float | None = None
+    seen: int | None = None
+    gap_at: int | None = None
+    # The usage calibration carried between calls, the raw index usage is valid from
+    # after a batch rewrote older messages, and the index the batched edits settled to.
+    ratio: float | None = None
+    offset: float | None = None
+    batch_at: int | None = None
+    settled: int | None = None
+    # The model calls summarized away, and the last call's plan (with what was sent).
+    calls_before: int | None = None
+    last_plan: dict[str, Any] | None = None
+    # The schedule's cycle since the last compaction: the view's size then, the reads
+    # paid since for what it has grown by, and the calls made.
+    base_size: float | None = None
+    grown_reads: float | None = None
+    calls_since_compaction: int | None = None
+    # The price model's lower bounds in this cycle: the span's own part of the last
+    # price, and the turn in progress as last priced ([its request's id, the price]).
+    span_price: float | None = None
+    kept_price: list[Any] | None = None
+    # The memory's size, and what it has cost since its last fold: its reads, over how
+    # many calls, and the digests that wrote it anew.
+    memory_tokens: float | None = None
+    memory_reads: float | None = None
+    memory_calls: int | None = None
+    memory_rewrites: float | None = None
+    memory_digests: int | None = None
+    # The summarizer's failures in a row and its rest, the back-off after a compaction
+    # that left the view over the trigger, the archives written, and the session's name
+    # when the thread has no id.
+    failures: int | None = None
+    llm_paused_until: int | None = None
+    backoff_until: int | None = None
+    archives: int | None = None
+    session: str | None = None
+    # Keys this release does not know, as they were.
+    others: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def from_state(cls, found: Any) -> Counters:
+        """The counters a graph state holds (``None`` or a non-dict: none)."""
+        if not isinstance(found, Mapping):
+            return cls()
+        known = {k: read(found[k]) for k, read in _READERS.items() if k in found}
+        others = {k: v for k, v in found.items() if k not in _READERS}
+        return cls(**known, others=others)
+
+    def to_state(self) -> dict[str, Any]:
+        """The dict the graph state stores: the fields held, and the unknown keys."""
+        out: dict[str, Any] = {"window": self.window}
+        for name in _READERS:
+            value = getattr(self, name)
+            if value is not None and name != "window":
+                out[name] = value
+        out.update(self.others)
+        return out
+
+    def copy(self) -> Counters:
+        """A copy to change without changing this one (the plan and the priced
+        request are replaced, never changed in place)."""
+        return dataclasses.replace(self, others=dict(self.others))
+
+
+_READERS: dict[str, Callable[[Any], Any]] = {
+    "window": _window,
+    "last_call_at": _number,
+    "seen": _count,
+    "gap_at": _count,
+    "ratio": _number,
+    "offset": _number,
+    "batch_at": _count,
+    "settled": _count,
+    "calls_before": _count,
+    "last_plan": _plan,
+    "base_size": _number,
+    "grown_reads": _amount,
+    "calls_since_compaction": _count,
+    "span_price": _number,
+    "kept_price": _priced_request,
+    "memory_tokens": _number,
+    "memory_reads": _number,
+    "memory_calls": _count,
+    "memory_rewrites": _number,
+    "memory_digests": _count,
+    "failures": _count,
+    "llm_paused_until": _count,
+    "backoff_until": _count,
+    "archives": _count,
+    "session": _name,
+}

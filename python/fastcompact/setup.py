@@ -1,0 +1,67 @@
+"""What a compaction works with, whichever middleware runs it: the config, the models,
+the backend, the caller's summarization settings, and the caches of what they resolve
+to. :class:`~fastcompact.CompactionMiddleware` holds one and hands it to the plain
+functions of the steps (``reading.py``, ``drafting.py``, ``schedule.py``,
+``compaction.py``), which share nothing else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from fastcompact import _core
+from fastcompact.config import CompactionConfig
+from fastcompact.passes import settings_for
+
+# Models made per call are keyed by id: the caches keep a few, not every one.
+_MODELS_KEPT = 64
+
+T = TypeVar("T")
+
+
+@dataclasses.dataclass
+class Setup:
+    """The middleware's settings, and what it resolved from them once.
+
+    Example:
+        >>> from fastcompact.config import CompactionConfig
+        >>> setup = Setup(CompactionConfig(trigger=("tokens", 50_000)))
+        >>> setup.plan_settings(None, None).resolved["trigger"]
+        [('tokens', 50000)]
+    """
+
+    config: CompactionConfig
+    model: Any = None
+    summary_model: Any = None
+    backend: Any = None
+    summary_prompt: str | None = None
+    trim_tokens_to_summarize: int | None = None
+    token_counter: Any = None
+    counter_takes_tools: bool = False
+    # Resolved "provider:name" summary models, shared by every conversation.
+    models: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # A model's price preset and counting options, by the model's id.
+    pricing_by_model: dict[int, tuple[Any, str | None]] = dataclasses.field(default_factory=dict)
+    count_options: dict[int, tuple[Any, _core.CountOptions]] = dataclasses.field(default_factory=dict)
+
+    def plan_settings(self, window: int | None, pricing: str | None) -> _core.PlanSettings:
+        """The core's reading of the config for ``window`` and ``pricing`` (one cache,
+        shared with the notebook helpers)."""
+        return settings_for(self.config, window, pricing)
+
+    def summary_model_or(self, agent_model: Any) -> Any:
+        """The model that writes summaries: the summary model, else the middleware's,
+        else the agent's."""
+        return self.summary_model or self.model or agent_model
+
+
+def kept_by_model(cache: dict[int, tuple[Any, T]], model: Any, make: Callable[[Any], T]) -> T:
+    """``make(model)``, remembered in ``cache`` by the model's id while the model lives."""
+    found = cache.get(id(model))
+    if found is None or found[0] is not model:
+        if len(cache) >= _MODELS_KEPT:
+            cache.clear()
+        found = cache[id(model)] = (model, make(model))
+    return found[1]

@@ -1,0 +1,101 @@
+"""The counters in the graph state as one typed record: a thread saved by the release
+before it loads unchanged and carries on, and any stored dict reads back as it was or,
+where a value is of the wrong kind, as absent."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from fastcompact.counters import Counters
+from hypothesis import given
+from hypothesis import strategies as st
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from tests.test_restart import _session
+
+# Steps 1 to 10 of `python -m tests.restart_session DB ROOT 1 10 priced at=1796400000`,
+# written by fastcompact 540f874, whose counters were a plain dict that six modules
+# read and wrote; and what that release saw when it resumed the thread for steps 11
+# to 16 (the same command, `11 16`).
+SAVED = Path(__file__).parent / "data" / "priced_thread_steps_1_to_10.sqlite.gz"
+RESUMED = Path(__file__).parent / "data" / "priced_thread_steps_11_to_16.json"
+CLOCK = "at=1796400000"
+FIELDS = [f for f in Counters.__dataclass_fields__ if f != "others"]
+
+
+def _saved_thread(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
+    db = tmp_path / "saved.sqlite"
+    db.write_bytes(gzip.decompress(SAVED.read_bytes()))
+    with sqlite3.connect(db, check_same_thread=False) as conn:
+        found = SqliteSaver(conn).get_tuple({"configurable": {"thread_id": "restart"}})
+    assert found is not None
+    return db, found.checkpoint["channel_values"]["_fastcompact"]
+
+
+def test_counters_saved_by_the_previous_release_read_and_write_back_the_same(tmp_path: Path):
+    _, stored = _saved_thread(tmp_path)
+    counters = Counters.from_state(stored)
+    assert counters.others == {}  # every key it stored is a field
+    assert counters.to_state() == stored
+    assert counters.archives == stored["archives"] and counters.kept_price == stored["kept_price"]
+
+
+def test_a_thread_saved_by_the_previous_release_carries_on_as_it_did(tmp_path: Path):
+    db, _ = _saved_thread(tmp_path)
+    root = tmp_path / "work"
+    root.mkdir()
+    resumed = _session(db, root, 11, 16, "priced", CLOCK)
+    assert resumed["first_call"][0]["content"] == resumed["event_before"]["summary"]
+    # Every count the old release stored was read back: today's code compacts at the
+    # very call, with the same counters after, and sends the model the same view.
+    expected = json.loads(RESUMED.read_text())
+    assert resumed["event_after"]["cutoff_index"] == expected["cutoff_index"]
+    assert resumed["event_after"]["cutoff_index"] > resumed["event_before"]["cutoff_index"]
+    assert resumed["counters"] == expected["counters"]
+    assert resumed["summary_calls"] == expected["summary_calls"]
+    assert resumed["last_call"] == expected["last_call"]
+
+
+_count = st.integers(min_value=0, max_value=10**9)
+_number = st.integers(min_value=-(10**6), max_value=10**9) | st.floats(allow_nan=False, allow_infinity=False)
+_valid = {
+    "window": st.none() | st.integers(min_value=1, max_value=10**7),
+    "last_plan": st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
+    "kept_price": st.tuples(st.text(max_size=8), _number).map(list),
+    "session": st.text(min_size=1, max_size=12),
+    "grown_reads": st.integers(min_value=0, max_value=10**9) | st.floats(min_value=0, allow_infinity=False),
+}
+_valid_state = st.fixed_dictionaries(
+    {},
+    optional={
+        name: _valid.get(name, _count if "int" in str(Counters.__annotations__[name]) else _number)
+        for name in FIELDS
+    },
+).flatmap(
+    lambda known: st.dictionaries(st.sampled_from(["future", "x_y", "other"]), st.integers(), max_size=2).map(
+        lambda others: {"window": None, **known, **others}
+    )
+)
+_anything = (
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5) | st.lists(st.integers())
+)
+
+
+@given(_valid_state)
+def test_a_stored_dict_of_valid_values_reads_back_exactly(stored: dict[str, Any]):
+    assert Counters.from_state(stored).to_state() == stored
+
+
+@given(st.dictionaries(st.sampled_from(FIELDS), _anything))
+def test_values_of_the_wrong_kind_read_as_absent_and_never_fail(stored: dict[str, Any]):
+    counters = Counters.from_state(stored)
+    written = counters.to_state()
+    # What it writes back reads back the same: a corrupted value is gone for good.
+    assert Counters.from_state(written) == counters
+    for name, value in written.items():
+        if name in stored and value is not None:
+            assert value == stored[name] and type(value) is not bool
