@@ -30,9 +30,9 @@ def main() -> None:
     priced = "priced" in options
     at = [float(o[3:]) for o in options if o.startswith("at=")]
     if at:
-        import fastcompact.reading
+        import fastcompact.agent.reading
 
-        fastcompact.reading._now = lambda: at[0]  # type: ignore[attr-defined]
+        fastcompact.agent.reading._now = lambda: at[0]  # type: ignore[attr-defined]
     conn = sqlite3.connect(db, check_same_thread=False)
     backend = LocalShellBackend(root_dir=root, virtual_mode=True)
     model: ScriptedChatModel | ProviderChatModel = (

@@ -12,7 +12,8 @@ from typing import Any
 from deepagents import create_deep_agent
 from deepagents.backends import FilesystemBackend
 from deepagents.backends.protocol import FileDownloadResponse
-from fastcompact import CompactionMiddleware, steps, storage, summarize
+from fastcompact import CompactionMiddleware
+from fastcompact.agent import steps, storage, summarize
 from hypothesis import given
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage

@@ -27,7 +27,7 @@ EXE = shutil.which("fastcompact")
 
 
 def _command() -> list[str]:
-    return [EXE] if EXE else [sys.executable, "-m", "fastcompact.cli"]
+    return [EXE] if EXE else [sys.executable, "-m", "fastcompact.app.cli"]
 
 
 def run(*args: str, stdin: str | None = None, timeout: int = 120) -> subprocess.CompletedProcess[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastcompact.copies import with_fields
+from fastcompact.api.copies import with_fields
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage

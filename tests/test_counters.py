@@ -10,7 +10,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from fastcompact.counters import Counters
+from fastcompact.agent.counters import Counters
 from hypothesis import given
 from hypothesis import strategies as st
 from langgraph.checkpoint.sqlite import SqliteSaver

@@ -14,7 +14,7 @@ import pytest
 from deepagents import create_deep_agent
 from deepagents.backends import FilesystemBackend
 from fastcompact import CompactionConfig, CompactionMiddleware, RecallMiddleware
-from fastcompact.passes import run_plan
+from fastcompact.api.passes import run_plan
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -304,7 +304,7 @@ class _Recording(CompactionMiddleware):
         self.rewrote: list[bool] = []
 
     def wrap_model_call(self, request: Any, handler: Any) -> Any:
-        from fastcompact.middleware import EVENT_KEY, STATE_KEY
+        from fastcompact.agent.middleware import EVENT_KEY, STATE_KEY
 
         out = super().wrap_model_call(request, handler)
         update = out.command.update

@@ -8,7 +8,7 @@ from typing import Any
 import fastcompact
 import pytest
 from fastcompact import InputError, _core
-from fastcompact.helpers import counting_options
+from fastcompact.api.counting import counting_options
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages.utils import count_tokens_approximately

@@ -87,7 +87,8 @@ def _backend(tmp_path: Path, fail: str) -> LocalShellBackend:
 
         def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> Any:
             # Only restoration's reads fail; the agent's own tools keep working.
-            if "read" in fail and any(f.filename.endswith("fastcompact/storage.py") for f in inspect.stack()):
+            stack = inspect.stack()
+            if "read" in fail and any(f.filename.endswith("fastcompact/agent/storage.py") for f in stack):
                 raise OSError("backend unavailable")
             return super().read(file_path, offset, limit)
 

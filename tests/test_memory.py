@@ -9,7 +9,8 @@ import re
 
 import fastcompact
 import pytest
-from fastcompact import MemoryConfig, memory, search
+from fastcompact import MemoryConfig, search
+from fastcompact.agent import memory
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage

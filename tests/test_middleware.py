@@ -14,7 +14,7 @@ from deepagents import create_deep_agent
 from deepagents.backends import LocalShellBackend
 from deepagents.middleware.filesystem import FilesystemMiddleware
 from fastcompact import CompactionConfig, CompactionMiddleware, CompactionToolMiddleware
-from fastcompact.summarize import is_summary
+from fastcompact.agent.summarize import is_summary
 from langchain.agents import create_agent
 from langchain.agents.middleware import TodoListMiddleware
 from langchain_core.exceptions import ContextOverflowError
@@ -526,7 +526,7 @@ def test_seed_usage_constructs_unchanged_apart_from_the_import():
 
 
 def test_an_idle_gap_clears_old_results_for_good(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    import fastcompact.reading as mw_module
+    import fastcompact.agent.reading as mw_module
 
     clock = [1_000_000.0]
     monkeypatch.setattr(mw_module, "_now", lambda: clock[0])

@@ -19,7 +19,8 @@ import pytest
 from deepagents import create_deep_agent
 from deepagents.backends import FilesystemBackend
 from deepagents.middleware.summarization import create_summarization_middleware as deepagents_summarizer
-from fastcompact import CompactionMiddleware, summarize
+from fastcompact import CompactionMiddleware
+from fastcompact.agent import summarize
 from fastcompact.deepagents import create_summarization_middleware
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage

@@ -19,9 +19,10 @@ import fastcompact
 import pytest
 from deepagents import create_deep_agent
 from deepagents.backends import FilesystemBackend
-from fastcompact import CompactionConfig, CompactionMiddleware, WindowTooSmallError, summarize
+from fastcompact import CompactionConfig, CompactionMiddleware, WindowTooSmallError
+from fastcompact.agent import summarize
+from fastcompact.api.transcripts import load_conversation
 from fastcompact.samples import load_session
-from fastcompact.transcripts import load_conversation
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, messages_from_dict, messages_to_dict
 from langchain_core.tools import StructuredTool
@@ -315,7 +316,7 @@ def test_the_turn_in_progress_stays_whole_in_a_small_window(tmp_path: Path):
 def test_cache_info_reports_a_capacity_set_cache_capacity_takes_back():
     before = fastcompact.cache_info()[1]
     try:
-        fastcompact.set_cache_capacity(fastcompact.helpers.UNBOUNDED)
+        fastcompact.set_cache_capacity(fastcompact.api.counting.UNBOUNDED)
         # Unbounded reads as such, not as the core's largest integer.
         assert fastcompact.cache_info()[1] == math.inf
         fastcompact.set_cache_capacity(fastcompact.cache_info()[1])

@@ -391,7 +391,7 @@ def test_configs_and_read_settings_copy_and_pickle():
     settings = fastcompact._core.PlanSettings(cfg.resolved(200_000))
     again = pickle.loads(pickle.dumps(settings))
     msgs = coding_session(600, seed=2)
-    raw = fastcompact.passes.run_plan(msgs, again, max_input_tokens=200_000)
+    raw = fastcompact.api.passes.run_plan(msgs, again, max_input_tokens=200_000)
     expected = plan(msgs, cfg, max_input_tokens=200_000).edits
     assert expected and raw.edits == expected
 

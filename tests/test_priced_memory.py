@@ -13,8 +13,8 @@ from typing import Any
 from deepagents import create_deep_agent
 from deepagents.backends import FilesystemBackend
 from fastcompact import CompactionConfig, CompactionMiddleware, MemoryConfig, _core, search
-from fastcompact.memory import budgets, priced_shares
-from fastcompact.state import EVENT_KEY
+from fastcompact.agent.memory import budgets, priced_shares
+from fastcompact.agent.state import EVENT_KEY
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 

@@ -12,7 +12,7 @@ import pytest
 from deepagents import create_deep_agent
 from deepagents.backends import FilesystemBackend
 from fastcompact import CompactionConfig, CompactionMiddleware, RecallMiddleware
-from fastcompact.state import EVENT_KEY, STATE_KEY
+from fastcompact.agent.state import EVENT_KEY, STATE_KEY
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
@@ -167,7 +167,7 @@ def test_the_span_floor_spares_full_checks_and_moves_no_compaction(tmp_path: Pat
     """A cycle's first full check drafts and digests the whole span; the floor (its user
     messages, rewritten) puts most of those off, never past the call it pays at: every
     call sees the view it saw without the floor, and the floor never exceeds the price."""
-    from fastcompact import schedule
+    from fastcompact.agent import schedule
 
     # Each full check: the span price it started from (the floor, on a cycle's first)
     # and the one it found.

@@ -18,8 +18,8 @@ import pytest
 from deepagents import create_deep_agent
 from deepagents.backends import FilesystemBackend
 from fastcompact import CompactionMiddleware, search
-from fastcompact.recall_tool import recall_tool
-from fastcompact.search_history import search_text
+from fastcompact.agent.recall_tool import recall_tool
+from fastcompact.api.search_history import search_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage, messages_to_dict
@@ -230,7 +230,7 @@ def test_the_command_line_searches_a_transcript_and_an_archive_folder(tmp_path: 
     msgs.insert(60, AIMessage("Root cause: the queue worker dropped messages on retry.", id="cause"))
     src = tmp_path / "s.json"
     src.write_text(json.dumps(messages_to_dict(msgs)))
-    cmd = [sys.executable, "-m", "fastcompact.cli", "search"]
+    cmd = [sys.executable, "-m", "fastcompact.app.cli", "search"]
     r = subprocess.run([*cmd, str(src), "why", "queue", "worker", "dropped"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith('1. message 60 · R15 · ai · recall("cause")'), r.stdout
@@ -239,7 +239,7 @@ def test_the_command_line_searches_a_transcript_and_an_archive_folder(tmp_path: 
         [
             sys.executable,
             "-m",
-            "fastcompact.cli",
+            "fastcompact.app.cli",
             "compact",
             str(src),
             "-o",

@@ -10,7 +10,8 @@ import itertools
 from typing import Any
 
 from fastcompact import CompactionConfig, _core, cache_info, find_cutoff
-from fastcompact.helpers import count_once, counting_options, cutoff_once
+from fastcompact.api.counting import count_once, counting_options
+from fastcompact.api.cutoffs import cutoff_once
 from fastcompact.samples import coding_session
 from hypothesis import example, given, settings
 from hypothesis import strategies as st

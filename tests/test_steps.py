@@ -8,7 +8,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from fastcompact.steps import Io, Steps, arun, run
+from fastcompact.agent.steps import Io, Steps, arun, run
 
 
 def _io(sync_result: Any, async_result: Any = None, error: Exception | None = None) -> Io:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastcompact import summarize
+from fastcompact.agent import summarize
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
@@ -63,7 +63,7 @@ def test_summary_message_shape():
 
 
 def test_a_chained_summary_keeps_a_user_message_trailing_spaces():
-    from fastcompact.summarize import summary_message, summary_text
+    from fastcompact.agent.summarize import summary_message, summary_text
 
     text = "## User messages (verbatim)\n- keep my indentation   "
     assert summary_text(summary_message(text, file_path=None)) == text

@@ -69,7 +69,7 @@ def test_a_large_system_prompt_is_named_in_the_error(tmp_path: Path):
 
 
 def _demo(window: int) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "fastcompact.cli", "demo", "--fast", "--window", str(window)]
+    command = [sys.executable, "-m", "fastcompact.app.cli", "demo", "--fast", "--window", str(window)]
     return subprocess.run(command, capture_output=True, text=True, timeout=300)
 
 

@@ -34,7 +34,7 @@ def _inspect() -> str:
     with tempfile.TemporaryDirectory() as folder:
         Path(folder, "session.json").write_text(json.dumps(messages_to_dict(load_session("coding"))))
         done = subprocess.run(
-            [sys.executable, "-m", "fastcompact.cli", *command.split()[1:]],
+            [sys.executable, "-m", "fastcompact.app.cli", *command.split()[1:]],
             cwd=folder,
             capture_output=True,
             text=True,
@@ -73,7 +73,7 @@ def _plan() -> str:
 def _demo() -> str:
     """``fastcompact demo``'s lines: the first turns, the summaries' and the last, its
     report; the temporary folder and the time, which change run to run, elided."""
-    from fastcompact import demo
+    from fastcompact.app import demo
 
     lines: list[str] = []
     demo.run(echo=lines.append)

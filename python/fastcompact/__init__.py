@@ -18,18 +18,7 @@ Example:
 from typing import TYPE_CHECKING, Any
 
 from fastcompact._core import InputError
-from fastcompact.config import (
-    ClearingConfig,
-    CollapseConfig,
-    CompactionConfig,
-    DedupeConfig,
-    MemoryConfig,
-    MicrocompactConfig,
-    RestorationConfig,
-    TokenBudgetConfig,
-    TruncateArgsConfig,
-)
-from fastcompact.helpers import (
+from fastcompact.api.counting import (
     ContextSize,
     CountingOptions,
     Encoding,
@@ -41,17 +30,19 @@ from fastcompact.helpers import (
     clear_cache,
     count_text_tokens,
     count_tokens,
+    normalize,
+    set_cache_capacity,
+    token_breakdown,
+)
+from fastcompact.api.cutoffs import (
     effective_messages,
     find_cutoff,
     leading_system,
-    normalize,
     partition,
-    set_cache_capacity,
     should_compact,
     state_cutoff,
-    token_breakdown,
 )
-from fastcompact.passes import (
+from fastcompact.api.passes import (
     Edit,
     PassStats,
     Plan,
@@ -66,18 +57,29 @@ from fastcompact.passes import (
     plan,
     truncate_args,
 )
-from fastcompact.recall import recall
-from fastcompact.report import Report, inspect
-from fastcompact.search_history import Match, search
+from fastcompact.api.recall import recall
+from fastcompact.api.report import Report, inspect
+from fastcompact.api.search_history import Match, search
+from fastcompact.config import (
+    ClearingConfig,
+    CollapseConfig,
+    CompactionConfig,
+    DedupeConfig,
+    MemoryConfig,
+    MicrocompactConfig,
+    RestorationConfig,
+    TokenBudgetConfig,
+    TruncateArgsConfig,
+)
 
 if TYPE_CHECKING:
-    from fastcompact.factories import (
+    from fastcompact.agent.factories import (
         compute_compaction_defaults,
         create_compaction_middleware,
         create_compaction_tool_middleware,
     )
-    from fastcompact.middleware import CompactionMiddleware, CompactionState, WindowTooSmallError
-    from fastcompact.tools import CompactionToolMiddleware, RecallMiddleware
+    from fastcompact.agent.middleware import CompactionMiddleware, CompactionState, WindowTooSmallError
+    from fastcompact.agent.tools import CompactionToolMiddleware, RecallMiddleware
 
 __version__ = "0.1.0"
 
@@ -94,15 +96,15 @@ _FACTORIES = (
 
 def __getattr__(name: str) -> Any:
     if name in _MIDDLEWARE:
-        from fastcompact import middleware
+        from fastcompact.agent import middleware
 
         return getattr(middleware, name)
     if name in _TOOLS:
-        from fastcompact import tools
+        from fastcompact.agent import tools
 
         return getattr(tools, name)
     if name in _FACTORIES:
-        from fastcompact import factories
+        from fastcompact.agent import factories
 
         return getattr(factories, name)
     raise AttributeError(f"module 'fastcompact' has no attribute {name!r}")

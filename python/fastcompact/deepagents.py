@@ -24,10 +24,10 @@ from typing import Any
 
 from typing_extensions import Unpack
 
+from fastcompact.agent.keywords import SummarizationOptions
+from fastcompact.agent.middleware import CompactionMiddleware
+from fastcompact.agent.tools import CompactionToolMiddleware
 from fastcompact.config import CompactionConfig
-from fastcompact.keywords import SummarizationOptions
-from fastcompact.middleware import CompactionMiddleware
-from fastcompact.tools import CompactionToolMiddleware
 
 __all__ = [
     "SummarizationMiddleware",

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from typing_extensions import Unpack
 
-from fastcompact import _core, pictures
+from fastcompact import _core
+from fastcompact.api import pictures
+from fastcompact.api.copies import with_fields
 from fastcompact.config import (
     ClearingConfig,
     CollapseConfig,
@@ -28,11 +30,10 @@ from fastcompact.config import (
     TruncateArgsConfig,
 )
 from fastcompact.config import generation as config_generation
-from fastcompact.copies import with_fields
 
 if TYPE_CHECKING:
     from fastcompact._core import _Progress
-from fastcompact.helpers import (
+from fastcompact.api.counting import (
     CountingOptions,
     Encoding,
     MessageTokens,

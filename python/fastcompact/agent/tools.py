@@ -13,15 +13,14 @@ from langchain.tools import ToolRuntime
 from langchain_core.messages import SystemMessage, ToolMessage
 from langgraph.types import Command
 
-from fastcompact import compaction, drafting, reading, steps, summarize
-from fastcompact.commit import Outcome
-from fastcompact.counters import Counters
-from fastcompact.draft import Draft
-from fastcompact.helpers import cutoff_once
-from fastcompact.middleware import CompactionMiddleware
-from fastcompact.recall_tool import recall_tool
-from fastcompact.state import STATE_KEY, CompactionState, Turn
-from fastcompact.steps import Steps
+from fastcompact.agent import compaction, drafting, reading, steps, summarize
+from fastcompact.agent.commit import Outcome
+from fastcompact.agent.counters import Counters
+from fastcompact.agent.middleware import CompactionMiddleware
+from fastcompact.agent.recall_tool import recall_tool
+from fastcompact.agent.state import STATE_KEY, CompactionState, Draft, Turn
+from fastcompact.agent.steps import Steps
+from fastcompact.api.cutoffs import cutoff_once
 
 
 class CompactionToolMiddleware(AgentMiddleware):

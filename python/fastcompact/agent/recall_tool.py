@@ -1,5 +1,5 @@
 """The ``recall`` tool the agent is given: the originals the raw state keeps, by id or by
-search (see :mod:`fastcompact.recall`)."""
+search (see :mod:`fastcompact.api.recall`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 from langchain.tools import ToolRuntime
 
-from fastcompact.recall import RECALL_DESCRIPTION, recall
-from fastcompact.search_history import narrowed, search_text
+from fastcompact.api.recall import RECALL_DESCRIPTION, recall
+from fastcompact.api.search_history import narrowed, search_text
 
 
 def recall_tool() -> Any:

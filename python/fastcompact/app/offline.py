@@ -3,7 +3,7 @@
 archive of what it replaced. Used by ``fastcompact compact``.
 
 Example:
-    >>> from fastcompact.pipeline import compact
+    >>> from fastcompact.app.offline import compact
     >>> from fastcompact.samples import load_session
     >>> out = compact(load_session("research"), max_input_tokens=30_000)
     >>> out.summarized > 0, out.tokens_after < out.tokens_before, out.archive.startswith("# Conversation")
@@ -17,12 +17,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastcompact import media, memory, steps, storage, summarize
+from fastcompact.agent import media, memory, steps, storage, summarize
+from fastcompact.api.counting import Encoding, count_tokens, normalize
+from fastcompact.api.cutoffs import find_cutoff, leading_system
+from fastcompact.api.passes import Edit, Plan, apply_edits, result_block_of
+from fastcompact.api.passes import plan as plan_passes
+from fastcompact.api.recall import ORIGINAL_KEY, SAVED_NOTE
 from fastcompact.config import CompactionConfig
-from fastcompact.helpers import Encoding, count_tokens, find_cutoff, leading_system, normalize
-from fastcompact.passes import Edit, Plan, apply_edits, result_block_of
-from fastcompact.passes import plan as plan_passes
-from fastcompact.recall import ORIGINAL_KEY, SAVED_NOTE
 
 
 @dataclass

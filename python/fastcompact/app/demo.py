@@ -24,7 +24,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, Field
 
-from fastcompact.helpers import plural
+from fastcompact.api.counting import plural
 from fastcompact.samples import load_session, session_files
 
 WINDOW = 24_000

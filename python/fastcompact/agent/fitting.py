@@ -14,10 +14,10 @@ from langchain.agents.middleware.types import ModelRequest
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import ToolMessage
 
-from fastcompact import storage, summarize
-from fastcompact.helpers import count_once, count_tokens
-from fastcompact.state import Turn
-from fastcompact.steps import Io, Steps
+from fastcompact.agent import storage, summarize
+from fastcompact.agent.state import Turn
+from fastcompact.agent.steps import Io, Steps
+from fastcompact.api.counting import count_once, count_tokens
 
 logger = logging.getLogger("fastcompact")
 

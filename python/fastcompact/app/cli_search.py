@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fastcompact.search_history import MAX_LIMIT, ROLES, SEARCH_LIMIT, Match, search
-from fastcompact.transcripts import load_conversation
+from fastcompact.api.search_history import MAX_LIMIT, ROLES, SEARCH_LIMIT, Match, search
+from fastcompact.api.transcripts import load_conversation
 
 # A message's heading in an archive file ("### [12] Tool result (call c7)"), and a
 # tool call's line under it.

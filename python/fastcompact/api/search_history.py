@@ -84,7 +84,7 @@ def _cache_key(messages: Sequence[Any]) -> str | None:
 
 def _requests(value: Any) -> tuple[int, int] | None:
     """A request range: ``(3, 7)``, ``"R3-R7"``, ``"3-7"`` or one number."""
-    from fastcompact.helpers import _input_error
+    from fastcompact.api.counting import _input_error
 
     if value is None:
         return None
@@ -164,7 +164,7 @@ def _search(
     skip_open_request: bool = False,
 ) -> tuple[list[Match], int, int]:
     """The matches shown, how many matched in all, and how many requests there are."""
-    from fastcompact.helpers import _input_error
+    from fastcompact.api.counting import _input_error
 
     messages = _messages(messages)
     if (query is None) == (pattern is None):
@@ -230,7 +230,7 @@ def _by_pattern(
     span: tuple[int, int] | None,
     skip_open_request: bool,
 ) -> tuple[list[Match], int, int]:
-    from fastcompact.helpers import _input_error, normalize
+    from fastcompact.api.counting import _input_error, normalize
 
     try:
         found = re.compile(pattern)
@@ -286,7 +286,7 @@ def search_text(
     its request, role, tool, id and passage (a request with how its answer ended); then
     how many more matched and how to narrow. The request being answered (the newest)
     is left out: the model reads it already."""
-    from fastcompact.helpers import plural
+    from fastcompact.api.counting import plural
 
     found, matched, total = _search(
         messages, query, pattern, limit, role, tool, requests, "english", skip_open_request=True

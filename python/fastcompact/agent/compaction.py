@@ -3,7 +3,7 @@ together, then the commit. Its other steps are plain functions too: working it o
 (``drafting.py``), when it pays and what replaces the span (``schedule.py``), whether
 it commits (``commit.py``) and fitting what is sent into the window (``fitting.py``).
 ``CompactionMiddleware`` runs them from its hooks, and the compaction tool too, each
-with its :class:`~fastcompact.setup.Setup`.
+with its :class:`~fastcompact.agent.setup.Setup`.
 """
 
 from __future__ import annotations
@@ -16,15 +16,14 @@ from typing import Any
 from langchain.agents.middleware.types import ModelRequest
 from langchain_core.exceptions import ContextOverflowError
 
-from fastcompact import commit, drafting, fitting, media, memory, schedule, storage, summarize
-from fastcompact.commit import Outcome
-from fastcompact.draft import Draft, Summary
-from fastcompact.fitting import WindowTooSmallError
-from fastcompact.helpers import count_once
-from fastcompact.memory import is_request
-from fastcompact.setup import Setup
-from fastcompact.state import Turn, window_of
-from fastcompact.steps import Io, Steps
+from fastcompact.agent import commit, drafting, fitting, media, memory, schedule, storage, summarize
+from fastcompact.agent.commit import Outcome
+from fastcompact.agent.fitting import WindowTooSmallError
+from fastcompact.agent.memory import is_request
+from fastcompact.agent.setup import Setup
+from fastcompact.agent.state import Draft, Summary, Turn, window_of
+from fastcompact.agent.steps import Io, Steps
+from fastcompact.api.counting import count_once
 
 __all__ = ["Outcome", "WindowTooSmallError", "compact", "compacted"]
 

@@ -12,14 +12,14 @@ from typing import Any
 
 from langchain.agents.middleware.types import ModelRequest
 
-from fastcompact import _core, memory, storage, summarize
-from fastcompact.commit import COMMIT_MARGIN
-from fastcompact.config import ContextSize
-from fastcompact.draft import Draft, Summary
-from fastcompact.fitting import true_size
-from fastcompact.helpers import count_once, cutoff_once
-from fastcompact.setup import Setup
-from fastcompact.state import (
+from fastcompact import _core
+from fastcompact.agent import memory, storage, summarize
+from fastcompact.agent.commit import COMMIT_MARGIN
+from fastcompact.agent.fitting import true_size
+from fastcompact.agent.setup import Setup
+from fastcompact.agent.state import (
+    Draft,
+    Summary,
     Turn,
     calls_so_far,
     newest_request,
@@ -27,6 +27,9 @@ from fastcompact.state import (
     sent_size,
     thread_name,
 )
+from fastcompact.api.counting import count_once
+from fastcompact.api.cutoffs import cutoff_once
+from fastcompact.config import ContextSize
 
 # The share of what the window leaves that the memory may fill: the rest is margin
 # for what its measure in widths gets wrong.
@@ -244,7 +247,7 @@ def memory_shares(setup: Setup, turn: Turn, draft: Draft) -> dict[str, float]:
     as often as its digests have written the memory anew since the last fold."""
     if turn.pricing is None or not turn.window:
         return memory.priced_shares(setup.config.memory, turn.window, None)
-    from fastcompact.schedule import SUMMARY_TOKENS
+    from fastcompact.agent.schedule import SUMMARY_TOKENS
 
     widths = sum(_core.text_width(summarize.text_of(m)) for m in turn.raw if memory.is_request(m))
     growth = widths / draft.widths_per_token / max(calls_so_far(turn), 1)

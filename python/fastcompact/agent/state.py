@@ -1,7 +1,8 @@
 """What the middleware keeps in the graph state and reads back from it: the compaction
 event (``_summarization_event``, DeepAgents' shape) and its own counters
-(``_fastcompact``), where the conversation stands for the core, and one call's reading
-of them (:class:`Turn`). Nothing per conversation lives anywhere else.
+(``_fastcompact``), where the conversation stands for the core, one call's reading of
+them (:class:`Turn`) and a compaction worked out before its I/O (:class:`Draft`).
+Nothing per conversation lives anywhere else.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from typing import TYPE_CHECKING, Annotated, Any, NotRequired
 
 from langchain.agents.middleware.types import AgentState, PrivateStateAttr
 
-from fastcompact.counters import Counters
-from fastcompact.passes import Plan
-from fastcompact.summarize import is_summary
+from fastcompact.agent.counters import Counters
+from fastcompact.agent.storage import Read
+from fastcompact.agent.summarize import is_summary
+from fastcompact.api.passes import Plan
 
 if TYPE_CHECKING:
     from fastcompact._core import _Progress
@@ -48,6 +50,55 @@ class Turn:
     counters: Counters
     # The price preset the passes were planned with (None: fixed batch sizes).
     pricing: str | None = None
+
+
+@dataclasses.dataclass
+class Draft:
+    """A compaction worked out, before its I/O (summary call, archive, file reads)."""
+
+    state_cutoff: int
+    leaving: list[Any]
+    span: list[Any]
+    kept: list[Any]
+    thread: str
+    number: int
+    todos: list[Any]
+    reads: list[Read]
+    use_llm: bool
+    forced: bool
+    # The memory the last compaction left (or, when it left none, its summary's text and
+    # the archive file it names), and the number the span's first request takes.
+    memory: dict[str, Any] | None = None
+    earlier_text: str | None = None
+    earlier_file: str | None = None
+    first_number: int = 1
+    # Whether the agent has the `recall` tool (the memory names it only then).
+    recall: bool = True
+    # The summarizer is resting after failures (the digest stands in for it).
+    paused: bool = False
+    # Due by the price model (it commits whenever it makes the view smaller), rather
+    # than by the trigger.
+    priced: bool = False
+    # The memory's room in the window, in widths (None: no window known), and the widths
+    # a token of this conversation takes.
+    room: int | None = None
+    widths_per_token: float = 4.0
+    # The digest of the span, once made (pricing, the hopeless check and the fallback
+    # all use the same one).
+    digest: Summary | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Summary:
+    """What stands in for the span: the memory and its text, whether a model's notes
+    are in it, how many requests left the verbatim layer, and the notes the archive
+    file must take whole when they were cut for space."""
+
+    text: str
+    memory: dict[str, Any]
+    by_model: bool = False
+    folded: int = 0
+    notes_to_save: str | None = None
 
 
 def valid_event(event: Any, n: int) -> dict[str, Any] | None:

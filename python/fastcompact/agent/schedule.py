@@ -15,18 +15,20 @@ from typing import Any
 from langchain.agents.middleware.types import ModelRequest
 from langchain_core.messages import HumanMessage
 
-from fastcompact import _core, drafting, fitting, summarize
-from fastcompact.draft import Draft
-from fastcompact.helpers import counting_options, cutoff_once
-from fastcompact.memory import is_request
-from fastcompact.setup import Setup, kept_by_model
-from fastcompact.state import (
+from fastcompact import _core
+from fastcompact.agent import drafting, fitting, summarize
+from fastcompact.agent.memory import is_request
+from fastcompact.agent.setup import Setup, kept_by_model
+from fastcompact.agent.state import (
+    Draft,
     Turn,
     calls_so_far,
     growth,
     newest_request,
     sent_size,
 )
+from fastcompact.api.counting import counting_options
+from fastcompact.api.cutoffs import cutoff_once
 
 # A model summary's expected length, for its price: a tenth of what it summarizes,
 # within these bounds (in tokens), and a line for each request it lists in short.

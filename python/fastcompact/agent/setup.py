@@ -12,8 +12,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from fastcompact import _core
+from fastcompact.api.passes import settings_for
 from fastcompact.config import CompactionConfig
-from fastcompact.passes import settings_for
 
 # Models made per call are keyed by id: the caches keep a few, not every one.
 _MODELS_KEPT = 64

@@ -17,8 +17,8 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from fastcompact import _core
-from fastcompact.steps import Io, Steps
-from fastcompact.storage import Restored
+from fastcompact.agent.steps import Io, Steps
+from fastcompact.agent.storage import Restored
 
 SUMMARY_SOURCE = "summarization"
 """``additional_kwargs["lc_source"]`` of a summary message, as DeepAgents marks it."""
@@ -339,7 +339,7 @@ def summarize(
     brief: Brief | None = None,
     fits: Callable[[HumanMessage], bool] | None = None,
 ) -> Steps[tuple[str, dict[str, int] | None]]:
-    """Summarize ``messages`` with ``model`` (steps, see :mod:`fastcompact.steps`). A
+    """Summarize ``messages`` with ``model`` (steps, see :mod:`fastcompact.agent.steps`). A
     prompt that ``fits`` says is over the summarizer's window is not sent: the oldest
     chunk goes first until it fits (the newest message stays); a prompt-too-long answer
     drops the oldest chunk and tries again, up to ``retries`` times. Returns the summary

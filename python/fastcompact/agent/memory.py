@@ -34,8 +34,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fastcompact import _core
+from fastcompact.agent.summarize import is_summary, summary_text, text_of
 from fastcompact.config import MemoryConfig
-from fastcompact.summarize import is_summary, summary_text, text_of
 
 # Under the compaction event's "fastcompact" entry.
 MEMORY_KEY = "memory"

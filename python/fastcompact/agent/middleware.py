@@ -29,18 +29,17 @@ from langchain.agents.middleware.types import (
 from langgraph.types import Command
 from typing_extensions import Unpack
 
-from fastcompact import compaction, drafting, fitting, reading, schedule, steps, storage, summarize
-from fastcompact.compaction import Outcome, WindowTooSmallError
-from fastcompact.config import CompactionConfig
-from fastcompact.keywords import (
+from fastcompact.agent import compaction, drafting, fitting, reading, schedule, steps, storage, summarize
+from fastcompact.agent.compaction import Outcome, WindowTooSmallError
+from fastcompact.agent.keywords import (
     SUMMARIZATION_KEYWORDS,
     SummarizationOptions,
     config_from_summarization,
     takes_tools,
 )
-from fastcompact.recall_tool import recall_tool
-from fastcompact.setup import Setup
-from fastcompact.state import (
+from fastcompact.agent.recall_tool import recall_tool
+from fastcompact.agent.setup import Setup
+from fastcompact.agent.state import (
     EVENT_KEY,
     STATE_KEY,
     CompactionState,
@@ -51,7 +50,8 @@ from fastcompact.state import (
     plan_info,
     sent_size,
 )
-from fastcompact.steps import Io, Steps
+from fastcompact.agent.steps import Io, Steps
+from fastcompact.config import CompactionConfig
 
 logger = logging.getLogger("fastcompact")
 

@@ -5,7 +5,7 @@ the agent never has to run a tool with side effects again.
 Every placeholder says that ``recall("<id>")`` returns what it replaced (the call's
 id; ``<id>/args`` for a call's shortened arguments); a summarized message is found by
 its message id. An agent that knows no id searches instead
-(:func:`~fastcompact.search_history.search`), in words of its own, and gets the id.
+(:func:`~fastcompact.api.search_history.search`), in words of its own, and gets the id.
 
 Example:
     >>> from langchain_core.messages import AIMessage, ToolMessage
@@ -97,7 +97,7 @@ def recall(messages: Sequence[Any] | Mapping[str, Any] | str | os.PathLike[str],
     (``fastcompact compact``'s output: a result its text says is saved beside it comes
     from that file). Raises ``KeyError`` when nothing has it, and
     :class:`~fastcompact.InputError` for input that is not messages."""
-    from fastcompact.helpers import _input_error, normalize
+    from fastcompact.api.counting import _input_error, normalize
 
     if isinstance(messages, str | os.PathLike):
         return _recall_in_file(Path(messages), ref)
@@ -156,8 +156,8 @@ _SAVED_AT = re.compile(r"(?:whole text is|full output is) saved at (\S+)")
 def _recall_in_file(path: Path, ref: str) -> str:
     """``ref`` in the conversation saved at ``path``, from the file beside it that its
     text names when it was saved there."""
-    from fastcompact.helpers import _input_error
-    from fastcompact.transcripts import FileError, read_file
+    from fastcompact.api.counting import _input_error
+    from fastcompact.api.transcripts import FileError, read_file
 
     try:
         messages, _ = read_file(str(path))

@@ -1,4 +1,4 @@
-"""One model call's reading of the graph state (:class:`~fastcompact.state.Turn`): the
+"""One model call's reading of the graph state (:class:`~fastcompact.agent.state.Turn`): the
 effective view from the last compaction event, the cheap passes' plan over it, the
 time-gap clock, and the price model the call is decided by.
 """
@@ -13,12 +13,9 @@ from typing import Any
 
 from langchain.agents.middleware.types import ModelRequest
 
-from fastcompact.config import CompactionConfig, pricing_of, pricing_of_responses
-from fastcompact.counters import Counters
-from fastcompact.helpers import cutoff_once
-from fastcompact.passes import edited_message, plan_of, run_plan, view_of
-from fastcompact.setup import Setup, kept_by_model
-from fastcompact.state import (
+from fastcompact.agent.counters import Counters
+from fastcompact.agent.setup import Setup, kept_by_model
+from fastcompact.agent.state import (
     EVENT_KEY,
     STATE_KEY,
     Turn,
@@ -29,6 +26,9 @@ from fastcompact.state import (
     valid_event,
     window_of,
 )
+from fastcompact.api.cutoffs import cutoff_once
+from fastcompact.api.passes import edited_message, plan_of, run_plan, view_of
+from fastcompact.config import CompactionConfig, pricing_of, pricing_of_responses
 
 logger = logging.getLogger("fastcompact")
 

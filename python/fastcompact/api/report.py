@@ -9,9 +9,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastcompact import pictures
-from fastcompact.config import CompactionConfig, Trigger
-from fastcompact.helpers import (
+from fastcompact.api import pictures
+from fastcompact.api.counting import (
     ContextSize,
     Encoding,
     MessageTokens,
@@ -19,13 +18,13 @@ from fastcompact.helpers import (
     _input_error,
     _window,
     count_tokens,
-    find_cutoff,
     normalize,
     plural,
-    should_compact,
     token_breakdown,
 )
-from fastcompact.passes import Plan, plan
+from fastcompact.api.cutoffs import find_cutoff, should_compact
+from fastcompact.api.passes import Plan, plan
+from fastcompact.config import CompactionConfig, Trigger
 
 # From this share of Chinese, Japanese or Korean characters on, inspect says that the
 # heuristic undercounts.
@@ -222,7 +221,7 @@ class Report:
 def _read_conversation(path: str) -> list[Any]:
     """The messages of a conversation file: ``OSError`` when it cannot be read,
     ``InputError`` when what it holds is not a conversation."""
-    from fastcompact.transcripts import FileError, read_file
+    from fastcompact.api.transcripts import FileError, read_file
 
     with open(path, encoding="utf-8", errors="strict", newline="") as f:
         try:

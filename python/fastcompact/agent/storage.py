@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fastcompact import _core
-from fastcompact.steps import Io, Steps
+from fastcompact.agent.steps import Io, Steps
 
 logger = logging.getLogger("fastcompact")
 
@@ -144,7 +144,7 @@ def _warn(path: str, reason: str) -> None:
 
 
 def write_archive(backend: Any, prefix: str, thread: str, number: int, text: str) -> Steps[str | None]:
-    """Write ``text`` to a new archive file (steps, see :mod:`fastcompact.steps`); its
+    """Write ``text`` to a new archive file (steps, see :mod:`fastcompact.agent.steps`); its
     path, or ``None`` (logged and warned) when the backend failed."""
     return (
         yield from _write_new(backend, lambda attempt: archive_path(prefix, thread, number, attempt), text)
@@ -294,7 +294,7 @@ def _lines(read: Read, text: str) -> str | None:
 def restore_files(
     backend: Any, reads: Sequence[Read], per_file_chars: int, total_chars: int
 ) -> Steps[list[Restored]]:
-    """Re-read ``reads`` through the backend (steps, see :mod:`fastcompact.steps`), each
+    """Re-read ``reads`` through the backend (steps, see :mod:`fastcompact.agent.steps`), each
     the part its read read, within ``per_file_chars``, all within ``total_chars``;
     files that cannot be read are left out (and logged)."""
     found: list[Restored] = []

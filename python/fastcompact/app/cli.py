@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import fastcompact
-from fastcompact import cli_search
-from fastcompact.cli_outputs import CliError, Output, Writes, distinct_inputs, plan_outputs
-from fastcompact.helpers import plural
+from fastcompact.api.counting import plural
+from fastcompact.api.transcripts import FileError, Layout, load_conversation, read_file, read_text
+from fastcompact.app import cli_search
+from fastcompact.app.cli_outputs import CliError, Output, Writes, distinct_inputs, plan_outputs
 from fastcompact.samples import SESSIONS, load_session
-from fastcompact.transcripts import FileError, Layout, load_conversation, read_file, read_text
 
 
 class Interrupted(Exception):
@@ -211,7 +211,7 @@ def _compact_messages(
 ) -> dict[str, Any]:
     from langchain_core.messages import BaseMessage, message_to_dict
 
-    from fastcompact.pipeline import compact, kept_elsewhere
+    from fastcompact.app.offline import compact, kept_elsewhere
 
     model = _chat_model(options["model"]) if options.get("model") else None
     trigger = options.get("trigger")
@@ -420,7 +420,7 @@ def _report(
 
 def _demo(args: argparse.Namespace) -> int:
     try:
-        from fastcompact import demo
+        from fastcompact.app import demo
     except ImportError as e:
         raise CliError(f"the demo needs DeepAgents: pip install 'fastcompact[demo]' ({e})") from e
     try:
@@ -530,7 +530,7 @@ def main(argv: list[str] | None = None) -> int:
     what = "a DeepAgents coding agent kept inside a small window, offline (no key, no network)"
     d = sub.add_parser("demo", help=what, description=what)
     d.add_argument("--fast", action="store_true", help="a shorter session")
-    from fastcompact.demo import FAST_WINDOW, WINDOW
+    from fastcompact.app.demo import FAST_WINDOW, WINDOW
 
     d.add_argument(
         "--window",

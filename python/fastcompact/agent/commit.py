@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware.types import ModelRequest
 
-from fastcompact import fitting, summarize
-from fastcompact.counters import Counters
-from fastcompact.draft import Draft, Summary
-from fastcompact.helpers import count_once
-from fastcompact.memory import MEMORY_KEY
-from fastcompact.state import EVENT_KEY, STATE_KEY, Turn, sent_size
-from fastcompact.storage import Restored
+from fastcompact.agent import fitting, summarize
+from fastcompact.agent.counters import Counters
+from fastcompact.agent.memory import MEMORY_KEY
+from fastcompact.agent.state import EVENT_KEY, STATE_KEY, Draft, Summary, Turn, sent_size
+from fastcompact.agent.storage import Restored
+from fastcompact.api.counting import count_once
 
 if TYPE_CHECKING:
     from fastcompact import _core

@@ -1,0 +1,1 @@
+"""The programs: the command line, the demo, and the compaction of a saved transcript."""
