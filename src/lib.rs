@@ -5,6 +5,7 @@
 
 pub mod bounded_cache;
 pub mod calibration;
+pub mod compaction;
 pub mod config;
 pub mod conversation;
 pub mod cutoff;

@@ -21,13 +21,17 @@ __all__ = [
     "cache_info",
     "check_window",
     "clear_cache",
+    "commit_size",
+    "commit_verdict",
     "count_text",
     "count_tokens",
     "defaults",
     "find_cutoff",
+    "fold_pays",
     "identities",
     "input_error",
     "memory_budgets",
+    "memory_room",
     "normalize",
     "pass_defaults",
     "plan",
@@ -39,7 +43,9 @@ __all__ = [
     "search",
     "set_cache_capacity",
     "should_compact",
+    "span_floor",
     "state_cutoff",
+    "summary_call",
     "text_width",
     "token_breakdown",
 ]
@@ -340,11 +346,6 @@ class PlanSettings:
         """A compaction's price, whether it is due, its cost over ``cycle`` calls, and
         the reads paid for what has grown, by the settings' price model; ``None``
         without one."""
-    def fold_pays(
-        self, *, extra: float, smaller_by: float, grown_reads: float, grown_rewrites: float, horizon: float
-    ) -> bool | None:
-        """Whether folding the memory into a model summary pays over the session;
-        ``None`` without a price model."""
     def verbatim_tokens(
         self, growth: float, fold_output: float, rewrites_per_call: float = 0.0
     ) -> float | None:
@@ -441,7 +442,123 @@ def read_triggers(value: object, field: str) -> list[Any]:
 
 def pass_defaults() -> dict[str, dict[str, Any]]:
     """Each pass's settings as the core fills them in when left out, by section
-    (``{"clearing": {"keep_recent": 3, ...}, ...}``): the one source of these defaults."""
+    (``{"clearing": {"keep_recent": 3, ...}, ...}``): the one source of these defaults;
+    and under ``"compaction"`` the constants of the compaction policy."""
+
+def commit_verdict(
+    settings: PlanSettings,
+    *,
+    tokens: int,
+    messages: int,
+    before: int,
+    messages_before: int,
+    window: int | None,
+    priced: bool,
+    forced_loose: bool,
+) -> tuple[bool, bool]:
+    """Whether a compaction commits, by the settings' trigger.
+
+    Args:
+        settings: The turn's settings (their trigger).
+        tokens: The view the compaction leaves, in tokens as the provider counts them.
+        messages: Its messages.
+        before: The view it replaces, in tokens.
+        messages_before: That view's messages.
+        window: The model's window, when known.
+        priced: Scheduled by the price model (commits whenever smaller).
+        forced_loose: Forced, with nothing stricter left to try (commits whenever smaller).
+
+    Returns:
+        ``(under the trigger with the commit margin to spare, commits)``.
+
+    Raises:
+        InputError: a trigger the window cannot resolve.
+    """
+
+def commit_size(settings: PlanSettings, messages: int, window: int) -> int | None:
+    """The largest view of ``messages`` messages, up to ``window`` tokens, that commits
+    as under the settings' trigger with the commit margin.
+
+    Returns:
+        The size in tokens, or ``None`` when no size does (a trigger in messages that
+        the count alone reaches).
+
+    Raises:
+        InputError: a trigger the window cannot resolve.
+    """
+
+def span_floor(
+    settings: PlanSettings,
+    *,
+    size: float,
+    kept: float,
+    quoted: float,
+    kept_price: float,
+    grown_reads: float,
+    model_may_summarize: bool,
+) -> float:
+    """A lower bound of the span's part of a compaction's price, before one is drafted.
+
+    Args:
+        settings: The turn's settings (their price model).
+        size: The view's size now.
+        kept: What stays after the compaction.
+        quoted: The span's user messages, which a digest keeps verbatim.
+        kept_price: The price of rewriting what stays alone.
+        grown_reads: The reads paid since the last compaction for what has grown.
+        model_may_summarize: A model summary is an option (its shortest reply counts).
+
+    Returns:
+        The bound, never below 0; 0 without a price model.
+    """
+
+def fold_pays(
+    settings: PlanSettings,
+    memory: tuple[float, float, int, float, int],
+    *,
+    extra: float,
+    smaller_by: float,
+    left: float,
+    horizon: float,
+) -> bool | None:
+    """Whether a fold of the memory into a model summary pays rather than another digest.
+
+    Args:
+        settings: The turn's settings (their price model).
+        memory: What the memory cost since its last fold: its tokens, its reads and
+            over how many calls, its rewrites by digests and how many digests.
+        extra: The fold's price over the digest's.
+        smaller_by: How much smaller the next input is after the fold.
+        left: The memory the fold leaves, beside what stays.
+        horizon: The calls to come.
+
+    Returns:
+        Whether it pays; ``None`` without a price model.
+    """
+
+def summary_call(
+    *, span: float, listed: int, size: float, uncached: float, shares: bool
+) -> tuple[float, float, float]:
+    """A model summary's call as it is priced.
+
+    Args:
+        span: The tokens it summarizes.
+        listed: The requests it lists in short.
+        size: The agent's view, sent whole when the call ``shares`` its request.
+        uncached: Of that view, what the provider has not cached.
+        shares: The summary is asked in the agent's own request.
+
+    Returns:
+        ``(input, cached input, expected output)`` in tokens.
+    """
+
+def memory_room(limit: int, fixed: int, per_token: float) -> int:
+    """The room a compaction's memory may take, in widths: what ``limit`` tokens leave
+    beside ``fixed`` ones, at ``per_token`` widths a token, with the policy's margin.
+
+    Returns:
+        The room, never below 0.
+    """
 
 def check_window(max_input_tokens: object = None) -> int | None:
     """A model window as given, checked: ``None``, or a positive int (never a bool).

@@ -1,11 +1,13 @@
 //! The Python bindings, compiled with the `python` feature: the only code that
 //! touches pyo3 types. Reading Python messages (`read`, `scan`), the conversation cache
 //! (`cache`), the counting flow (`counting`), planning (`planning`), error conversion
-//! (`errors`), the memory handed back to the OS (`allocator`), and the module
+//! (`errors`), the compaction policy (`compaction`), the memory handed back to the OS
+//! (`allocator`), and the module
 //! `fastcompact._core` itself.
 
 mod allocator;
 mod cache;
+mod compaction;
 mod counting;
 mod errors;
 mod planning;
@@ -53,6 +55,10 @@ mod _core {
         Option<String>,
     );
 
+    #[pymodule_export]
+    use super::compaction::{
+        commit_size, commit_verdict, fold_pays, memory_room, span_floor, summary_call,
+    };
     #[pymodule_export]
     use super::counting::Opts;
     #[pymodule_export]
@@ -239,6 +245,7 @@ mod _core {
             collapse: CollapseConfig,
             microcompact: MicrocompactConfig,
             memory: MemoryConfig,
+            compaction: crate::compaction::Policy,
         }
         let sections = Sections {
             budget: BudgetConfig::default(),
@@ -248,6 +255,7 @@ mod _core {
             collapse: CollapseConfig::default(),
             microcompact: MicrocompactConfig::default(),
             memory: MemoryConfig::default(),
+            compaction: crate::compaction::POLICY,
         };
         pythonized(py, &sections)
     }

@@ -28,6 +28,13 @@ pub(super) struct PlanSettings {
     resolved: Py<PyAny>,
 }
 
+impl PlanSettings {
+    /// The settings as the core reads them.
+    pub(super) fn config(&self) -> &PlanConfig {
+        &self.config
+    }
+}
+
 #[pymethods]
 impl PlanSettings {
     #[new]
@@ -83,28 +90,6 @@ impl PlanSettings {
             grown_reads,
         };
         Some((c.price(&p), c.due(&p), c.cost_over(&p, cycle), c.paid(&p)))
-    }
-
-    /// Whether a fold of the memory into a model summary pays over the session (see
-    /// `economics::Fold`); `None` without a price model.
-    #[pyo3(signature = (*, extra, smaller_by, grown_reads, grown_rewrites, horizon))]
-    fn fold_pays(
-        &self,
-        extra: f64,
-        smaller_by: f64,
-        grown_reads: f64,
-        grown_rewrites: f64,
-        horizon: f64,
-    ) -> Option<bool> {
-        let p = self.config.pricing?;
-        let fold = crate::economics::Fold {
-            extra,
-            smaller_by,
-            grown_reads,
-            grown_rewrites,
-            horizon,
-        };
-        Some(fold.pays(&p))
     }
 
     /// The tokens of the newest requests a memory pays to keep verbatim, when they grow

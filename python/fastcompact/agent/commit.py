@@ -14,23 +14,19 @@ from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware.types import ModelRequest
 
+from fastcompact import _core
 from fastcompact.agent import fitting, summarize
 from fastcompact.agent.counters import Counters
 from fastcompact.agent.memory import MEMORY_KEY
+from fastcompact.agent.setup import POLICY
 from fastcompact.agent.state import EVENT_KEY, STATE_KEY, Draft, Summary, Turn, sent_size
 from fastcompact.agent.storage import Restored
 from fastcompact.api.counting import count_once
 
 if TYPE_CHECKING:
-    from fastcompact import _core
     from fastcompact.config import CompactionConfig
 
 logger = logging.getLogger("fastcompact")
-
-# A compaction is committed only if the new view is this far below the trigger.
-COMMIT_MARGIN = 0.10
-# After a compaction that could not be committed, wait this many new messages.
-BACKOFF_MESSAGES = 10
 
 
 @dataclasses.dataclass
@@ -92,7 +88,7 @@ def finish(
     judged = _judged(request, turn, draft, view, rules.settings, strict)
     info = _info(turn, draft, summary, error, usage, path, restored, judged.tokens)
     if not judged.fits:
-        counters.backoff_until = len(turn.raw) + BACKOFF_MESSAGES
+        counters.backoff_until = len(turn.raw) + POLICY.backoff_messages
         # A step of fitting, not a fault: logged for the curious, not warned.
         logger.info(
             "fastcompact: a summary would leave %d tokens in %d messages, neither enough below the "
@@ -144,23 +140,18 @@ def _judged(
 ) -> Judged:
     """Whether ``view`` commits, and its size."""
     tokens = fitting.true_size(request, turn, view)
-    # Every trigger clause stays unfired with the margin to spare: a size in tokens
-    # is judged with it, a count of messages as it is (the summary is one message,
-    # whatever its size in tokens).
-    scale = 1 / (1 - COMMIT_MARGIN)
-    under_trigger = not settings.trigger_fires(len(view), tokens * scale, turn.window)
-    # A view over the window that a summary brings under it commits even above the
-    # trigger: a small window may leave no room below the trigger once the system
-    # prompt and tools are in.
-    before = sent_size(turn.plan)
-    rescued = turn.window is not None and tokens <= turn.window < before
-    # A trigger in messages that the count alone brings under commits, even when the
-    # summary is larger in tokens than the few messages it replaced.
-    by_count = settings.trigger_fires(len(turn.view), float(before), turn.window) and not (
-        settings.trigger_fires(len(view), float(before), turn.window)
+    # Under the trigger with the margin to spare, or a view over the window brought
+    # under it, or a smaller view when priced or forced (`src/compaction/commit.rs`).
+    under_trigger, fits = _core.commit_verdict(
+        settings,
+        tokens=max(tokens, 0),
+        messages=len(view),
+        before=sent_size(turn.plan),
+        messages_before=len(turn.view),
+        window=turn.window,
+        priced=draft.priced,
+        forced_loose=draft.forced and not strict,
     )
-    smaller = tokens < before or (by_count and under_trigger)
-    fits = smaller and (under_trigger or rescued or draft.priced or (draft.forced and not strict))
     return Judged(tokens=tokens, under_trigger=under_trigger, fits=fits)
 
 
@@ -222,7 +213,7 @@ def _after_commit(
     else:
         # Still over the trigger: summarize again only when the window needs it, not
         # on every call.
-        counters.backoff_until = len(turn.raw) + BACKOFF_MESSAGES
+        counters.backoff_until = len(turn.raw) + POLICY.backoff_messages
     # The calls summarized away still count toward the session's length.
     calls = sum(1 for m in draft.leaving if getattr(m, "type", None) == "ai")
     counters.calls_before = (turn.counters.calls_before or 0) + calls

@@ -20,7 +20,7 @@ from fastcompact.agent import commit, drafting, fitting, media, memory, schedule
 from fastcompact.agent.commit import Outcome
 from fastcompact.agent.fitting import WindowTooSmallError
 from fastcompact.agent.memory import is_request
-from fastcompact.agent.setup import Setup
+from fastcompact.agent.setup import POLICY, Setup
 from fastcompact.agent.state import Draft, Summary, Turn, window_of
 from fastcompact.agent.steps import Io, Steps
 from fastcompact.api.counting import count_once
@@ -119,7 +119,7 @@ def _brief(setup: Setup, turn: Turn, draft: Draft) -> summarize.Brief:
     budget = memory.budgets(
         drafting.memory_shares(setup, turn, draft), turn.window, draft.widths_per_token, draft.room
     )
-    words = int(budget["notes"] / draft.widths_per_token * summarize.WORDS_PER_TOKEN)
+    words = int(budget["notes"] / draft.widths_per_token * POLICY.words_per_token)
     return summarize.Brief(first, last, kept_from=min(verbatim) if verbatim else None, words=words)
 
 

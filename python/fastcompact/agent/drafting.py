@@ -14,9 +14,8 @@ from langchain.agents.middleware.types import ModelRequest
 
 from fastcompact import _core
 from fastcompact.agent import memory, storage, summarize
-from fastcompact.agent.commit import COMMIT_MARGIN
 from fastcompact.agent.fitting import true_size
-from fastcompact.agent.setup import Setup
+from fastcompact.agent.setup import POLICY, Setup
 from fastcompact.agent.state import (
     Draft,
     Summary,
@@ -30,10 +29,6 @@ from fastcompact.agent.state import (
 from fastcompact.api.counting import count_once
 from fastcompact.api.cutoffs import cutoff_once
 from fastcompact.config import ContextSize
-
-# The share of what the window leaves that the memory may fill: the rest is margin
-# for what its measure in widths gets wrong.
-ROOM_MARGIN = 0.75
 
 
 def has_recall(request: ModelRequest) -> bool:
@@ -197,9 +192,10 @@ def with_digest(setup: Setup, request: ModelRequest, turn: Turn, draft: Draft) -
         # window. A priced or forced one commits whenever it makes the view smaller.
         target = None
         if not (draft.priced or draft.forced):
-            target = commit_size(setup, turn, 1 + len(draft.kept), turn.window)
+            settings = setup.plan_settings(turn.window, None)
+            target = _core.commit_size(settings, 1 + len(draft.kept), turn.window)
         limit = target if target is not None and fixed < target < turn.window else turn.window
-        room = int(max(limit - fixed, 0) * per_token * ROOM_MARGIN)
+        room = _core.memory_room(limit, fixed, per_token)
     draft = dataclasses.replace(draft, room=room, widths_per_token=per_token)
     digest = summary_of(setup, turn, draft, longest_archive_path(setup, draft))
     return dataclasses.replace(draft, digest=digest)
@@ -247,34 +243,11 @@ def memory_shares(setup: Setup, turn: Turn, draft: Draft) -> dict[str, float]:
     as often as its digests have written the memory anew since the last fold."""
     if turn.pricing is None or not turn.window:
         return memory.priced_shares(setup.config.memory, turn.window, None)
-    from fastcompact.agent.schedule import SUMMARY_TOKENS
-
     widths = sum(_core.text_width(summarize.text_of(m)) for m in turn.raw if memory.is_request(m))
     growth = widths / draft.widths_per_token / max(calls_so_far(turn), 1)
     settings = setup.plan_settings(turn.window, turn.pricing)
-    kept = settings.verbatim_tokens(growth, float(SUMMARY_TOKENS[1]), rewrites_per_call(turn.counters))
+    kept = settings.verbatim_tokens(growth, POLICY.summary_tokens[1], rewrites_per_call(turn.counters))
     return memory.priced_shares(setup.config.memory, turn.window, kept)
-
-
-def commit_size(setup: Setup, turn: Turn, messages: int, window: int) -> int | None:
-    """The largest view of ``messages`` messages, up to ``window`` tokens, that a
-    compaction commits as under the trigger (its margin kept); ``None`` when no
-    size is (a trigger in messages that the count alone reaches)."""
-    settings = setup.plan_settings(turn.window, None)
-    scale = 1 / (1 - COMMIT_MARGIN)
-
-    def fires(tokens: int) -> bool:
-        return bool(settings.trigger_fires(messages, tokens * scale, window))
-
-    if fires(0):
-        return None
-    low, high = 0, window
-    if not fires(high):
-        return high
-    while low + 1 < high:
-        mid = (low + high) // 2
-        low, high = (low, mid) if fires(mid) else (mid, high)
-    return low
 
 
 def longest_archive_path(setup: Setup, draft: Draft) -> str | None:

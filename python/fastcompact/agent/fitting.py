@@ -15,6 +15,7 @@ from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import ToolMessage
 
 from fastcompact.agent import storage, summarize
+from fastcompact.agent.setup import POLICY
 from fastcompact.agent.state import Turn
 from fastcompact.agent.steps import Io, Steps
 from fastcompact.api.counting import count_once, count_tokens
@@ -51,7 +52,7 @@ def true_size(request: ModelRequest, turn: Turn, view: list[Any]) -> int:
     return math.ceil(turn.plan.offset + estimate * turn.plan.ratio)
 
 
-def clipped(view: list[Any], backend: Any, head_chars: int = storage.CLIP_HEAD_CHARS) -> list[Any] | None:
+def clipped(view: list[Any], backend: Any, head_chars: int = POLICY.clip_heads[0]) -> list[Any] | None:
     """The view with the newest tool results (the run of them it ends with) cut to
     ``head_chars``: a ``read_file`` result points at its file, any other is saved in
     full to ``/large_tool_results/<id>`` (or left to ``recall`` when there is no
@@ -105,7 +106,7 @@ def fitted(
     if window is None or size <= window:
         return view, size
     resolved = storage.resolve_backend(backend, request.runtime)
-    for head in storage.CLIP_HEADS:
+    for head in POLICY.clip_heads:
         cut = yield Io.in_thread(clipped, view, resolved, head)
         if cut is not None:
             view, size = cut, true_size(request, turn, cut)

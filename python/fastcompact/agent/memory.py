@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fastcompact import _core
+from fastcompact.agent.setup import POLICY
 from fastcompact.agent.summarize import is_summary, summary_text, text_of
 from fastcompact.config import MemoryConfig
 
@@ -43,8 +44,6 @@ MEMORY_KEY = "memory"
 # bounds of what one may say (the core's, which holds the budgets to them).
 WIDTHS_PER_TOKEN = _core.WIDTHS_PER_TOKEN
 WIDTHS_PER_TOKEN_BOUNDS = _core.WIDTHS_PER_TOKEN_BOUNDS
-# The newest messages of a span whose text measures it.
-SAMPLE_MESSAGES = 200
 
 
 @dataclasses.dataclass(frozen=True)
@@ -209,7 +208,11 @@ def widths_per_token(span: Sequence[Any]) -> float:
     the span's newest messages over its size in exact tokens (``o200k_base``), within
     bounds. The layers' shares are then of the window a provider counts, whatever the
     language; a width alone is only a guess (English prose runs to six a token)."""
-    texts = [text_of(m) for m in list(span)[-SAMPLE_MESSAGES:] if getattr(m, "type", None) in ("human", "ai")]
+    texts = [
+        text_of(m)
+        for m in list(span)[-POLICY.sample_messages :]
+        if getattr(m, "type", None) in ("human", "ai")
+    ]
     sample = "\n".join(t for t in texts if t.strip())
     if len(sample) < 400:
         return WIDTHS_PER_TOKEN

@@ -30,14 +30,6 @@ from fastcompact.agent.state import (
 from fastcompact.api.counting import counting_options
 from fastcompact.api.cutoffs import cutoff_once
 
-# A model summary's expected length, for its price: a tenth of what it summarizes,
-# within these bounds (in tokens), and a line for each request it lists in short.
-SUMMARY_SHARE = 0.10
-SUMMARY_TOKENS = (200, 2_000)
-REQUEST_LINE_TOKENS = 25
-# The instruction after the agent's input in a summary request that shares its cache.
-IN_PLACE_TOKENS = 400
-
 
 def priced(setup: Setup, request: ModelRequest, turn: Turn) -> Draft | None:
     """The compaction the price model says pays now, or ``None``: the span before
@@ -85,7 +77,18 @@ def priced(setup: Setup, request: ModelRequest, turn: Turn) -> Draft | None:
         return None
     if found is None:
         quoted = turn.plan.ratio * quoted_tokens(setup, request.model, turn.view[:start])
-        span_price = span_floor(setup, settings, size, kept, quoted, bound[0], grown, cycle)
+        # Until the cycle's first full check drafts and digests the span, its price is
+        # at least its user messages rewritten beside what stays, or a model summary's
+        # shortest reply: that spares most calls the check.
+        span_price = _core.span_floor(
+            settings,
+            size=size,
+            kept=kept,
+            quoted=quoted,
+            kept_price=bound[0],
+            grown_reads=grown,
+            model_may_summarize=setup.config.summarizer != "digest",
+        )
         turn.counters.span_price = span_price
         if bound[3] < bound[0] + span_price:
             return None
@@ -183,15 +186,13 @@ def cheaper(
     if draft.use_llm:
         ratio = turn.plan.ratio
         span = ratio * message_tokens(setup, request.model, draft.span)
-        notes = min(max(span * SUMMARY_SHARE, SUMMARY_TOKENS[0]), SUMMARY_TOKENS[1])
         listed = len((draft.memory or {}).get("requests") or []) + sum(1 for m in draft.span if is_request(m))
-        notes += REQUEST_LINE_TOKENS * listed
         shares = shares_cache(setup, request)
-        call = {
-            "summary_input": (size if shares else span) + IN_PLACE_TOKENS,
-            "summary_cached": max(size - uncached(setup, request, turn), 0.0) if shares else 0.0,
-            "summary_output": notes,
-        }
+        unread = uncached(setup, request, turn) if shares else 0.0
+        sent, cached, notes = _core.summary_call(
+            span=span, listed=listed, size=size, uncached=unread, shares=shares
+        )
+        call = {"summary_input": sent, "summary_cached": cached, "summary_output": notes}
         folded = drafting.summary_of(setup, turn, draft, path, notes="")
         fold = priced(framed(folded.text), output=notes, **call)
     known = [(llm, o) for llm, o in ((False, digest), (True, fold)) if o is not None and o[1] is not None]
@@ -210,38 +211,6 @@ def cheaper(
     return dataclasses.replace(draft, use_llm=llm)
 
 
-def span_floor(
-    setup: Setup,
-    settings: _core.PlanSettings,
-    size: float,
-    kept: float,
-    quoted: float,
-    kept_price: float,
-    grown: float,
-    cycle: float,
-) -> float:
-    """The first full check of a cycle drafts and digests the whole span. Until it
-    runs, the span's price is at least the least of its user messages (``quoted``
-    tokens) rewritten beside what stays (a digest keeps them) and a model summary's
-    shortest reply, which spares most calls that check."""
-
-    def price(size_with: float, output: float = 0.0) -> tuple[float, bool, float, float] | None:
-        return settings.compaction(
-            size_without=size,
-            size_with=size_with,
-            prefix=0.0,
-            grown_reads=grown,
-            cycle=cycle,
-            summary_output=output,
-        )
-
-    floors = [price(kept + quoted)]
-    if setup.config.summarizer != "digest":
-        floors.append(price(kept, SUMMARY_TOKENS[0]))
-    known = [f[0] for f in floors if f is not None]
-    return max(min(known) - kept_price, 0.0) if known else 0.0
-
-
 def fold_pays(
     turn: Turn,
     settings: _core.PlanSettings,
@@ -258,19 +227,21 @@ def fold_pays(
     if digest is None or fold is None or digest[1] is None or fold[1] is None:
         return fold is not None
     c = turn.counters
-    reads = float(c.memory_tokens or 0.0) + float(c.memory_reads or 0.0)
-    calls = (c.memory_calls or 0) + 1
-    rewrites = float(c.memory_rewrites or 0.0)
-    digests = c.memory_digests or 0
-    # The memory a fold leaves, beside what stays.
-    left = max(fold[0] - kept_size, 0.0)
-    horizon = calls_so_far(turn)
-    pays = settings.fold_pays(
+    memory = (
+        float(c.memory_tokens or 0.0),
+        float(c.memory_reads or 0.0),
+        c.memory_calls or 0,
+        float(c.memory_rewrites or 0.0),
+        c.memory_digests or 0,
+    )
+    pays = _core.fold_pays(
+        settings,
+        memory,
         extra=fold[1][0] - digest[1][0],
         smaller_by=digest[0] - fold[0],
-        grown_reads=max(reads - calls * left, 0.0),
-        grown_rewrites=max(rewrites - digests * left, 0.0),
-        horizon=float(horizon),
+        # The memory a fold leaves, beside what stays.
+        left=max(fold[0] - kept_size, 0.0),
+        horizon=float(calls_so_far(turn)),
     )
     return bool(pays)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from fastcompact import _core
 from fastcompact.api.passes import settings_for
@@ -19,6 +19,32 @@ from fastcompact.config import CompactionConfig
 _MODELS_KEPT = 64
 
 T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True)
+class Policy:
+    """The constants of the compaction policy, as the core holds them (``src/compaction``;
+    ``_core.pass_defaults()["compaction"]`` shows them): the core decides with them, and
+    the steps that measure and carry out read the few they need here.
+
+    Example:
+        >>> POLICY.backoff_messages, POLICY.clip_heads[0]
+        (10, 4000)
+    """
+
+    summary_share: float
+    summary_tokens: tuple[float, float]
+    request_line_tokens: float
+    in_place_tokens: float
+    commit_margin: float
+    backoff_messages: int
+    room_margin: float
+    clip_heads: tuple[int, ...]
+    sample_messages: int
+    words_per_token: float
+
+
+POLICY: Final = Policy(**_core.pass_defaults()["compaction"])
 
 
 @dataclasses.dataclass

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fastcompact import _core
+from fastcompact.agent.setup import POLICY
 from fastcompact.agent.steps import Io, Steps
 
 logger = logging.getLogger("fastcompact")
@@ -315,9 +316,6 @@ def restore_files(
 # --- the newest turn alone overflows: clip its results ----------------------------
 
 LARGE_RESULTS_PREFIX = "/large_tool_results"
-# What a clipped result keeps of its text, first; less when the window needs it.
-CLIP_HEAD_CHARS = 4_000
-CLIP_HEADS = (CLIP_HEAD_CHARS, 2_000, 1_000, 500)
 
 
 def _content(backend: Any, path: str) -> bytes | None:
@@ -354,7 +352,11 @@ def offload_result(backend: Any, call_id: str, text: str) -> str | None:
 
 
 def clip_text(
-    text: str, call_id: str, read_path: str | None, saved_at: str | None, head_chars: int = CLIP_HEAD_CHARS
+    text: str,
+    call_id: str,
+    read_path: str | None,
+    saved_at: str | None,
+    head_chars: int = POLICY.clip_heads[0],
 ) -> str:
     """A result's head, and where the whole of it is."""
     head = text[:head_chars]

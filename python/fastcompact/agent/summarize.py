@@ -52,9 +52,6 @@ SUMMARY_SECTIONS = (
     "where the notes mention what it showed."
 )
 
-# About how many English words a token holds: the notes' length is asked in words.
-WORDS_PER_TOKEN = 0.75
-
 # The sections kept whole when notes must be cut, by number.
 ESSENTIAL_SECTIONS = tuple(
     i
