@@ -1,6 +1,7 @@
 //! The per-turn cascade: the cheap passes in order over the effective view, then
 //! whether a summary is still needed and where it would cut.
 
+use std::borrow::Cow;
 use std::hash::Hasher;
 use std::sync::Arc;
 
@@ -172,33 +173,17 @@ fn run_passes<'m>(
                 tool_names: ctx.tool_names,
                 memo: ctx.memo,
             };
-            match pass {
-                Pass::Budget => passes::budget::run(&v, &cfg.budget),
-                Pass::TruncateArgs => passes::truncate_args::run(&v, &cfg.truncate_args),
-                Pass::Clearing => passes::clearing::run(&v, &cfg.clearing),
-                Pass::Dedupe => passes::dedupe::run(&v, &cfg.dedupe),
-                Pass::Collapse => passes::collapse::run(&v, &cfg.collapse),
-                Pass::TimeGap => passes::time_gap::run(&v, &cfg.microcompact),
-            }
+            run_pass(pass, &v, cfg)
         };
         if let (Some(gate), true) = (gate, batched(pass)) {
             new.retain(|e| gate.contains(e.pass, e.index));
         }
-        for e in &new {
-            if e.index < n {
-                if let Change::Content(text) = &e.change {
-                    // Every pass but the budget writes placeholders only.
-                    placeholders[e.index] = match e.pass {
-                        Pass::Budget => passes::is_placeholder(text, ctx.gap_template),
-                        _ => true,
-                    };
-                    debug_assert!(
-                        !placeholders[e.index] || passes::is_placeholder(text, ctx.gap_template)
-                    );
-                }
-                total += e.tokens - tokens[e.index];
-                tokens[e.index] = e.tokens;
+        for e in new.iter().filter(|e| e.index < n) {
+            if let Change::Content(text) = &e.change {
+                placeholders[e.index] = writes_placeholder(e.pass, text, ctx.gap_template);
             }
+            total += e.tokens - tokens[e.index];
+            tokens[e.index] = e.tokens;
         }
         stats.push(PassStats {
             pass,
@@ -218,6 +203,29 @@ fn run_passes<'m>(
         tokens,
         total,
     }
+}
+
+/// One pass over the view, with its settings.
+fn run_pass(pass: Pass, v: &View<'_, '_>, cfg: &PlanConfig) -> Vec<Edit> {
+    match pass {
+        Pass::Budget => passes::budget::run(v, &cfg.budget),
+        Pass::TruncateArgs => passes::truncate_args::run(v, &cfg.truncate_args),
+        Pass::Clearing => passes::clearing::run(v, &cfg.clearing),
+        Pass::Dedupe => passes::dedupe::run(v, &cfg.dedupe),
+        Pass::Collapse => passes::collapse::run(v, &cfg.collapse),
+        Pass::TimeGap => passes::time_gap::run(v, &cfg.microcompact),
+    }
+}
+
+/// Whether a pass's new content is a placeholder: every pass but the budget writes
+/// placeholders only.
+fn writes_placeholder(pass: Pass, text: &str, gap_template: &str) -> bool {
+    let placeholder = match pass {
+        Pass::Budget => passes::is_placeholder(text, gap_template),
+        _ => true,
+    };
+    debug_assert!(!placeholder || passes::is_placeholder(text, gap_template));
+    placeholder
 }
 
 /// The batched edits of a run, as the gate of later runs.
@@ -287,48 +295,32 @@ fn priced(cfg: &PlanConfig) -> PlanConfig {
 /// The plan, with `memo` for what later turns may reuse (`input.memos` aside).
 fn plan_with(input: PlanInput<'_, '_>, memo: &Memos, cfg: &PlanConfig) -> Plan {
     let n = input.msgs.len();
-    let mut tokens = input.tokens;
-    tokens.resize(n, 0.0);
-    let mut timestamps = input.timestamps;
+    let tokens = padded(input.tokens, n, 0.0);
     // None at all is the same as none for every message (no gap can be found).
-    if !timestamps.is_empty() {
-        timestamps.resize(n, None);
-    }
+    let timestamps = match input.timestamps.is_empty() {
+        true => input.timestamps,
+        false => padded(input.timestamps, n, None),
+    };
     let tokens_before = input.fixed + tokens.iter().sum::<f64>();
-    let worked_out: Vec<Measure>;
-    let measures = match input.measures {
-        Some(m) if m.len() == n => m,
-        _ => {
-            worked_out = input
-                .msgs
-                .iter()
-                .map(|m| crate::tally::measure(m))
-                .collect();
-            &worked_out
-        }
-    };
+    // What the caller kept from earlier turns is reused; the rest is worked out.
+    let measures = given_or(input.measures, n, || {
+        input
+            .msgs
+            .iter()
+            .map(|m| crate::tally::measure(m))
+            .collect()
+    });
+    let skeletons = given_or(input.skeletons, n, || {
+        input.msgs.iter().map(|m| Skeleton::of(m)).collect()
+    });
+    let skeletons: &[Skeleton] = &skeletons;
     let gap_template = cfg.microcompact.cleared_message.as_str();
-    let computed: Vec<Skeleton>;
-    let skeletons: &[Skeleton] = match input.skeletons {
-        Some(s) if s.len() == n => s,
-        _ => {
-            computed = input.msgs.iter().map(|m| Skeleton::of(m)).collect();
-            &computed
-        }
-    };
-    let placeholders: Vec<bool> = input
-        .msgs
-        .iter()
-        .zip(skeletons)
-        .map(|(m, s)| {
-            s.may_be_placeholder(gap_template) && passes::starts_as_placeholder(m, gap_template)
-        })
-        .collect();
+    let placeholders = placeholders(&input.msgs, skeletons, gap_template);
     // Links the caller kept from earlier turns are reused; the rest are worked out.
     let (results, tool_names) = passes::tool_results(&input.msgs, skeletons);
     let ctx = Ctx {
         msgs: &input.msgs,
-        measures,
+        measures: &measures,
         skeletons,
         placeholders: &placeholders,
         tokens: &tokens,
@@ -351,87 +343,20 @@ fn plan_with(input: PlanInput<'_, '_>, memo: &Memos, cfg: &PlanConfig) -> Plan {
         unedited: input.usage_of_unedited.then_some(tokens.as_slice()),
     };
     // `barely`: the trigger pressed a batch that left the view just under it.
-    let (passed, settled, committed_at, barely) = match cfg.pricing {
-        None => (run_passes(&ctx, n, cfg, None), n, None, false),
-        Some(pricing) => {
-            let cfg = priced(cfg);
-            let settled = input.settled.unwrap_or(0).min(n);
-            // Nothing settled: no edit is kept.
-            let run = (settled > 0).then(|| settled_edits(&ctx, settled, &cfg));
-            let none = EditKeys::default();
-            let kept = run.as_ref().map_or(&none, |r| &r.edits);
-            let full = run_passes(&ctx, n, &cfg, None);
-            let first_new = full
-                .edits
-                .iter()
-                .filter(|e| batched(e.pass) && !kept.contains(e.pass, e.index))
-                .map(|e| e.index)
-                .min();
-            match first_new {
-                None => (full, settled, None, false),
-                Some(p) => {
-                    let stay = run_passes(&ctx, n, &cfg, Some(kept));
-                    let without = truth.of(&stay.tokens, n);
-                    let scale = without.calibration;
-                    let with = without.total - scale.ratio * (stay.total - full.total);
-                    let prefix = scale.apply(input.fixed + stay.tokens[..p].iter().sum::<f64>());
-                    let is_ai = |s: &Skeleton| s.role == crate::message::Role::Ai;
-                    let batch = Batch {
-                        size_without: without.total,
-                        size_with: with,
-                        prefix,
-                        calls_since: skeletons[settled..].iter().filter(|s| is_ai(s)).count(),
-                        calls_so_far: skeletons.iter().filter(|s| is_ai(s)).count()
-                            + input.calls_before,
-                    };
-                    let pressed = summary_due(
-                        cfg.trigger.as_slice(),
-                        n,
-                        without.total,
-                        input.max_input_tokens,
-                    );
-                    let barely = pressed
-                        && summary_due(
-                            cfg.trigger.as_slice(),
-                            n,
-                            with / (1.0 - PASSES_HEADROOM),
-                            input.max_input_tokens,
-                        );
-                    if pressed || batch.worth_committing(&pricing) {
-                        (full, n, Some(p), barely)
-                    } else {
-                        (stay, settled, None, false)
-                    }
-                }
-            }
-        }
-    };
+    let settled = input.settled.unwrap_or(0).min(n);
+    let (passed, settled, committed_at, barely) =
+        batched_run(&ctx, &truth, cfg, settled, input.calls_before);
     // A batch that rewrote messages before an anchor leaves the anchor counting
     // another view: only usage before its first edit still counts.
     let anchored = truth.of(&passed.tokens, committed_at.unwrap_or(n));
     let tokens_after = passed.total;
     let summary_needed =
         barely || summary_due(&cfg.trigger, n, anchored.total, input.max_input_tokens);
-    let summary_cutoff = match (summary_needed, cfg.keep) {
-        (true, Some(keep)) => {
-            // Keep is measured in true sizes, as the window is.
-            let ratio = anchored.calibration.ratio;
-            let scaled: Vec<f64> = passed.tokens.iter().map(|t| t * ratio).collect();
-            // Edits never change who calls what, so the raw messages' shapes hold.
-            let cut = match &input.shapes {
-                Some(shapes) if shapes.len() == n => {
-                    find_cutoff(shapes, &scaled, keep, input.max_input_tokens)
-                }
-                _ => {
-                    let computed: Vec<PairShape> =
-                        input.msgs.iter().map(|m| PairShape::from(*m)).collect();
-                    find_cutoff(&computed, &scaled, keep, input.max_input_tokens)
-                }
-            };
-            cut.ok().filter(|&c| c > 0)
-        }
-        _ => None,
-    };
+    let shapes = input.shapes.as_ref();
+    let summary_cutoff = cfg
+        .keep
+        .filter(|_| summary_needed)
+        .and_then(|keep| cutoff_to_keep(&ctx, shapes, &passed.tokens, &anchored, keep));
     Plan {
         edits: passed.edits,
         tokens_before,
@@ -445,6 +370,117 @@ fn plan_with(input: PlanInput<'_, '_>, memo: &Memos, cfg: &PlanConfig) -> Plan {
         settled,
         batch_at: committed_at,
     }
+}
+
+/// Which messages are a placeholder already (a cleared result stays cleared).
+fn placeholders(msgs: &[&Message], skeletons: &[Skeleton], template: &str) -> Vec<bool> {
+    msgs.iter()
+        .zip(skeletons)
+        .map(|(m, s)| s.may_be_placeholder(template) && passes::starts_as_placeholder(m, template))
+        .collect()
+}
+
+/// `values` cut or filled with `fill` to one a message.
+fn padded<T: Clone>(mut values: Vec<T>, n: usize, fill: T) -> Vec<T> {
+    values.resize(n, fill);
+    values
+}
+
+/// `given` when it has one entry a message, else what `make` works out.
+fn given_or<T: Clone>(
+    given: Option<&[T]>,
+    n: usize,
+    make: impl FnOnce() -> Vec<T>,
+) -> Cow<'_, [T]> {
+    match given {
+        Some(found) if found.len() == n => Cow::Borrowed(found),
+        _ => Cow::Owned(make()),
+    }
+}
+
+/// The passes' run, how far their edits are settled, where a batch committed on this
+/// call, and whether the trigger pressed a batch that left the view just under it. With
+/// a price model a batch commits when the trigger presses it or it pays.
+fn batched_run(
+    ctx: &Ctx<'_, '_>,
+    truth: &Truth<'_>,
+    cfg: &PlanConfig,
+    settled: usize,
+    calls_before: usize,
+) -> (Passed, usize, Option<usize>, bool) {
+    let n = ctx.msgs.len();
+    let Some(pricing) = cfg.pricing else {
+        // Fixed batch sizes: every edit stands.
+        return (run_passes(ctx, n, cfg, None), n, None, false);
+    };
+    let cfg = priced(cfg);
+    // Nothing settled: no edit is kept.
+    let run = (settled > 0).then(|| settled_edits(ctx, settled, &cfg));
+    let none = EditKeys::default();
+    let kept = run.as_ref().map_or(&none, |r| &r.edits);
+    let full = run_passes(ctx, n, &cfg, None);
+    let first_new = full
+        .edits
+        .iter()
+        .filter(|e| batched(e.pass) && !kept.contains(e.pass, e.index))
+        .map(|e| e.index)
+        .min();
+    let Some(p) = first_new else {
+        return (full, settled, None, false);
+    };
+    let stay = run_passes(ctx, n, &cfg, Some(kept));
+    let without = truth.of(&stay.tokens, n);
+    let scale = without.calibration;
+    let with = without.total - scale.ratio * (stay.total - full.total);
+    let prefix = scale.apply(ctx.fixed + stay.tokens[..p].iter().sum::<f64>());
+    let is_ai = |s: &Skeleton| s.role == crate::message::Role::Ai;
+    let batch = Batch {
+        size_without: without.total,
+        size_with: with,
+        prefix,
+        calls_since: ctx.skeletons[settled..].iter().filter(|s| is_ai(s)).count(),
+        calls_so_far: ctx.skeletons.iter().filter(|s| is_ai(s)).count() + calls_before,
+    };
+    let trigger = cfg.trigger.as_slice();
+    let pressed = summary_due(trigger, n, without.total, ctx.max_input_tokens);
+    let barely = pressed
+        && summary_due(
+            trigger,
+            n,
+            with / (1.0 - PASSES_HEADROOM),
+            ctx.max_input_tokens,
+        );
+    if pressed || batch.worth_committing(&pricing) {
+        (full, n, Some(p), barely)
+    } else {
+        (stay, settled, None, false)
+    }
+}
+
+/// Where a summary cuts to keep `keep` of the view, its messages `tokens` in size as
+/// the estimate counts them (their pair `shapes` when the caller has them);
+/// `None` when no cut leaves something before it.
+fn cutoff_to_keep(
+    ctx: &Ctx<'_, '_>,
+    shapes: Option<&Vec<&PairShape>>,
+    tokens: &[f64],
+    anchored: &Anchored,
+    keep: Size,
+) -> Option<usize> {
+    let n = ctx.msgs.len();
+    // Keep is measured in true sizes, as the window is.
+    let ratio = anchored.calibration.ratio;
+    let window = ctx.max_input_tokens;
+    let scaled: Vec<f64> = tokens.iter().map(|t| t * ratio).collect();
+    // Edits never change who calls what, so the raw messages' shapes hold.
+    let cut = match shapes {
+        Some(shapes) if shapes.len() == n => find_cutoff(shapes, &scaled, keep, window),
+        _ => {
+            let computed: Vec<PairShape> = ctx.msgs.iter().map(|m| PairShape::from(*m)).collect();
+            find_cutoff(&computed, &scaled, keep, window)
+        }
+    };
+    cut.ok().filter(|&c| c > 0)
 }
 
 /// With a price model, the share of the trigger the cheap passes must free when the

@@ -172,18 +172,23 @@ pub fn run(view: &View<'_, '_>, cfg: &CollapseConfig) -> Vec<Edit> {
             let tokens = view.tokens_with_keyed(r, &MEMBER);
             batches.push(Edit::keyed(r, Pass::Collapse, &MEMBER, tokens));
         }
-        let saved: f64 = batches
-            .candidate()
-            .iter()
-            .map(|e| view.tokens[e.index] - e.tokens)
-            .sum();
-        if saved > 0.0 {
-            batches.keep(saved);
-        } else {
-            batches.discard();
-        }
+        keep_if_smaller(&mut batches, view);
     }
     batches.into_committed()
+}
+
+/// The run just pushed stays when it makes the view smaller.
+fn keep_if_smaller(batches: &mut Batches, view: &View<'_, '_>) {
+    let saved: f64 = batches
+        .candidate()
+        .iter()
+        .map(|e| view.tokens[e.index] - e.tokens)
+        .sum();
+    if saved > 0.0 {
+        batches.keep(saved);
+    } else {
+        batches.discard();
+    }
 }
 
 #[cfg(test)]

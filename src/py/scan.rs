@@ -35,36 +35,7 @@ pub fn scan_message<'py>(
     match src.content()? {
         None => {}
         Some(Body::Text(s)) => t.text(s.len().unwrap_or(0)),
-        Some(Body::Blocks(list)) => {
-            t.list();
-            for (i, item) in list.iter().enumerate() {
-                match block(i, item)? {
-                    BlockSrc::Text(s) => t.text(s.map_or(0, |s| s.len().unwrap_or(0))),
-                    BlockSrc::Image => t.image(),
-                    BlockSrc::Document => t.document(),
-                    BlockSrc::Other { kind, block, .. } => {
-                        t.block(kind, reprlen::repr_len(block.as_any()));
-                        if !t.wants_shape() {
-                            continue;
-                        }
-                        match kind {
-                            BlockKind::ToolUse => {
-                                if let Some(id) = block_str(&block, intern!(py, "id"))? {
-                                    let name = block_str(&block, intern!(py, "name"))?;
-                                    t.block_call(id, name.unwrap_or_default());
-                                }
-                            }
-                            BlockKind::ToolResult => {
-                                if let Some(id) = block_str(&block, intern!(py, "tool_use_id"))? {
-                                    t.block_result(id);
-                                }
-                            }
-                            _ => {}
-                        }
-                    }
-                }
-            }
-        }
+        Some(Body::Blocks(list)) => scan_blocks(&mut t, list)?,
     }
     let calls = src.tool_calls()?;
     if t.wants_shape() {
@@ -111,4 +82,39 @@ pub fn scan_message<'py>(
         shape,
         origin: src.into_origin(),
     })
+}
+
+/// The blocks of list content, into the tally (with the ids of the calls and results
+/// they hold, when it wants the pair shape).
+fn scan_blocks(t: &mut Tally, list: &Bound<'_, pyo3::types::PyList>) -> Res<()> {
+    let py = list.py();
+    t.list();
+    for (i, item) in list.iter().enumerate() {
+        match block(i, item)? {
+            BlockSrc::Text(s) => t.text(s.map_or(0, |s| s.len().unwrap_or(0))),
+            BlockSrc::Image => t.image(),
+            BlockSrc::Document => t.document(),
+            BlockSrc::Other { kind, block, .. } => {
+                t.block(kind, reprlen::repr_len(block.as_any()));
+                if !t.wants_shape() {
+                    continue;
+                }
+                match kind {
+                    BlockKind::ToolUse => {
+                        if let Some(id) = block_str(&block, intern!(py, "id"))? {
+                            let name = block_str(&block, intern!(py, "name"))?;
+                            t.block_call(id, name.unwrap_or_default());
+                        }
+                    }
+                    BlockKind::ToolResult => {
+                        if let Some(id) = block_str(&block, intern!(py, "tool_use_id"))? {
+                            t.block_result(id);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    Ok(())
 }

@@ -500,56 +500,64 @@ pub(super) fn instance_dict<'py>(item: &Bound<'py, PyAny>) -> Option<Bound<'py, 
 
 /// Where a message's role and fields are: a LangChain message (or any object with a
 /// `type`) or a dict in LangChain, serialized-LangChain, OpenAI or Anthropic shape.
+/// A message given as a dict, in any of the shapes the readers take.
+fn locate_dict<'py>(d: &Bound<'py, PyDict>) -> Res<(Role, Option<String>, Fields<'py>)> {
+    let py = d.py();
+    let top = Fields::Dict(d.clone());
+    // dumpd(): {"lc": 1, "type": "constructor", "id": [..., "AIMessage"], "kwargs": {...}}
+    if top.get_str(intern!(py, "type"))?.as_deref() == Some("constructor") {
+        let class = top
+            .get(intern!(py, "id"))?
+            .and_then(|ids| ids.cast::<PyList>().ok().and_then(|l| l.iter().last()))
+            .map(|last| last.to_string())
+            .unwrap_or_default();
+        let role = role_from_str(&class).ok_or_else(|| unknown_type(&class))?;
+        let kwargs = top
+            .get(intern!(py, "kwargs"))?
+            .and_then(|k| k.cast_into::<PyDict>().ok())
+            .ok_or_else(|| InputError::new(None, "kwargs", "expected a dict"))?;
+        return Ok((role, None, Fields::Dict(kwargs)));
+    }
+    // messages_to_dict(): {"type": "ai", "data": {...}}
+    if let (Some(t), Some(data)) = (
+        top.get_str(intern!(py, "type"))?,
+        top.get(intern!(py, "data"))?,
+    ) {
+        if let Ok(data) = data.cast_into::<PyDict>() {
+            let role = role_from_str(&t).ok_or_else(|| unknown_type(&t))?;
+            let role_name = Fields::Dict(data.clone()).get_str(intern!(py, "role"))?;
+            return Ok((
+                role,
+                role_name.filter(|_| role == Role::Other),
+                Fields::Dict(data),
+            ));
+        }
+    }
+    // {"role": ...} (OpenAI / Anthropic) or {"type": ...} (LangChain dict).
+    let role_str = match top.get_str(intern!(py, "role"))? {
+        Some(r) => r,
+        None => top.get_str(intern!(py, "type"))?.ok_or_else(|| {
+            InputError::new(None, "role", "a message dict needs a 'role' or 'type' key")
+        })?,
+    };
+    let role = role_from_str(&role_str).ok_or_else(|| unknown_type(&role_str))?;
+    let role_name = (role_str == "developer").then(|| role_str.clone());
+    Ok((role, role_name, top))
+}
+
+/// The error for a message whose type names no role.
+fn unknown_type(s: &str) -> InputError {
+    InputError::new(
+        None,
+        "type",
+        format!("unknown message type {s:?}; expected human/user, ai/assistant, tool, system, function or chat"),
+    )
+}
+
 pub(super) fn locate<'py>(item: &Bound<'py, PyAny>) -> Res<(Role, Option<String>, Fields<'py>)> {
     let py = item.py();
-    let unknown = |s: &str| {
-        InputError::new(
-            None,
-            "type",
-            format!("unknown message type {s:?}; expected human/user, ai/assistant, tool, system, function or chat"),
-        )
-    };
     if let Ok(d) = item.cast::<PyDict>() {
-        let top = Fields::Dict(d.clone());
-        // dumpd(): {"lc": 1, "type": "constructor", "id": [..., "AIMessage"], "kwargs": {...}}
-        if top.get_str(intern!(py, "type"))?.as_deref() == Some("constructor") {
-            let class = top
-                .get(intern!(py, "id"))?
-                .and_then(|ids| ids.cast::<PyList>().ok().and_then(|l| l.iter().last()))
-                .map(|last| last.to_string())
-                .unwrap_or_default();
-            let role = role_from_str(&class).ok_or_else(|| unknown(&class))?;
-            let kwargs = top
-                .get(intern!(py, "kwargs"))?
-                .and_then(|k| k.cast_into::<PyDict>().ok())
-                .ok_or_else(|| InputError::new(None, "kwargs", "expected a dict"))?;
-            return Ok((role, None, Fields::Dict(kwargs)));
-        }
-        // messages_to_dict(): {"type": "ai", "data": {...}}
-        if let (Some(t), Some(data)) = (
-            top.get_str(intern!(py, "type"))?,
-            top.get(intern!(py, "data"))?,
-        ) {
-            if let Ok(data) = data.cast_into::<PyDict>() {
-                let role = role_from_str(&t).ok_or_else(|| unknown(&t))?;
-                let role_name = Fields::Dict(data.clone()).get_str(intern!(py, "role"))?;
-                return Ok((
-                    role,
-                    role_name.filter(|_| role == Role::Other),
-                    Fields::Dict(data),
-                ));
-            }
-        }
-        // {"role": ...} (OpenAI / Anthropic) or {"type": ...} (LangChain dict).
-        let role_str = match top.get_str(intern!(py, "role"))? {
-            Some(r) => r,
-            None => top.get_str(intern!(py, "type"))?.ok_or_else(|| {
-                InputError::new(None, "role", "a message dict needs a 'role' or 'type' key")
-            })?,
-        };
-        let role = role_from_str(&role_str).ok_or_else(|| unknown(&role_str))?;
-        let role_name = (role_str == "developer").then(|| role_str.clone());
-        return Ok((role, role_name, top));
+        return locate_dict(d);
     }
     let fields = match instance_dict(item) {
         Some(d) => Fields::Model(item.clone(), d),
@@ -568,9 +576,9 @@ pub(super) fn locate<'py>(item: &Bound<'py, PyAny>) -> Res<(Role, Option<String>
             )
         })?;
         match t.cast::<PyString>().ok().and_then(|s| s.to_str().ok()) {
-            Some(name) => role_from_str(name).ok_or_else(|| unknown(name)),
+            Some(name) => role_from_str(name).ok_or_else(|| unknown_type(name)),
             // Owned first: str() may run Python code.
-            None => Err(unknown(&t.to_string())),
+            None => Err(unknown_type(&t.to_string())),
         }
     }?;
     let role_name = match role {

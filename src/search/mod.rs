@@ -334,15 +334,7 @@ impl Index {
             .collect::<std::collections::HashSet<_>>()
             .len()
             .max(1);
-        let mut scores: HashMap<u32, (f32, usize)> = HashMap::new();
-        for &id in &ids {
-            let rarity = self.rarity(id);
-            for p in &self.postings[id as usize] {
-                let s = scores.entry(p.doc).or_insert((0.0, 0));
-                s.0 += rarity * self.weight(p);
-                s.1 += 1;
-            }
-        }
+        let mut scores = self.scores(&ids);
         if ids.is_empty() && !phrases.is_empty() {
             // A phrase of words no message holds as terms (symbols): read every message.
             scores.extend((0..self.docs.len() as u32).map(|d| (d, (0.0, 0))));
@@ -399,6 +391,20 @@ impl Index {
             });
         }
         Found { hits, matched }
+    }
+
+    /// Each message's BM25F score over the query's terms `ids`, and how many of them it holds.
+    fn scores(&self, ids: &[u32]) -> HashMap<u32, (f32, usize)> {
+        let mut scores: HashMap<u32, (f32, usize)> = HashMap::new();
+        for &id in ids {
+            let rarity = self.rarity(id);
+            for p in &self.postings[id as usize] {
+                let s = scores.entry(p.doc).or_insert((0.0, 0));
+                s.0 += rarity * self.weight(p);
+                s.1 += 1;
+            }
+        }
+        scores
     }
 
     /// The answer that closed the request message `doc` opened: the last answer

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -139,3 +140,13 @@ def too_small(request: ModelRequest, turn: Turn, size: int) -> WindowTooSmallErr
         tools=tools_tokens,
         turn=max(size - system_tokens - tools_tokens, 0),
     )
+
+
+def reported_size(error: BaseException, window: int | None, estimate: int) -> int:
+    """The size a provider's "too long" error names (the first count of tokens over
+    the window in its message), else ``estimate``, and never under the window: the
+    provider said it was over."""
+    counts = [int(n.replace(",", "")) for n in re.findall(r"(\d[\d,]*)\s*tokens", str(error))]
+    over = [n for n in counts if window is None or n > window]
+    size = over[0] if over else estimate
+    return max(size, (window or 0) + 1)

@@ -301,7 +301,7 @@ class CompactionMiddleware(AgentMiddleware):
             view, size = turn.view, sent_size(turn.plan)
         view, size = yield from fitting.fitted(request, turn, view, size, self.backend)
         try:
-            response = yield _handled(handler, request.override(messages=view))
+            response = yield Io.either(handler, request.override(messages=view))
         except Exception as e:
             # The provider says it did not fit: compact once, then let any error through.
             if not summarize.is_prompt_too_long(e) or (outcome is not None and outcome.committed):
@@ -315,10 +315,12 @@ class CompactionMiddleware(AgentMiddleware):
             if clipped is None and not committed:
                 # Nothing older to summarize and nothing to clip: the request cannot fit.
                 raise fitting.too_small(
-                    request, turn, reported_size(e, turn.window, fitting.true_size(request, turn, view))
+                    request,
+                    turn,
+                    fitting.reported_size(e, turn.window, fitting.true_size(request, turn, view)),
                 ) from e
             view = clipped or view
-            response = yield _handled(handler, request.override(messages=view))
+            response = yield Io.either(handler, request.override(messages=view))
             size = fitting.true_size(request, turn, view)
         return self._respond(response, turn, outcome, size)
 
@@ -345,20 +347,3 @@ def _one_recall(request: ModelRequest) -> ModelRequest:
         return request
     first = named[0]
     return request.override(tools=[t for t in tools if getattr(t, "name", None) != "recall" or t is first])
-
-
-def reported_size(error: BaseException, window: int | None, estimate: int) -> int:
-    """The size a provider's "too long" error names (the first count of tokens over
-    the window in its message), else ``estimate``, and never under the window: the
-    provider said it was over."""
-    import re
-
-    counts = [int(n.replace(",", "")) for n in re.findall(r"(\d[\d,]*)\s*tokens", str(error))]
-    over = [n for n in counts if window is None or n > window]
-    size = over[0] if over else estimate
-    return max(size, (window or 0) + 1)
-
-
-def _handled(handler: Callable[[ModelRequest], Any], request: ModelRequest) -> Io:
-    """The handler's call: its result as it is (sync), or awaited (async)."""
-    return Io(lambda: handler(request), lambda: handler(request))

@@ -95,6 +95,15 @@ def priced(setup: Setup, request: ModelRequest, turn: Turn) -> Draft | None:
     prefix = float(fitting.true_size(request, turn, []))
     if size <= prefix + kept:
         return None
+    draft = _span_before(setup, request, turn, start)
+    if draft is None:
+        return None
+    return cheaper(setup, request, turn, settings, draft, size, prefix, grown, cycle, due=True)
+
+
+def _span_before(setup: Setup, request: ModelRequest, turn: Turn, start: int) -> Draft | None:
+    """The priced compaction of the span before the turn in progress (which starts at
+    ``start``), or ``None`` when nothing can be cut."""
     cut = start
     if setup.config.keep is not None:
         # A keep the caller set is honoured: the cut falls no later than it says.
@@ -110,8 +119,7 @@ def priced(setup: Setup, request: ModelRequest, turn: Turn) -> Draft | None:
         if setup.config.restoration.on_schedule
         else []
     )
-    draft = dataclasses.replace(draft, priced=True, reads=restored)
-    return cheaper(setup, request, turn, settings, draft, size, prefix, grown, cycle, due=True)
+    return dataclasses.replace(draft, priced=True, reads=restored)
 
 
 def uncached(setup: Setup, request: ModelRequest, turn: Turn) -> float:

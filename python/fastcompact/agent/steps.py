@@ -49,6 +49,12 @@ class Io:
         return Io(lambda: run(make()), lambda: arun(make()))
 
     @staticmethod
+    def either(fn: Callable[..., Any], *args: Any) -> Io:
+        """A call that is sync or async as its caller's handler is: its result as it
+        is (sync), or awaited (async)."""
+        return Io(lambda: fn(*args), lambda: fn(*args))
+
+    @staticmethod
     def in_thread(fn: Callable[..., Any], *args: Any) -> Io:
         """A blocking call: made directly by the sync driver, in a worker thread by the
         async one (so that the event loop keeps running)."""

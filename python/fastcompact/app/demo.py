@@ -197,14 +197,10 @@ def run(
 ) -> DemoResult:
     """Run the demo and return its figures; ``echo`` receives one line per turn. A
     temporary project is removed at the end unless ``keep``; a ``root`` given is kept."""
-    from deepagents import create_deep_agent
-    from deepagents.backends import LocalShellBackend
-    from langchain.agents.middleware import TodoListMiddleware
     from langchain_core.runnables import RunnableConfig
-    from langgraph.checkpoint.memory import InMemorySaver
 
     import fastcompact
-    from fastcompact import CompactionMiddleware, WindowTooSmallError
+    from fastcompact import WindowTooSmallError
 
     started = time.perf_counter()
     recorded = load_session("coding")
@@ -215,17 +211,8 @@ def run(
     workdir = _workdir(root)
     result = DemoResult(turns=len(requests), model_calls=0, root=str(workdir), kept=keep or root is not None)
     try:
-        for path, text in session_files("coding").items():
-            target = workdir / path.lstrip("/")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text)
         model = ReplayModel.of(recorded, profile={"max_input_tokens": window})
-        backend = LocalShellBackend(root_dir=workdir, virtual_mode=True)
-        mw = CompactionMiddleware(backend=backend)
-        middleware: list[Any] = [mw, TodoListMiddleware()]
-        agent = create_deep_agent(
-            model=model, backend=backend, middleware=middleware, checkpointer=InMemorySaver()
-        )
+        agent = _agent(model, workdir)
         cfg: RunnableConfig = {"configurable": {"thread_id": "demo"}}
         history = workdir / "conversation_history" / "demo"
         what = f"{len(requests)} requests, a {window:,}-token window"
@@ -247,35 +234,10 @@ def run(
             sent = inputs[-1] if inputs else 0
             fill = sent / window
             result.peak_fill = max([result.peak_fill, *(n / window for n in inputs)])
-            fired = []
-            for p in plan.get("passes", []):
-                if p["edits"] > previous.get(p["name"], 0):
-                    fired.append(p["name"])
-                    result.passes_fired[p["name"]] = result.passes_fired.get(p["name"], 0) + 1
-                previous[p["name"]] = p["edits"]
-            notes = [f"{name} fired" for name in fired]
-            # Every summary writes an archive file (beside any notes file it saved): the
-            # new ones are this turn's summaries.
-            files = (
-                sorted(
-                    (f for f in history.glob("*.md") if f.stem.split("-")[0].isdigit()),
-                    key=lambda f: int(f.stem.split("-")[0]),
-                )
-                if history.exists()
-                else []
-            )
+            notes = [f"{name} fired" for name in _fired(plan, previous, result)]
             event = state.get("_summarization_event")
-            for f in files[archived:]:
-                result.summaries.append({"turn": turn, "file": f"/conversation_history/demo/{f.name}"})
-            if len(files) > archived and event:
-                count = (event.get("fastcompact") or {}).get("summarized_messages", "?")
-                new = len(files) - archived
-                label = (
-                    f"SUMMARY #{len(result.summaries)}"
-                    if new == 1
-                    else f"{new} SUMMARIES, last #{len(result.summaries)}"
-                )
-                notes.append(f"{label} ({count} msgs) -> {event['file_path']}")
+            files = _archive_files(history)
+            if _new_summaries(files[archived:], event, turn, result, notes):
                 previous = {}
             archived = len(files)
             summarizer = " (summarizer called)" if model.summaries > calls_before else ""
@@ -291,24 +253,89 @@ def run(
         result.last_view_tokens = model.inputs[-1] if model.inputs else 0
         result.archive_files = sorted(str(p) for p in history.glob("*.md")) if history.exists() else []
         result.seconds = time.perf_counter() - started
-        echo("")
-        echo(
-            f"Before: {result.raw_messages:,} messages, {result.raw_tokens:,} tokens in the agent's state "
-            f"({result.raw_tokens / window:.1f}x the window)."
-        )
-        over = f"{result.calls_over_window} of {result.model_calls} calls over it"
-        summaries = plural(len(result.summaries), "summary", "summaries")
-        echo(
-            f"After:  the model's last input was {result.last_view_tokens:,} tokens; peak fill "
-            f"{100 * result.peak_fill:.0f}% of the window ({over}); {summaries}."
-        )
-        fired_text = ", ".join(f"{k} x{v}" for k, v in sorted(result.passes_fired.items())) or "none"
-        echo(f"Cheap passes fired: {fired_text}.")
-        kept = "" if result.kept else "; removed with the temporary project, --keep keeps it"
-        archive_files = plural(len(result.archive_files), "file")
-        echo(f"Archive: {archive_files} under {history} (nothing was lost{kept}).")
-        echo(f"Done in {result.seconds:.1f} s.")
+        _report(result, window, history, echo)
     finally:
         if not result.kept:
             shutil.rmtree(workdir, ignore_errors=True)
     return result
+
+
+def _agent(model: ReplayModel, workdir: Path) -> Any:
+    """A DeepAgents coding agent over a copy of the recorded project in ``workdir``."""
+    from deepagents import create_deep_agent
+    from deepagents.backends import LocalShellBackend
+    from langchain.agents.middleware import TodoListMiddleware
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from fastcompact import CompactionMiddleware
+
+    for path, text in session_files("coding").items():
+        target = workdir / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    backend = LocalShellBackend(root_dir=workdir, virtual_mode=True)
+    middleware: list[Any] = [CompactionMiddleware(backend=backend), TodoListMiddleware()]
+    return create_deep_agent(
+        model=model, backend=backend, middleware=middleware, checkpointer=InMemorySaver()
+    )
+
+
+def _fired(plan: dict[str, Any], previous: dict[str, int], result: DemoResult) -> list[str]:
+    """The passes that made new edits on this turn (``previous``: each one's edits so
+    far, brought up to date), counted in ``result``."""
+    fired = []
+    for p in plan.get("passes", []):
+        if p["edits"] > previous.get(p["name"], 0):
+            fired.append(p["name"])
+            result.passes_fired[p["name"]] = result.passes_fired.get(p["name"], 0) + 1
+        previous[p["name"]] = p["edits"]
+    return fired
+
+
+def _archive_files(history: Path) -> list[Path]:
+    """The archive files, in the order written. Every summary writes one (beside any
+    notes file it saved), so the new ones are a turn's summaries."""
+    if not history.exists():
+        return []
+    numbered = (f for f in history.glob("*.md") if f.stem.split("-")[0].isdigit())
+    return sorted(numbered, key=lambda f: int(f.stem.split("-")[0]))
+
+
+def _new_summaries(
+    new: list[Path], event: dict[str, Any] | None, turn: int, result: DemoResult, notes: list[str]
+) -> bool:
+    """Record this turn's summaries (one a new archive file) in ``result`` and
+    ``notes``; whether there were any."""
+    for f in new:
+        result.summaries.append({"turn": turn, "file": f"/conversation_history/demo/{f.name}"})
+    if not new or not event:
+        return False
+    count = (event.get("fastcompact") or {}).get("summarized_messages", "?")
+    label = (
+        f"SUMMARY #{len(result.summaries)}"
+        if len(new) == 1
+        else f"{len(new)} SUMMARIES, last #{len(result.summaries)}"
+    )
+    notes.append(f"{label} ({count} msgs) -> {event['file_path']}")
+    return True
+
+
+def _report(result: DemoResult, window: int, history: Path, echo: Callable[[str], None]) -> None:
+    """The demo's closing lines: before, after, the passes, the archive."""
+    echo("")
+    echo(
+        f"Before: {result.raw_messages:,} messages, {result.raw_tokens:,} tokens in the agent's state "
+        f"({result.raw_tokens / window:.1f}x the window)."
+    )
+    over = f"{result.calls_over_window} of {result.model_calls} calls over it"
+    summaries = plural(len(result.summaries), "summary", "summaries")
+    echo(
+        f"After:  the model's last input was {result.last_view_tokens:,} tokens; peak fill "
+        f"{100 * result.peak_fill:.0f}% of the window ({over}); {summaries}."
+    )
+    fired_text = ", ".join(f"{k} x{v}" for k, v in sorted(result.passes_fired.items())) or "none"
+    echo(f"Cheap passes fired: {fired_text}.")
+    kept = "" if result.kept else "; removed with the temporary project, --keep keeps it"
+    archive_files = plural(len(result.archive_files), "file")
+    echo(f"Archive: {archive_files} under {history} (nothing was lost{kept}).")
+    echo(f"Done in {result.seconds:.1f} s.")
