@@ -163,7 +163,7 @@ def _in_place_input(
     setup: Setup, request: ModelRequest, turn: Turn, draft: Draft, brief: summarize.Brief
 ) -> tuple[list[Any], Any]:
     """The messages of a summary request that shares the agent's cache, and its
-    instruction, within the window (see :meth:`_in_place`)."""
+    instruction, within the window (see :func:`_in_place`)."""
     span = list(draft.span)
     while True:
         sent = [*span, *draft.kept]

@@ -169,7 +169,7 @@ def cheaper(
 ) -> Draft | None:
     """``draft`` with what the session is better off with in place of the span (as
     ``summarizer`` allows): the digest, or a model summary that folds the memory's
-    requests into short beside its notes (see :meth:`_fold_pays`). A digest that
+    requests into short beside its notes (see :func:`fold_pays`). A digest that
     would put requests into short when a model could summarize them is not an
     option: the model sees them first. With ``due``, ``None`` unless the one chosen
     is due now."""
