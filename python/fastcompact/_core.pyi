@@ -17,9 +17,13 @@ __all__ = [
     "PlanOutcome",
     "PlanSettings",
     "_read_each",
+    "after_summary",
+    "backing_off",
+    "backoff_after",
     "cache_bytes",
     "cache_info",
     "check_window",
+    "choose_summarizer",
     "clear_cache",
     "commit_size",
     "commit_verdict",
@@ -27,7 +31,6 @@ __all__ = [
     "count_tokens",
     "defaults",
     "find_cutoff",
-    "fold_pays",
     "identities",
     "input_error",
     "memory_budgets",
@@ -475,6 +478,41 @@ def commit_verdict(
         InputError: a trigger the window cannot resolve.
     """
 
+def backoff_after(*, under_trigger: bool, commits: bool, priced: bool, messages: int) -> int | None:
+    """The raw index a judged compaction leaves no new attempt before.
+
+    Args:
+        under_trigger: The view it leaves is under the trigger with the commit margin.
+        commits: It commits.
+        priced: The price model scheduled it.
+        messages: The messages the graph state holds.
+
+    Returns:
+        ``None`` when it committed under the trigger (or priced); else the policy's
+        back-off past ``messages``.
+    """
+
+def backing_off(messages: int, backoff_until: int | None) -> bool:
+    """Whether a compaction due by the trigger waits: the state holds fewer than
+    ``backoff_until`` messages."""
+
+def after_summary(
+    *, failures: int, failed: bool, max_failures: int, cooldown: int, messages: int
+) -> tuple[int, int | None]:
+    """The summarizer's failures in a row after a model summary, and its rest.
+
+    Args:
+        failures: Its failures in a row before this summary.
+        failed: This summary failed.
+        max_failures: The failures in a row that make it rest.
+        cooldown: The new messages it rests for.
+        messages: The messages the graph state holds.
+
+    Returns:
+        ``(failures in a row, the raw index it rests until)``; the index is ``None``
+        unless the failures reached ``max_failures`` (the count then starts again).
+    """
+
 def commit_size(settings: PlanSettings, messages: int, window: int) -> int | None:
     """The largest view of ``messages`` messages, up to ``window`` tokens, that commits
     as under the settings' trigger with the commit margin.
@@ -512,28 +550,31 @@ def span_floor(
         The bound, never below 0; 0 without a price model.
     """
 
-def fold_pays(
+def choose_summarizer(
     settings: PlanSettings,
-    memory: tuple[float, float, int, float, int],
     *,
-    extra: float,
-    smaller_by: float,
-    left: float,
+    digest: tuple[float, float, bool] | None,
+    fold: tuple[float, float, bool] | None,
+    kept: tuple[float, float],
+    memory: tuple[float, float, int, float, int],
     horizon: float,
-) -> bool | None:
-    """Whether a fold of the memory into a model summary pays rather than another digest.
+) -> tuple[bool, bool, float] | None:
+    """Of a digest and a model summary that folds the memory, the one the session is
+    better off with.
 
     Args:
         settings: The turn's settings (their price model).
+        digest: The digest's next input, price and whether it is due; ``None`` when it
+            is not an option.
+        fold: The same for the model summary.
+        kept: What stays alone: its next input and price.
         memory: What the memory cost since its last fold: its tokens, its reads and
             over how many calls, its rewrites by digests and how many digests.
-        extra: The fold's price over the digest's.
-        smaller_by: How much smaller the next input is after the fold.
-        left: The memory the fold leaves, beside what stays.
         horizon: The calls to come.
 
     Returns:
-        Whether it pays; ``None`` without a price model.
+        ``(a model summary, whether it is due, the span's part of the cheaper price)``;
+        ``None`` without a price model or either option.
     """
 
 def summary_call(

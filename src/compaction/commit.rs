@@ -1,4 +1,5 @@
-//! Whether a compaction commits. Under a trigger it commits when the view it leaves is
+//! Whether a compaction commits, and the back-off and the summarizer's rest it leaves.
+//! Under a trigger it commits when the view it leaves is
 //! under the trigger with the margin to spare (a size in tokens judged with the margin,
 //! a count of messages as it is: the summary is one message, whatever its size), or
 //! when it brings a view that was over the window under it. A compaction the price
@@ -81,6 +82,39 @@ pub fn commit_size<E>(
     Ok(Some(low))
 }
 
+/// The raw index a judged compaction leaves no new attempt before: none once it
+/// committed with the view under the trigger (or was scheduled by the price model);
+/// else `backoff_messages` past the `messages` the state holds, so that a view still over
+/// the trigger is summarized again when the window needs it, not on every call.
+pub fn backoff_after(v: &Verdict, priced: bool, messages: u64) -> Option<u64> {
+    let lifted = v.commits && (v.under_trigger || priced);
+    (!lifted).then_some(messages + POLICY.backoff_messages as u64)
+}
+
+/// Whether a compaction due by the trigger waits: the state holds fewer messages than
+/// the back-off left.
+pub fn backing_off(messages: u64, backoff_until: Option<u64>) -> bool {
+    backoff_until.is_some_and(|until| messages < until)
+}
+
+/// The summarizer's failures in a row after a model summary that `failed` or not, and,
+/// when they reach `max_failures`, the raw index it rests until (`cooldown` messages
+/// past the `messages` the state holds): the count then starts again.
+pub fn after_summary(
+    failures: u64,
+    failed: bool,
+    max_failures: u64,
+    cooldown: u64,
+    messages: u64,
+) -> (u64, Option<u64>) {
+    let failures = if failed { failures + 1 } else { 0 };
+    if failures >= max_failures {
+        (0, Some(messages + cooldown))
+    } else {
+        (failures, None)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,6 +178,28 @@ mod tests {
         assert_eq!(commit_size(5, 40_000, fires).unwrap(), Some(40_000));
         let by_count = |n: usize, _: f64| Ok::<_, Infallible>(n >= 5);
         assert_eq!(commit_size(5, 100_000, by_count).unwrap(), None);
+    }
+
+    #[test]
+    fn a_compaction_left_over_the_trigger_backs_off_and_one_under_it_does_not() {
+        let v = |under_trigger, commits| Verdict {
+            under_trigger,
+            commits,
+        };
+        assert_eq!(backoff_after(&v(true, true), false, 100), None);
+        assert_eq!(backoff_after(&v(false, true), false, 100), Some(110));
+        assert_eq!(backoff_after(&v(false, true), true, 100), None);
+        assert_eq!(backoff_after(&v(true, false), false, 100), Some(110));
+        assert!(
+            backing_off(105, Some(110)) && !backing_off(110, Some(110)) && !backing_off(5, None)
+        );
+    }
+
+    #[test]
+    fn the_summarizer_rests_after_its_failures_in_a_row() {
+        assert_eq!(after_summary(0, true, 3, 50, 200), (1, None));
+        assert_eq!(after_summary(2, true, 3, 50, 200), (0, Some(250)));
+        assert_eq!(after_summary(2, false, 3, 50, 200), (0, None));
     }
 
     proptest! {

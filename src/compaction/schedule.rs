@@ -1,6 +1,6 @@
-//! What the schedule weighs a compaction against when it has not yet drafted one, and
-//! what a fold of the memory is weighed against: the reads and rewrites paid for the
-//! memory since its last fold.
+//! What the schedule weighs a compaction against when it has not yet drafted one, what
+//! a fold of the memory is weighed against (the reads and rewrites paid for the memory
+//! since its last fold), and which of a digest and a fold the session is better off with.
 
 use super::POLICY;
 use crate::economics::{Compaction, Fold, Pricing};
@@ -67,6 +67,61 @@ impl MemoryCosts {
     }
 }
 
+/// A compaction priced: the next input it leaves, its price, and whether it is due.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Priced {
+    pub next_input: f64,
+    pub price: f64,
+    pub due: bool,
+}
+
+/// What the session is better off with in place of the span: a model summary (or the
+/// digest), whether that one is due, and the span's part of the cheaper price, the
+/// next calls' lower bound.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Choice {
+    pub model: bool,
+    pub due: bool,
+    pub span_price: f64,
+}
+
+/// Of a digest and a model summary that folds the memory (either may be out), the one
+/// the session is better off with: the only one there is, else the fold when it pays
+/// over the session (`MemoryCosts::fold`, with `horizon` calls to come). `kept` is what
+/// stays alone: its next input and price. `None` when neither is there.
+pub fn choose(
+    p: &Pricing,
+    digest: Option<Priced>,
+    fold: Option<Priced>,
+    kept: (f64, f64),
+    memory: &MemoryCosts,
+    horizon: f64,
+) -> Option<Choice> {
+    let (kept_size, kept_price) = kept;
+    let (model, cheapest) = match (digest, fold) {
+        (None, None) => return None,
+        (Some(d), None) => (false, d.price),
+        (None, Some(f)) => (true, f.price),
+        (Some(d), Some(f)) => {
+            // The memory a fold leaves, beside what stays.
+            let left = (f.next_input - kept_size).max(0.0);
+            let fold = memory.fold(
+                f.price - d.price,
+                d.next_input - f.next_input,
+                left,
+                horizon,
+            );
+            (fold.pays(p), d.price.min(f.price))
+        }
+    };
+    let chosen = if model { fold } else { digest }?;
+    Some(Choice {
+        model,
+        due: chosen.due,
+        span_price: (cheapest - kept_price).max(0.0),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +157,64 @@ mod tests {
         assert_eq!(fold.grown_reads, 10_000.0 - 10.0 * 600.0);
         assert_eq!(fold.grown_rewrites, 3_000.0 - 2.0 * 600.0);
         assert_eq!(costs.fold(50.0, 400.0, 1e6, 30.0).grown_reads, 0.0);
+    }
+
+    #[test]
+    fn the_only_summarizer_there_is_is_chosen_else_the_fold_when_it_pays() {
+        let d = Priced {
+            next_input: 20_000.0,
+            price: 3_000.0,
+            due: true,
+        };
+        let f = Priced {
+            next_input: 12_000.0,
+            price: 3_500.0,
+            due: false,
+        };
+        let none = MemoryCosts::default();
+        let only = choose(&ANTHROPIC, Some(d), None, (10_000.0, 1_000.0), &none, 50.0).unwrap();
+        assert_eq!(
+            (only.model, only.due, only.span_price),
+            (false, true, 2_000.0)
+        );
+        assert!(
+            choose(&ANTHROPIC, None, Some(f), (10_000.0, 1_000.0), &none, 50.0)
+                .unwrap()
+                .model
+        );
+        assert_eq!(
+            choose(&ANTHROPIC, None, None, (0.0, 0.0), &none, 50.0),
+            None
+        );
+        // Nothing paid for the memory yet: the digest; much paid, and a long session: the fold.
+        assert!(
+            !choose(
+                &ANTHROPIC,
+                Some(d),
+                Some(f),
+                (10_000.0, 1_000.0),
+                &none,
+                50.0
+            )
+            .unwrap()
+            .model
+        );
+        let paid = MemoryCosts {
+            tokens: 8_000.0,
+            reads: 400_000.0,
+            calls: 50,
+            ..MemoryCosts::default()
+        };
+        let both = choose(
+            &ANTHROPIC,
+            Some(d),
+            Some(f),
+            (10_000.0, 1_000.0),
+            &paid,
+            50.0,
+        )
+        .unwrap();
+        assert!(both.model && !both.due && both.span_price == 2_000.0);
     }
 
     proptest! {

@@ -39,6 +39,46 @@ pub(super) fn commit_verdict(
     Ok((v.under_trigger, v.commits))
 }
 
+/// The raw index a judged compaction leaves no new attempt before, or `None` (see
+/// `compaction::commit::backoff_after`).
+#[pyfunction]
+#[pyo3(signature = (*, under_trigger, commits, priced, messages))]
+pub(super) fn backoff_after(
+    under_trigger: bool,
+    commits: bool,
+    priced: bool,
+    messages: u64,
+) -> Option<u64> {
+    commit::backoff_after(
+        &commit::Verdict {
+            under_trigger,
+            commits,
+        },
+        priced,
+        messages,
+    )
+}
+
+/// Whether a compaction due by the trigger waits for the back-off.
+#[pyfunction]
+pub(super) fn backing_off(messages: u64, backoff_until: Option<u64>) -> bool {
+    commit::backing_off(messages, backoff_until)
+}
+
+/// The summarizer's failures in a row after a model summary, and the raw index it
+/// rests until when they reached `max_failures` (else `None`).
+#[pyfunction]
+#[pyo3(signature = (*, failures, failed, max_failures, cooldown, messages))]
+pub(super) fn after_summary(
+    failures: u64,
+    failed: bool,
+    max_failures: u64,
+    cooldown: u64,
+    messages: u64,
+) -> (u64, Option<u64>) {
+    commit::after_summary(failures, failed, max_failures, cooldown, messages)
+}
+
 /// The largest view of `messages` messages, up to `window` tokens, that commits as
 /// under the trigger; `None` when no size does.
 #[pyfunction]
@@ -79,19 +119,26 @@ pub(super) fn span_floor(
     })
 }
 
-/// Whether a fold of the memory pays rather than another digest, given what the memory
-/// cost since its last fold (`memory`: tokens, reads, calls, rewrites, digests); `None`
-/// without a price model.
+/// Of a digest and a model summary that folds the memory (each `(next input, price,
+/// due)`, or `None`), the one the session is better off with: `(a model summary, due,
+/// the span's part of the cheaper price)`; `None` without a price model or either.
+/// `memory`: what the memory cost since its last fold (tokens, reads, calls, rewrites,
+/// digests).
 #[pyfunction]
-#[pyo3(signature = (settings, memory, *, extra, smaller_by, left, horizon))]
-pub(super) fn fold_pays(
+#[pyo3(signature = (settings, *, digest, fold, kept, memory, horizon))]
+pub(super) fn choose_summarizer(
     settings: &PlanSettings,
+    digest: Option<(f64, f64, bool)>,
+    fold: Option<(f64, f64, bool)>,
+    kept: (f64, f64),
     memory: (f64, f64, u64, f64, u64),
-    extra: f64,
-    smaller_by: f64,
-    left: f64,
     horizon: f64,
-) -> Option<bool> {
+) -> Option<(bool, bool, f64)> {
+    let priced = |(next_input, price, due): (f64, f64, bool)| schedule::Priced {
+        next_input,
+        price,
+        due,
+    };
     let (tokens, reads, calls, rewrites, digests) = memory;
     let costs = MemoryCosts {
         tokens,
@@ -101,7 +148,15 @@ pub(super) fn fold_pays(
         digests,
     };
     let p = settings.config().pricing?;
-    Some(costs.fold(extra, smaller_by, left, horizon).pays(&p))
+    let c = schedule::choose(
+        &p,
+        digest.map(priced),
+        fold.map(priced),
+        kept,
+        &costs,
+        horizon,
+    )?;
+    Some((c.model, c.due, c.span_price))
 }
 
 /// A model summary's call as it is priced: `(input, cached input, output)`.

@@ -57,7 +57,8 @@ mod _core {
 
     #[pymodule_export]
     use super::compaction::{
-        commit_size, commit_verdict, fold_pays, memory_room, span_floor, summary_call,
+        after_summary, backing_off, backoff_after, choose_summarizer, commit_size, commit_verdict,
+        memory_room, span_floor, summary_call,
     };
     #[pymodule_export]
     use super::counting::Opts;

@@ -18,7 +18,6 @@ from fastcompact import _core
 from fastcompact.agent import fitting, summarize
 from fastcompact.agent.counters import Counters
 from fastcompact.agent.memory import MEMORY_KEY
-from fastcompact.agent.setup import POLICY
 from fastcompact.agent.state import EVENT_KEY, STATE_KEY, Draft, Summary, Turn, sent_size
 from fastcompact.agent.storage import Restored
 from fastcompact.api.counting import count_once
@@ -87,8 +86,12 @@ def finish(
     view = [message, *draft.kept]
     judged = _judged(request, turn, draft, view, rules.settings, strict)
     info = _info(turn, draft, summary, error, usage, path, restored, judged.tokens)
+    # Still over the trigger, or not committed: summarize again only when the window
+    # needs it, not on every call.
+    counters.backoff_until = _core.backoff_after(
+        under_trigger=judged.under_trigger, commits=judged.fits, priced=draft.priced, messages=len(turn.raw)
+    )
     if not judged.fits:
-        counters.backoff_until = len(turn.raw) + POLICY.backoff_messages
         # A step of fitting, not a fault: logged for the curious, not warned.
         logger.info(
             "fastcompact: a summary would leave %d tokens in %d messages, neither enough below the "
@@ -122,11 +125,15 @@ def _after_failure(
     """The counters with the summarizer's failures counted (a model summary only):
     after ``max_consecutive_failures`` in a row, it rests for a while."""
     if draft.use_llm:
-        failures = 0 if error is None else (counters.failures or 0) + 1
-        counters.failures = failures
-        if failures >= cfg.max_consecutive_failures:
-            counters.llm_paused_until = len(turn.raw) + cfg.failure_cooldown_messages
-            counters.failures = 0
+        counters.failures, paused = _core.after_summary(
+            failures=counters.failures or 0,
+            failed=error is not None,
+            max_failures=cfg.max_consecutive_failures,
+            cooldown=cfg.failure_cooldown_messages,
+            messages=len(turn.raw),
+        )
+        if paused is not None:
+            counters.llm_paused_until = paused
     return counters
 
 
@@ -194,7 +201,7 @@ def _after_commit(
     memory_tokens: int,
 ) -> None:
     """The counters a committed compaction leaves: the schedule's cycle and the
-    memory's costs start again, the back-off is lifted or set."""
+    memory's costs start again."""
     if path is not None:
         counters.archives = draft.number
     # The reads the next compaction must pay for start again from this view.
@@ -208,12 +215,6 @@ def _after_commit(
     else:
         counters.memory_rewrites = float(counters.memory_rewrites or 0.0) + memory_tokens
         counters.memory_digests = (counters.memory_digests or 0) + 1
-    if judged.under_trigger or draft.priced:
-        counters.backoff_until = None
-    else:
-        # Still over the trigger: summarize again only when the window needs it, not
-        # on every call.
-        counters.backoff_until = len(turn.raw) + POLICY.backoff_messages
     # The calls summarized away still count toward the session's length.
     calls = sum(1 for m in draft.leaving if getattr(m, "type", None) == "ai")
     counters.calls_before = (turn.counters.calls_before or 0) + calls

@@ -29,6 +29,7 @@ from langchain.agents.middleware.types import (
 from langgraph.types import Command
 from typing_extensions import Unpack
 
+from fastcompact import _core
 from fastcompact.agent import compaction, drafting, fitting, reading, schedule, steps, storage, summarize
 from fastcompact.agent.compaction import Outcome, WindowTooSmallError
 from fastcompact.agent.keywords import (
@@ -231,8 +232,8 @@ class CompactionMiddleware(AgentMiddleware):
     def _wants_summary(self, turn: Turn) -> bool:
         if drafting.over_window(turn):
             return True
-        backoff = turn.counters.backoff_until or 0
-        return turn.plan.summary_needed and turn.plan.summary_cutoff is not None and len(turn.raw) >= backoff
+        backing_off = _core.backing_off(len(turn.raw), turn.counters.backoff_until)
+        return turn.plan.summary_needed and turn.plan.summary_cutoff is not None and not backing_off
 
     def _respond(
         self, response: Any, turn: Turn, outcome: Outcome | None, sent: int

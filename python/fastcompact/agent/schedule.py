@@ -17,6 +17,7 @@ from langchain_core.messages import HumanMessage
 
 from fastcompact import _core
 from fastcompact.agent import drafting, fitting, summarize
+from fastcompact.agent.counters import Counters
 from fastcompact.agent.memory import is_request
 from fastcompact.agent.setup import Setup, kept_by_model
 from fastcompact.agent.state import (
@@ -169,7 +170,8 @@ def cheaper(
 ) -> Draft | None:
     """``draft`` with what the session is better off with in place of the span (as
     ``summarizer`` allows): the digest, or a model summary that folds the memory's
-    requests into short beside its notes (see :func:`fold_pays`). A digest that
+    requests into short beside its notes, when that pays over the session (the
+    core's ``choose_summarizer``). A digest that
     would put requests into short when a model could summarize them is not an
     option: the model sees them first. With ``due``, ``None`` unless the one chosen
     is due now."""
@@ -203,55 +205,44 @@ def cheaper(
         call = {"summary_input": sent, "summary_cached": cached, "summary_output": notes}
         folded = drafting.summary_of(setup, turn, draft, path, notes="")
         fold = priced(framed(folded.text), output=notes, **call)
-    known = [(llm, o) for llm, o in ((False, digest), (True, fold)) if o is not None and o[1] is not None]
-    if not known:
-        return draft if not due else None
-    # The span's part of the cheapest price: the next calls' lower bound.
     kept_size, kept_price = priced(list(draft.kept))
-    if kept_price is not None:
-        cheapest = min(o[1][0] for _, o in known if o[1] is not None)
-        turn.counters.span_price = max(cheapest - kept_price[0], 0.0)
-    llm = known[0][0] if len(known) == 1 else fold_pays(turn, settings, digest, fold, kept_size)
-    chosen = fold if llm else digest
-    assert chosen is not None and chosen[1] is not None
-    if due and not chosen[1][1]:
+    choice = _core.choose_summarizer(
+        settings,
+        digest=_offer(digest),
+        fold=_offer(fold),
+        kept=(kept_size, kept_price[0] if kept_price is not None else 0.0),
+        memory=_memory_costs(turn.counters),
+        horizon=float(calls_so_far(turn)),
+    )
+    if choice is None:
+        return draft if not due else None
+    llm, chosen_due, span_price = choice
+    # The span's part of the cheaper price: the next calls' lower bound.
+    turn.counters.span_price = span_price
+    if due and not chosen_due:
         return None
     return dataclasses.replace(draft, use_llm=llm)
 
 
-def fold_pays(
-    turn: Turn,
-    settings: _core.PlanSettings,
-    digest: tuple[float, tuple[float, bool, float, float] | None] | None,
-    fold: tuple[float, tuple[float, bool, float, float] | None] | None,
-    kept_size: float,
-) -> bool:
-    """Whether a fold pays over the session rather than another digest (given each
-    one's next input and price): the memory every later call reads, and every
-    digest writes anew, grows digest after digest, and a fold brings it back down.
-    It pays once what was paid for the memory beyond a fold's size since the last
-    fold (its reads and rewrites) reaches its extra price, and its saving over the
-    calls to come (as many as the session has made) does too."""
-    if digest is None or fold is None or digest[1] is None or fold[1] is None:
-        return fold is not None
-    c = turn.counters
-    memory = (
+def _offer(
+    priced: tuple[float, tuple[float, bool, float, float] | None] | None,
+) -> tuple[float, float, bool] | None:
+    """A summarizer as the core weighs it: its next input, price and whether it is due."""
+    if priced is None or priced[1] is None:
+        return None
+    return priced[0], priced[1][0], priced[1][1]
+
+
+def _memory_costs(c: Counters) -> tuple[float, float, int, float, int]:
+    """What the memory cost since its last fold: its tokens, its reads over how many
+    calls, and its rewrites by how many digests."""
+    return (
         float(c.memory_tokens or 0.0),
         float(c.memory_reads or 0.0),
         c.memory_calls or 0,
         float(c.memory_rewrites or 0.0),
         c.memory_digests or 0,
     )
-    pays = _core.fold_pays(
-        settings,
-        memory,
-        extra=fold[1][0] - digest[1][0],
-        smaller_by=digest[0] - fold[0],
-        # The memory a fold leaves, beside what stays.
-        left=max(fold[0] - kept_size, 0.0),
-        horizon=float(calls_so_far(turn)),
-    )
-    return bool(pays)
 
 
 def by_price(setup: Setup, request: ModelRequest, turn: Turn, draft: Draft) -> Draft:
