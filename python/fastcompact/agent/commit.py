@@ -30,14 +30,25 @@ logger = logging.getLogger("fastcompact")
 
 @dataclasses.dataclass
 class Outcome:
-    """A compaction tried: the view it leaves, the graph-state update (the event when
-    it committed, and the counters), and what the event and the log say of it."""
+    """A compaction tried: the view it leaves, the event (when it committed) and the
+    counters it leaves, and what the event and the log say of it."""
 
     view: list[Any]
-    update: dict[str, Any]
-    committed: bool
+    event: dict[str, Any] | None
     info: dict[str, Any]
     counters: Counters
+
+    @property
+    def committed(self) -> bool:
+        return self.event is not None
+
+    @property
+    def update(self) -> dict[str, Any]:
+        """The graph-state update: the event when it committed, and the counters."""
+        update: dict[str, Any] = {STATE_KEY: self.counters.to_state()}
+        if self.event is not None:
+            update[EVENT_KEY] = self.event
+        return update
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,8 +110,7 @@ def finish(
             judged.tokens,
             len(view),
         )
-        update = {STATE_KEY: counters.to_state()}
-        return Outcome(view=turn.view, update=update, committed=False, info=info, counters=counters)
+        return Outcome(view=turn.view, event=None, info=info, counters=counters)
     memory_tokens = math.ceil(turn.plan.ratio * count_once([message], model=request.model))
     _after_commit(counters, turn, draft, summary, path, judged, memory_tokens)
     event = {
@@ -115,8 +125,7 @@ def finish(
             MEMORY_KEY: summary.memory,
         },
     }
-    update = {EVENT_KEY: event, STATE_KEY: counters.to_state()}
-    return Outcome(view=view, update=update, committed=True, info=info, counters=counters)
+    return Outcome(view=view, event=event, info=info, counters=counters)
 
 
 def _after_failure(

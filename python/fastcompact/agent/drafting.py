@@ -57,7 +57,7 @@ def trimmed(setup: Setup, span: list[Any]) -> list[Any]:
 
 
 def summarizer_of(setup: Setup, request: ModelRequest) -> Any:
-    chosen = setup.summary_model or setup.model or request.model
+    chosen = setup.summary_model_or(request.model)
     if isinstance(chosen, str):
         if chosen not in setup.models:
             from langchain.chat_models import init_chat_model
@@ -115,7 +115,7 @@ def make_draft(
         paused=len(turn.raw) < paused_until,
         use_llm=len(turn.raw) >= paused_until
         and setup.config.summarizer != "digest"
-        and (setup.summary_model or setup.model or request.model) is not None,
+        and setup.summary_model_or(request.model) is not None,
         forced=forced,
     )
 

@@ -246,7 +246,8 @@ class CompactionMiddleware(AgentMiddleware):
         update: dict[str, Any] = {}
         counters = turn.counters.copy()
         if outcome is not None:
-            update.update(outcome.update)
+            if outcome.event is not None:
+                update[EVENT_KEY] = outcome.event
             counters = outcome.counters.copy()
             info["summary"] = outcome.info if outcome.committed else None
         if outcome is None or not outcome.committed:

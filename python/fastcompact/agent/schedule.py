@@ -262,9 +262,8 @@ def shares_cache(setup: Setup, request: ModelRequest) -> bool:
     """Whether the summary can be asked in the agent's own request (then the
     provider reads it from its prompt cache): the summary model is the agent's,
     and no summary prompt or trimming of its own is set."""
-    chosen = setup.summary_model or setup.model
     return (
-        (chosen is None or chosen is request.model)
+        setup.summary_model_or(request.model) is request.model
         and hasattr(request.model, "invoke")
         and setup.summary_prompt is None
         and setup.trim_tokens_to_summarize is None

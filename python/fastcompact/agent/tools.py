@@ -103,7 +103,7 @@ class CompactionToolMiddleware(AgentMiddleware):
         # The AI message that called this tool stays: its answer is not in the state yet.
         raw = messages[:-1] if messages and getattr(messages[-1], "tool_calls", None) else messages
         request = ModelRequest(
-            model=setup.summary_model or setup.model,
+            model=setup.summary_model_or(None),
             messages=raw,
             system_message=None,
             tools=[],
