@@ -8,6 +8,8 @@ with its :class:`~fastcompact.agent.setup.Setup`.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import logging
 import math
 from collections.abc import Callable
@@ -207,9 +209,9 @@ def _archived(setup: Setup, backend: Any, turn: Turn, draft: Draft) -> Steps[str
     if backend is None or not draft.leaving:
         return None
     leaving = yield Io.in_thread(_with_media_saved, setup, backend, draft, draft.leaving)
-    text = storage.archive_text(leaving, turn.prior_cutoff, draft.thread, draft.number)
-    prefix = setup.config.history_path_prefix
-    return (yield from storage.write_archive(backend, prefix, draft.thread, draft.number, text))
+    text = storage.archive_text(leaving, turn.first_index + turn.prior_cutoff, draft.thread, draft.number)
+    name = functools.partial(setup.archive_path, draft.thread, draft.number)
+    return (yield from storage.write_archive(backend, name, text))
 
 
 def _with_media_saved(setup: Setup, backend: Any, draft: Draft, messages: list[Any]) -> list[Any]:
@@ -218,9 +220,7 @@ def _with_media_saved(setup: Setup, backend: Any, draft: Draft, messages: list[A
     once)."""
     if backend is None:
         return messages
-    return media.offload(
-        backend, storage.media_folder(setup.config.history_path_prefix, draft.thread), messages
-    )
+    return media.offload(backend, setup.media_folder(draft.thread), messages)
 
 
 def compacted(setup: Setup, request: ModelRequest, turn: Turn, *, forced: bool) -> Steps[Outcome | None]:
@@ -229,6 +229,8 @@ def compacted(setup: Setup, request: ModelRequest, turn: Turn, *, forced: bool) 
     outcome = None
     for draft in drafting.candidates(setup, request, turn, forced=forced):
         draft = schedule.by_price(setup, request, turn, draft)
+        if setup.saved_transcript:
+            draft = dataclasses.replace(draft, priced=True)
         outcome = yield from compact(setup, request, turn, draft)
         if outcome.committed:
             break

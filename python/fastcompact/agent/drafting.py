@@ -153,9 +153,10 @@ def candidates(setup: Setup, request: ModelRequest, turn: Turn, *, forced: bool)
     before sending)."""
     view = turn.view
     start = newest_request(view)
-    over = forced or over_window(turn)
+    # A saved transcript keeps to the keep policy's cut unless the window needs more.
+    over = (forced and not setup.saved_transcript) or over_window(turn)
     keep_cut = turn.plan.summary_cutoff
-    if keep_cut is not None and not over:
+    if keep_cut is not None and not over and not setup.saved_transcript:
         # Under the window the turn in progress stays whole: the cut falls no later
         # than its request (on the first turn there is nothing before it to cut).
         keep_cut = min(keep_cut, start or 0) or None
@@ -254,4 +255,4 @@ def longest_archive_path(setup: Setup, draft: Draft) -> str | None:
     """The longest name the archive of ``draft`` may get (a summary names it)."""
     if setup.backend is None or not draft.leaving:
         return None
-    return storage.archive_path(setup.config.history_path_prefix, draft.thread, draft.number, 7)
+    return setup.archive_path(draft.thread, draft.number, 7)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
 from fastcompact import _core
+from fastcompact.agent import storage
 from fastcompact.api.passes import settings_for
 from fastcompact.config import CompactionConfig
 
@@ -66,6 +67,14 @@ class Setup:
     trim_tokens_to_summarize: int | None = None
     token_counter: Any = None
     counter_takes_tools: bool = False
+    # The one file archives go to, in place of `<prefix>/<thread>/<number>.md`: the
+    # command line's, named after its output.
+    archive_file: str | None = None
+    # A saved transcript is compacted (the command line's), not a running agent's view:
+    # no later call runs the trigger again, so a compaction commits whenever it makes
+    # the view smaller, as a priced one does; and no turn is in progress, so the keep
+    # policy's cut stands.
+    saved_transcript: bool = False
     # Resolved "provider:name" summary models, shared by every conversation.
     models: dict[str, Any] = dataclasses.field(default_factory=dict)
     # A model's price preset and counting options, by the model's id.
@@ -76,6 +85,19 @@ class Setup:
         """The core's reading of the config for ``window`` and ``pricing`` (one cache,
         shared with the notebook helpers)."""
         return settings_for(self.config, window, pricing)
+
+    def archive_path(self, thread: str, number: int, attempt: int = 0) -> str:
+        """Where the archive of a thread's compaction ``number`` goes (see
+        :func:`storage.archive_path`), or the given file's name."""
+        if self.archive_file is not None:
+            return storage.file_path(self.archive_file, attempt)
+        return storage.archive_path(self.config.history_path_prefix, thread, number, attempt)
+
+    def media_folder(self, thread: str) -> str:
+        """Where the media of a thread's archives go."""
+        if self.archive_file is not None:
+            return storage.media_beside(self.archive_file)
+        return storage.media_folder(self.config.history_path_prefix, thread)
 
     def summary_model_or(self, agent_model: Any) -> Any:
         """The model that writes summaries: the summary model, else the middleware's,

@@ -50,6 +50,9 @@ class Turn:
     counters: Counters
     # The price preset the passes were planned with (None: fixed batch sizes).
     pricing: str | None = None
+    # The index ``raw[0]`` has in the caller's conversation, as archives number it (the
+    # command line keeps a transcript's leading system messages out of ``raw``).
+    first_index: int = 0
 
 
 @dataclasses.dataclass

@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fastcompact import _core
-from fastcompact.agent.setup import POLICY
 from fastcompact.agent.steps import Io, Steps
 
 logger = logging.getLogger("fastcompact")
@@ -55,6 +54,29 @@ def media_folder(prefix: str, thread: str) -> str:
         '/conversation_history/t1/media'
     """
     return f"{prefix.rstrip('/')}/{_safe(thread)}/media"
+
+
+def file_path(file: str, attempt: int = 0) -> str:
+    """A given archive file's name (``-2``, ``-3`` … before ``.md`` when it is taken).
+
+    Example:
+        >>> file_path("out/run.archive.md"), file_path("out/run.archive.md", attempt=1)
+        ('out/run.archive.md', 'out/run.archive-2.md')
+    """
+    if not attempt:
+        return file
+    stem = file.removesuffix(".md")
+    return f"{stem}-{attempt + 1}.md" if stem != file else f"{file}-{attempt + 1}"
+
+
+def media_beside(file: str) -> str:
+    """Where the media of a given archive file go: ``run.archive.md`` -> ``run.archive.media``.
+
+    Example:
+        >>> media_beside("out/run.archive.md")
+        'out/run.archive.media'
+    """
+    return f"{file.removesuffix('.md')}.media"
 
 
 def _safe(name: str) -> str:
@@ -144,12 +166,11 @@ def _warn(path: str, reason: str) -> None:
     warnings.warn(msg, UserWarning, stacklevel=3)
 
 
-def write_archive(backend: Any, prefix: str, thread: str, number: int, text: str) -> Steps[str | None]:
-    """Write ``text`` to a new archive file (steps, see :mod:`fastcompact.agent.steps`); its
-    path, or ``None`` (logged and warned) when the backend failed."""
-    return (
-        yield from _write_new(backend, lambda attempt: archive_path(prefix, thread, number, attempt), text)
-    )
+def write_archive(backend: Any, name: Callable[[int], str], text: str) -> Steps[str | None]:
+    """Write ``text`` to a new archive file, the first of ``name(0)``, ``name(1)``, ...
+    not taken (steps, see :mod:`fastcompact.agent.steps`); its path, or ``None``
+    (logged and warned) when the backend failed."""
+    return (yield from _write_new(backend, name, text))
 
 
 def write_notes(backend: Any, archive: str, notes: Sequence[str]) -> Steps[str | None]:
@@ -356,7 +377,7 @@ def clip_text(
     call_id: str,
     read_path: str | None,
     saved_at: str | None,
-    head_chars: int = POLICY.clip_heads[0],
+    head_chars: int,
 ) -> str:
     """A result's head, and where the whole of it is."""
     head = text[:head_chars]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -42,6 +43,16 @@ def _ignore_interrupts() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _quiet_log()
+
+
+def _quiet_log() -> None:
+    """Silence the agent's log: each input's line says what went wrong, naming its
+    file, where the log would say it again without."""
+    log = logging.getLogger("fastcompact")
+    if not log.handlers:
+        log.addHandler(logging.NullHandler())
+        log.propagate = False
 
 
 def _write_exact(stream: Any, text: str) -> None:
@@ -490,6 +501,7 @@ def _default_sizes() -> tuple[dict[str, str], dict[str, str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    _quiet_log()
     parser = _Parser(prog="fastcompact", description="Context compaction for LLM agents.")
     parser.add_argument("--version", action="version", version=f"fastcompact {fastcompact.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)

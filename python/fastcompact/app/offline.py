@@ -1,25 +1,44 @@
 """The whole compaction of a saved transcript, outside an agent: the cheap passes, then
-(when still over the trigger, or when forced) a summary of the older span and the
-archive of what it replaced. Used by ``fastcompact compact``.
+(when still over the trigger, or when forced) the agent's own compaction of it, with
+the transcript read as LangChain messages and a store that keeps what it writes: the
+summary of the older span, the archive of what it replaced and the files beside it.
+Used by ``fastcompact compact``.
 
 Example:
     >>> from fastcompact.app.offline import compact
     >>> from fastcompact.samples import load_session
-    >>> out = compact(load_session("research"), max_input_tokens=30_000)
+    >>> out = compact(load_session("research"), max_input_tokens=30_000, archive_path="run.archive.md")
     >>> out.summarized > 0, out.tokens_after < out.tokens_before, out.archive.startswith("# Conversation")
     (True, True, True)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from fastcompact.agent import media, memory, steps, storage, summarize
-from fastcompact.api.counting import Encoding, count_tokens, normalize
-from fastcompact.api.cutoffs import find_cutoff, leading_system
+from langchain.agents.middleware.types import ModelRequest
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    ChatMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.messages.tool import invalid_tool_call
+
+from fastcompact.agent import compaction, steps
+from fastcompact.agent.commit import Outcome
+from fastcompact.agent.counters import Counters
+from fastcompact.agent.setup import Setup
+from fastcompact.agent.state import Turn
+from fastcompact.api.counting import Encoding, count_once, count_tokens, normalize
+from fastcompact.api.cutoffs import leading_system
 from fastcompact.api.passes import Edit, Plan, apply_edits, result_block_of
 from fastcompact.api.passes import plan as plan_passes
 from fastcompact.api.recall import ORIGINAL_KEY, SAVED_NOTE
@@ -29,9 +48,10 @@ from fastcompact.config import CompactionConfig
 @dataclass
 class Compacted:
     """A compacted conversation: ``messages`` in the input's own shape, the
-    ``archive`` text of the summarized span (``None`` without a summary), the full
-    text of each result the budget pass cut (by the path its marker names), the inline
-    media of the summarized span (by the path the archive names), why no summary was
+    ``archive`` text of the summarized span (``None`` without a summary or an archive
+    path), the full text of each result the budget pass cut (by the path its marker
+    names), the files saved beside the archive (the summarized span's inline media, the
+    notes cut for space; by the path the archive and the summary name), why no summary was
     made (``reason``, ``None`` when one was), what went wrong on the way
     (``warning``: the model failed and the digest stands in), and the
     figures."""
@@ -63,22 +83,19 @@ class _Kept:
         self.files.update(items)
         return [_Found(None) for _ in items]
 
+    def write(self, path: str, text: str) -> _Found:
+        self.files[path] = text.encode()
+        return _Found(None)
+
+    def read(self, path: str, *window: int) -> str:
+        # The files a transcript read are not here: the command line restores none.
+        return f"Error: {path} is not kept"
+
 
 @dataclass
 class _Found:
     content: bytes | None = None
     error: str | None = None
-
-
-def media_folder(archive_path: str) -> str:
-    """Where the media of an archive go: ``run.archive.md`` -> ``run.archive.media``.
-
-    Example:
-        >>> media_folder("out/run.archive.md")
-        'out/run.archive.media'
-    """
-    stem = archive_path[: -len(".md")] if archive_path.endswith(".md") else archive_path
-    return f"{stem}.media"
 
 
 def with_originals(raw: list[Any], view: list[Any]) -> list[Any]:
@@ -215,61 +232,106 @@ def _text(content: Any) -> str:
     return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, default=str)
 
 
-def _model_notes(model: Any, span: list[Any], cfg: CompactionConfig) -> tuple[str | None, str | None]:
-    """The notes ``model`` writes on ``span`` (``None`` when it wrote none), and what
-    went wrong when it failed (the digest then stands in)."""
-    try:
-        text, _ = steps.run(
-            summarize.summarize(
-                model, span, custom_instructions=cfg.custom_instructions, retries=cfg.ptl_max_retries
-            )
-        )
-    except Exception as e:
-        return None, f"the model failed ({type(e).__name__}: {e}); used the digest"
-    return text, None
+def as_langchain(messages: Sequence[Any]) -> list[BaseMessage]:
+    """``messages``, of any shape the core reads, as LangChain messages: what the
+    agent's compaction works on. Tool calls whose arguments are not an object are
+    kept as invalid calls, as LangChain keeps them.
+
+    Example:
+        >>> msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}]
+        >>> [m.type for m in as_langchain(msgs)]
+        ['human', 'ai']
+    """
+    given = list(messages)
+    return [
+        m if isinstance(m, BaseMessage) else _message(n, _content_of(m, n))
+        for m, n in zip(given, normalize(given), strict=True)
+    ]
 
 
-def _cut_at(
-    view: list[Any],
-    plan: Plan,
-    keep: Any,
-    max_input_tokens: int | None,
-    encoding: Encoding,
-    lead: int,
-    *,
-    force: bool,
-) -> int | None:
-    """Where a summary cuts: the plan's cutoff, else (``force``) ``keep``'s; never
-    inside the ``lead`` system messages the conversation starts with."""
+def _content_of(message: Any, normalized: Mapping[str, Any]) -> Any:
+    """A message's content as it was given (the core's reading leaves out media bytes)."""
+    fields = _fields(message) if isinstance(message, Mapping) else None
+    found = (
+        (fields if fields is not None else message).get("content") if isinstance(message, Mapping) else None
+    )
+    return normalized.get("content") if found is None else found
+
+
+def _message(n: Mapping[str, Any], content: Any) -> BaseMessage:
+    content = "" if content is None else content
+    extra = {"id": n["id"]} if n.get("id") else {}
+    role = n.get("role")
+    if role == "ai":
+        calls = [c for c in n.get("tool_calls") or [] if isinstance(c.get("args"), Mapping)]
+        invalid = [
+            invalid_tool_call(id=c.get("id"), name=c.get("name"), args=_text(c.get("args")))
+            for c in n.get("tool_calls") or []
+            if not isinstance(c.get("args"), Mapping)
+        ]
+        return AIMessage(content, tool_calls=calls, invalid_tool_calls=invalid, **extra)
+    if role == "tool":
+        # Anthropic's result comes as a block of a user message: the result is inside.
+        content = _inside_block(content)
+        return ToolMessage(content, tool_call_id=n.get("tool_call_id") or "", name=n.get("name"), **extra)
+    if role == "system":
+        return SystemMessage(content, **extra)
+    if role == "human":
+        return HumanMessage(content, **extra)
+    return ChatMessage(content=content, role=n.get("role_name") or str(role), **extra)
+
+
+def _system(messages: Sequence[BaseMessage]) -> SystemMessage | None:
+    """The leading system messages as the one system message of a request."""
+    if not messages:
+        return None
+    if len(messages) == 1:
+        return SystemMessage(messages[0].content)
+    return SystemMessage("\n\n".join(m.text for m in messages))
+
+
+def _turn(
+    msgs: list[Any], view: list[Any], plan: Plan, lead: int, system: SystemMessage | None, **options: Any
+) -> tuple[list[BaseMessage], Turn]:
+    """The turn the agent's compaction reads: the transcript after its leading system
+    messages, as LangChain messages, with the plan's cutoff there and its counts
+    calibrated to ``encoding``'s (the compaction counts as the agent's would)."""
+    raw, edited = as_langchain(msgs[lead:]), as_langchain(view[lead:])
     cut = plan.summary_cutoff
-    if cut is None and force:
-        cut = find_cutoff(view, keep, max_input_tokens, encoding=encoding) or None
-    return None if cut is not None and cut <= lead else cut
+    cut = cut - lead if cut is not None and cut > lead else None
+    estimate = count_once(edited, system=system)
+    ratio = plan.tokens_after / estimate if options["encoding"] != "heuristic" and estimate else 1.0
+    planned = dataclasses.replace(
+        plan, summary_cutoff=cut, true_tokens=plan.tokens_after, ratio=ratio, offset=0.0
+    )
+    counters = Counters(session=options["source"])
+    turn = Turn(raw, None, 0, raw, edited, planned, options["window"], counters, first_index=lead)
+    return edited, turn
 
 
-def _summary_message(
-    span: list[Any], notes: str | None, cfg: CompactionConfig, window: int | None, archive_path: str | None
-) -> tuple[Any, str | None]:
-    """The summary message of ``span``: the memory of its numbered requests, beside a
-    model's ``notes`` when it wrote some; and the notes to save whole in the archive
-    when they were cut for space."""
-    made = memory.remember(
-        None,
-        None,
-        span,
-        config=cfg.memory,
-        window=window,
-        file=archive_path,
-        widths_per_token=memory.widths_per_token(span),
-        notes=notes,
-        notes_file=archive_path,
+def _outcome(
+    msgs: list[Any], view: list[Any], plan: Plan, lead: int, setup: Setup, *, force: bool, **options: Any
+) -> Outcome | None:
+    """The agent's compaction of the transcript (``None``: nothing to cut); the
+    ``lead`` system messages are the request's system prompt, never summarized."""
+    system = _system(as_langchain(msgs[:lead]))
+    edited, turn = _turn(msgs, view, plan, lead, system, **options)
+    # No agent model: the summary model writes, and counts are the core's own.
+    request = ModelRequest(
+        model=None,  # type: ignore[arg-type]
+        messages=cast("list[AnyMessage]", edited),
+        system_message=system,
+        tools=[],
+        state={"messages": turn.raw},
     )
-    message = summarize.summary_message(
-        memory.text(made.memory, recall=False),
-        file_path=archive_path,
-        suppress_follow_up_questions=cfg.suppress_follow_up_questions,
-    )
-    return message, made.notes_to_save
+    return steps.run(compaction.compacted(setup, request, turn, forced=force))
+
+
+def _warning(info: Mapping[str, Any]) -> str | None:
+    """What went wrong with the model's summary, when the digest stood in."""
+    if info.get("summarizer") != "fallback" or not info.get("error"):
+        return None
+    return f"the model failed ({info['error']}); used the digest"
 
 
 def compact(
@@ -287,9 +349,13 @@ def compact(
     """Compact ``messages``. The summary comes from ``model`` when given (a chat model;
     should it fail, the digest stands in and ``warning`` says why), else
     from the core's digest (made without a model); ``force`` summarizes even below the trigger.
-    Leading system messages stay in place, ahead of the summary. ``archive_path`` is
-    where the caller will save the archive (named in the summary), with the span's
-    inline media under :func:`media_folder` (``media`` holds their bytes);
+    The compaction is the agent's own (:func:`fastcompact.agent.compaction.compacted`),
+    for a saved transcript: it commits whenever it makes the conversation smaller, and
+    the keep policy's cut stands. Leading system messages stay in place, ahead of the
+    summary. ``archive_path`` is where the caller will save the archive (named in the
+    summary), with the span's inline media beside it (``run.archive.md``'s under
+    ``run.archive.media``) and the model's notes when the memory cut them for space
+    (``media`` holds both);
     ``results_dir`` is where it will save the results the budget pass cuts, and those
     of a provider's shape that a pass edited (named in their text; ``saved_results``
     holds it). Sizes are counted with ``encoding``."""
@@ -303,44 +369,40 @@ def compact(
     if results_dir is not None:
         view, cut_results = _kept_whole(msgs, view, plan.edits, results_dir)
     before = plan.tokens_before
-    keep = tuple(cfg.resolved(max_input_tokens)["keep"])
-    # The system messages the conversation starts with are never summarized.
-    lead = leading_system(msgs)
-    cut = _cut_at(view, plan, keep, max_input_tokens, encoding, lead, force=force)
     if not (plan.summary_needed or force):
         reason = f"no summary needed: {plan.tokens_after:,} tokens after the cheap passes, under the trigger"
         return _unsummarized(view, plan, before, cut_results, reason)
-    if not cut or cut >= len(view):
+    # The agent's own compaction, writing to a store the caller saves from.
+    kept_files = _Kept()
+    setup = Setup(
+        cfg,
+        summary_model=model,
+        backend=None if archive_path is None else kept_files,
+        archive_file=archive_path,
+        saved_transcript=True,
+    )
+    options = {"window": max_input_tokens, "encoding": encoding, "source": source}
+    # The system messages the conversation starts with are never summarized.
+    lead = leading_system(msgs)
+    outcome = _outcome(msgs, view, plan, lead, setup, force=force, **options)
+    if outcome is None:
+        keep = cfg.resolved(max_input_tokens)["keep"]
         reason = f"nothing to summarize: keeping {keep[0]}:{keep[1]:g} leaves no older message to cut"
         return _unsummarized(view, plan, before, cut_results, reason)
-    span, kept = view[lead:cut], view[cut:]
-    # Inline media goes to files beside the archive, which the archive and the
-    # summarizer's transcript name.
-    kept_media = _Kept()
-
-    def media_saved(messages: list[Any]) -> list[Any]:
-        return (
-            messages
-            if archive_path is None
-            else media.offload(kept_media, media_folder(archive_path), messages)
-        )
-
-    with_media = media_saved(msgs[lead:cut])
-    # A model's notes join the memory's numbered requests; the archive holds it all.
-    text, warning = (None, None) if model is None else _model_notes(model, media_saved(span), cfg)
-    message, notes_to_save = _summary_message(span, text, cfg, max_input_tokens, archive_path)
-    used = "model" if text is not None else "digest"
-    out = [*msgs[:lead], _summary_in_shape(message, msgs[lead]), *kept]
-    archive = storage.archive_text(with_media, lead, source, 1)
-    if notes_to_save:
-        archive += "\n\n" + storage.notes_text([notes_to_save])
-    after = count_tokens(out, encoding=encoding)
-    if after >= plan.tokens_after:
+    info, warning = outcome.info, _warning(outcome.info)
+    if outcome.event is None:
         # A summary that shrinks nothing is not written (with --force too).
-        reason = f"a summary would not make it smaller ({plan.tokens_after:,} -> {after:,} tokens)"
+        reason = (
+            f"a summary would not make it smaller ({plan.tokens_after:,} -> {info['tokens_after']:,} tokens)"
+        )
         return _unsummarized(view, plan, before, cut_results, reason, warning)
+    cut = lead + info["summarized_messages"]
+    summary = _summary_in_shape(outcome.event["summary_message"], msgs[lead])
+    out = [*msgs[:lead], summary, *view[cut:]]
+    files = dict(kept_files.files)
+    archive = None if info["file_path"] is None else files.pop(info["file_path"]).decode()
     # A summarized result is in the archive whole; only the kept ones need saving.
     saved = {path: full for i, path, full in cut_results if i >= cut}
-    return Compacted(
-        out, archive, plan, cut - lead, used, before, after, saved, None, kept_media.files, warning
-    )
+    used = "model" if info["summarizer"] == "model" else "digest"
+    after = count_tokens(out, encoding=encoding)
+    return Compacted(out, archive, plan, cut - lead, used, before, after, saved, None, files, warning)
