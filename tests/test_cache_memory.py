@@ -5,6 +5,7 @@ measured is one process's own."""
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -147,3 +148,27 @@ def test_a_conversation_dropped_and_brought_back_is_known_by_its_first_message(c
     fastcompact.model_view(_copies(msgs, 3), max_input_tokens=200_000)
     fastcompact.model_view(_copies(msgs, 1), max_input_tokens=200_000)
     assert fastcompact.cache_bytes()[0] == light + _texts(msgs)
+
+
+def test_edited_copies_the_cache_keeps_are_out_of_the_collectors_sight(cache: None):
+    msgs = _copies(coding_session(300, seed=5), 2)
+    view, _ = fastcompact.model_view(msgs, max_input_tokens=200_000)
+    copies = [(v, m) for v, m in zip(view, msgs, strict=True) if v is not m]
+    assert len(copies) > 50
+    made = [part for v, _ in copies for part in (v, v.__dict__, v.__pydantic_fields_set__)]
+    assert not any(gc.is_tracked(part) for part in made)
+    # The messages, and what a copy shares with its message, stay the collector's.
+    assert all(gc.is_tracked(m) and gc.is_tracked(m.__dict__) for m in msgs)
+    shared = [v.additional_kwargs for v, m in copies if v.additional_kwargs is m.additional_kwargs]
+    assert shared and all(gc.is_tracked(d) for d in shared if d)
+    # A collection leaves them whole, the next call reuses them, and once the cache and
+    # the views let go, reference counting frees them.
+    gc.collect()
+    again, _ = fastcompact.model_view(msgs, max_input_tokens=200_000)
+    assert all(again[msgs.index(m)] is v for v, m in copies)
+    one = copies[0][0]
+    text = one.content
+    del view, again, copies, made, shared
+    assert one.content == text
+    fastcompact.clear_cache()
+    assert sys.getrefcount(one) == 2

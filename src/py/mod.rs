@@ -7,6 +7,7 @@
 
 mod allocator;
 mod cache;
+mod collector;
 mod compaction;
 mod counting;
 mod errors;

@@ -433,6 +433,7 @@ fn edited_copy<'py>(
         objects.append(edit_object(py, e, target)?)?;
     }
     let edited = make.call1((entry.object(py), objects))?;
+    super::collector::untrack_copy(entry.object(py), &edited);
     entry.edited = Some((fingerprint, edited.clone().unbind()));
     Ok(edited)
 }
