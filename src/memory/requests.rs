@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::memory::text::{head, recall_note};
+use crate::memory::text::{head, recall_note, Head};
 use crate::memory::Request;
 use serde_json::Value;
 
@@ -150,7 +150,10 @@ fn step_lines<'a>(
         Role::Ai => {
             out.extend(said_line("Agent", m));
             for c in calls_of(m) {
-                let (args, _) = head(&c.args.to_string(), ARGS_HEAD);
+                // Serialized only as far as its head: arguments can hold a whole file.
+                let mut args = Head::new(ARGS_HEAD);
+                let _ = std::fmt::Write::write_fmt(&mut args, format_args!("{}", c.args));
+                let (args, _) = args.finish();
                 let result = match c.id.and_then(|i| results.get(i)) {
                     Some(r) => {
                         if let Some(i) = c.id {

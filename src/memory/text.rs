@@ -21,15 +21,80 @@ pub fn width(text: &str) -> usize {
 /// `text` on one line, whitespace runs as one space, cut to `max` widths with an
 /// ellipsis; and whether it was cut.
 pub fn head(text: &str, max: usize) -> (String, bool) {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let mut used = 0;
-    for (at, c) in flat.char_indices() {
-        used += char_width(c);
-        if used > max {
-            return (format!("{}…", flat[..at].trim_end()), true);
+    let mut h = Head::new(max);
+    // Over: the rest of the text cannot change the head.
+    let _ = std::fmt::Write::write_str(&mut h, text);
+    h.finish()
+}
+
+/// [`head`] of what is written to it, made as the text comes: it stops reading once
+/// the head is over its widths (a long result or a file's whole text in a call's
+/// arguments is never flattened in full, nor serialized past its head).
+pub struct Head {
+    out: String,
+    used: usize,
+    max: usize,
+    /// Whitespace seen since the last character kept, after the first.
+    space: bool,
+    over: bool,
+}
+
+impl Head {
+    pub fn new(max: usize) -> Self {
+        Head {
+            out: String::new(),
+            used: 0,
+            max,
+            space: false,
+            over: false,
         }
     }
-    (flat, false)
+
+    fn keep(&mut self, c: char) {
+        self.used += char_width(c);
+        if self.used > self.max {
+            self.over = true;
+        } else {
+            self.out.push(c);
+        }
+    }
+
+    /// The head, and whether the text was cut.
+    pub fn finish(self) -> (String, bool) {
+        if self.over {
+            (format!("{}…", self.out.trim_end()), true)
+        } else {
+            (self.out, false)
+        }
+    }
+}
+
+impl std::fmt::Write for Head {
+    /// An error once the head is over: a writer (a serializer) stops there.
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        for c in s.chars() {
+            if self.over {
+                return Err(std::fmt::Error);
+            }
+            if c.is_whitespace() {
+                self.space = !self.out.is_empty();
+                continue;
+            }
+            if self.space {
+                self.space = false;
+                self.keep(' ');
+                if self.over {
+                    return Err(std::fmt::Error);
+                }
+            }
+            self.keep(c);
+        }
+        if self.over {
+            Err(std::fmt::Error)
+        } else {
+            Ok(())
+        }
+    }
 }
 
 /// `text` within `max` widths: whole, or cut at the last line break (else the last
@@ -78,6 +143,38 @@ mod tests {
     fn widths_count_cjk_as_a_token_a_character() {
         assert_eq!(width("ab缓存"), 10);
         assert_eq!(width("é"), 2);
+    }
+
+    /// What `head` is: the text flattened whole, then cut.
+    fn head_of_flat(text: &str, max: usize) -> (String, bool) {
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut used = 0;
+        for (at, c) in flat.char_indices() {
+            used += char_width(c);
+            if used > max {
+                return (format!("{}…", flat[..at].trim_end()), true);
+            }
+        }
+        (flat, false)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_head_made_as_text_comes_is_the_flattened_texts(
+            parts in proptest::collection::vec("[ a\\n\\té缓\u{3000}]{0,12}", 0..6),
+            max in 0usize..40,
+        ) {
+            let text = parts.concat();
+            proptest::prop_assert_eq!(head(&text, max), head_of_flat(&text, max));
+            // Written in pieces, as a serializer writes.
+            let mut h = Head::new(max);
+            for p in &parts {
+                if std::fmt::Write::write_str(&mut h, p).is_err() {
+                    break;
+                }
+            }
+            proptest::prop_assert_eq!(h.finish(), head_of_flat(&text, max));
+        }
     }
 
     #[test]

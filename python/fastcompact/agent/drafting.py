@@ -198,6 +198,7 @@ def with_digest(setup: Setup, request: ModelRequest, turn: Turn, draft: Draft) -
         limit = target if target is not None and fixed < target < turn.window else turn.window
         room = _core.memory_room(limit, fixed, per_token)
     draft = dataclasses.replace(draft, room=room, widths_per_token=per_token)
+    draft = dataclasses.replace(draft, shares=memory_shares(setup, turn, draft))
     digest = summary_of(setup, turn, draft, longest_archive_path(setup, draft))
     return dataclasses.replace(draft, digest=digest)
 
@@ -241,7 +242,10 @@ def memory_shares(setup: Setup, turn: Turn, draft: Draft) -> dict[str, float]:
     """The memory's shares for this session: with a price model, the verbatim
     requests no more than pay against folding them (see
     :func:`memory.priced_shares`), as the session's requests have grown so far and
-    as often as its digests have written the memory anew since the last fold."""
+    as often as its digests have written the memory anew since the last fold. Worked
+    out once a draft (see :func:`with_digest`)."""
+    if draft.shares is not None:
+        return draft.shares
     if turn.pricing is None or not turn.window:
         return memory.priced_shares(setup.config.memory, turn.window, None)
     widths = sum(_core.text_width(summarize.text_of(m)) for m in turn.raw if memory.is_request(m))

@@ -86,6 +86,8 @@ class Draft:
     # a token of this conversation takes.
     room: int | None = None
     widths_per_token: float = 4.0
+    # The memory's shares for this session (see `drafting.memory_shares`), once worked out.
+    shares: dict[str, float] | None = None
     # The digest of the span, once made (pricing, the hopeless check and the fallback
     # all use the same one).
     digest: Summary | None = None
