@@ -30,6 +30,7 @@ __all__ = [
     "count_text",
     "count_tokens",
     "defaults",
+    "digest_and_fold",
     "find_cutoff",
     "identities",
     "input_error",
@@ -677,6 +678,41 @@ def remember(
     Returns:
         The memory, how many requests left the verbatim layer, and the notes to write
         to ``notes_file`` whole when they were cut for space (else None).
+
+    Raises:
+        ValueError: ``previous`` or ``config`` is not a memory or a memory config.
+    """
+
+def digest_and_fold(
+    previous: Mapping[str, Any] | None,
+    earlier: str | None,
+    messages: Any,
+    first_number: int,
+    file: str | None,
+    config: dict[str, Any],
+    window: int | None,
+    widths_per_token: float = ...,  # WIDTHS_PER_TOKEN
+    room: int | None = None,
+    earlier_file: str | None = None,
+) -> tuple[tuple[dict[str, Any], int, str | None], tuple[dict[str, Any], int, str | None]]:
+    """The digest and the fold of one span, the span taken in once: each as
+    :func:`remember` returns it, without notes and beside empty notes.
+
+    Args:
+        previous: The memory the last compaction left (as the state keeps it), or None.
+        earlier: Without ``previous``, the text of an earlier summary made elsewhere.
+        messages: The span taken in.
+        first_number: The number its first request takes.
+        file: The archive file of this compaction.
+        config: A ``MemoryConfig`` as a dict.
+        window: The model's window in tokens (None: unknown).
+        widths_per_token: What a token of this conversation measures in widths.
+        room: The widths the memory may take in all, when the window leaves less.
+        earlier_file: The archive file the earlier summary names.
+
+    Returns:
+        The digest and the fold, each as the memory, how many requests left the
+        verbatim layer, and the notes cut for space (None: no notes file named).
 
     Raises:
         ValueError: ``previous`` or ``config`` is not a memory or a memory config.

@@ -409,18 +409,49 @@ pub fn after_compaction(
     b: &Budgets,
     notes: Option<&str>,
 ) -> (Memory, Fitted) {
+    let mut memory = taken_in(previous, earlier, msgs, first_number, files.archive);
+    let fitted = match notes {
+        Some(n) => memory.fold_all(n, b, files.notes),
+        None => memory.fit(b, files.notes),
+    };
+    (memory, fitted)
+}
+
+/// The digest and the fold (beside notes not yet written) of one span, as
+/// [`after_compaction`] makes each, with the span taken in once: what a price check
+/// weighs against each other.
+pub fn digest_and_fold(
+    previous: Option<Memory>,
+    earlier: Option<Earlier<'_>>,
+    msgs: &[&Message],
+    first_number: u32,
+    files: Files<'_>,
+    b: &Budgets,
+) -> ((Memory, Fitted), (Memory, Fitted)) {
+    let mut digest = taken_in(previous, earlier, msgs, first_number, files.archive);
+    let mut fold = digest.clone();
+    let fitted = digest.fit(b, files.notes);
+    let folded = fold.fold_all("", b, files.notes);
+    ((digest, fitted), (fold, folded))
+}
+
+/// `previous` (else the memory an earlier summary's text stands for) with `msgs`
+/// taken in, before it is held to its budgets.
+fn taken_in(
+    previous: Option<Memory>,
+    earlier: Option<Earlier<'_>>,
+    msgs: &[&Message],
+    first_number: u32,
+    archive: Option<&str>,
+) -> Memory {
     let mut memory = match (previous, earlier) {
         (Some(m), _) => m,
         // The requests before the span are those the earlier summary replaced.
         (None, Some(e)) => Memory::from_summary(e.text, e.file, first_number.saturating_sub(1)),
         (None, None) => Memory::default(),
     };
-    memory.remember(msgs, first_number, files.archive);
-    let fitted = match notes {
-        Some(n) => memory.fold_all(n, b, files.notes),
-        None => memory.fit(b, files.notes),
-    };
-    (memory, fitted)
+    memory.remember(msgs, first_number, archive);
+    memory
 }
 
 /// `notes` with every verbatim copy of a request's text (one of `texts`, with its

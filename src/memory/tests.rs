@@ -407,4 +407,30 @@ proptest! {
             prop_assert_eq!(m.next_number(), number);
         }
     }
+
+    /// The digest and the fold made together are each what it is made alone.
+    #[test]
+    fn a_digest_and_a_fold_made_together_are_each_made_alone(
+        lengths in prop::collection::vec(0usize..400, 1..40),
+        before in 0usize..10,
+        users in 200usize..4_000,
+    ) {
+        let b = Budgets { users, steps: 800, heads: 1_200, notes: 400, folded_users: users / 4 };
+        let earlier: Vec<Message> =
+            (1..=before).flat_map(|n| turn(n, &"old ".repeat(n * 7))).collect();
+        let mut previous = Memory::default();
+        previous.remember(&refs(&earlier), 1, Some("/h/1.md"));
+        previous.fit(&b, None);
+        let first = before as u32 + 1;
+        let msgs: Vec<Message> = lengths
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &len)| turn(before + 1 + i, &"word ".repeat(len / 5 + 1)))
+            .collect();
+        let files = || Files { archive: Some("/h/2.md"), notes: Some("/h/2.notes.md") };
+        let alone = |notes| after_compaction(Some(previous.clone()), None, &refs(&msgs), first, files(), &b, notes);
+        let (digest, fold) = digest_and_fold(Some(previous.clone()), None, &refs(&msgs), first, files(), &b);
+        prop_assert_eq!(digest, alone(None));
+        prop_assert_eq!(fold, alone(Some("")));
+    }
 }

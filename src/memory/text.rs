@@ -161,7 +161,7 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn a_head_made_as_text_comes_is_the_flattened_texts(
-            parts in proptest::collection::vec("[ a\\n\\té缓\u{3000}]{0,12}", 0..6),
+            parts in proptest::collection::vec("\\PC{0,12}|[ a\\n\\té缓\u{3000}]{0,12}", 0..6),
             max in 0usize..40,
         ) {
             let text = parts.concat();

@@ -378,6 +378,49 @@ mod _core {
         Ok((pythonized(py, &memory)?, fitted.folded, fitted.to_save))
     }
 
+    /// The digest and the fold of one span, with the span taken in once (see
+    /// `memory::digest_and_fold`): each as `remember` returns it without notes and with
+    /// empty notes, for a price check to weigh.
+    #[pyfunction]
+    #[pyo3(signature = (previous, earlier, messages, first_number, file, config, window, widths_per_token=crate::config::WIDTHS_PER_TOKEN, room=None, earlier_file=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn digest_and_fold<'py>(
+        py: Python<'py>,
+        previous: Option<&Bound<'py, PyAny>>,
+        earlier: Option<String>,
+        messages: &Bound<'py, PyAny>,
+        first_number: u32,
+        file: Option<String>,
+        config: &Bound<'py, PyAny>,
+        window: Option<u64>,
+        widths_per_token: f64,
+        room: Option<usize>,
+        earlier_file: Option<String>,
+    ) -> PyResult<(Remembered<'py>, Remembered<'py>)> {
+        let (previous, msgs) = (memory_given(previous)?, read::read_all(messages)?);
+        let budgets = budgets_of(config, window, widths_per_token, room)?;
+        let earlier = earlier.as_deref().map(|text| Earlier {
+            text,
+            file: earlier_file.as_deref(),
+        });
+        let files = Files {
+            archive: file.as_deref(),
+            notes: None,
+        };
+        let (digest, fold) = enter_core_ok(py, true, || {
+            let refs: Vec<&Message> = msgs.iter().collect();
+            crate::memory::digest_and_fold(previous, earlier, &refs, first_number, files, &budgets)
+        })?;
+        let python = |(m, f): (crate::memory::Memory, crate::memory::Fitted)| {
+            Ok::<_, PyErr>((pythonized(py, &m)?, f.folded, f.to_save))
+        };
+        Ok((python(digest)?, python(fold)?))
+    }
+
+    /// A memory as Python gets it, how many requests left the verbatim layer, and the
+    /// notes to write whole.
+    type Remembered<'py> = (Bound<'py, PyAny>, usize, Option<String>);
+
     /// A memory as the state keeps it, read (`None` for none).
     fn memory_given(given: Option<&Bound<'_, PyAny>>) -> PyResult<Option<crate::memory::Memory>> {
         given

@@ -116,7 +116,7 @@ def _brief(setup: Setup, turn: Turn, draft: Draft) -> summarize.Brief:
     length the memory keeps whole."""
     opened = sum(1 for m in draft.span if is_request(m))
     first, last = (draft.first_number, draft.first_number + opened - 1) if opened else (None, None)
-    folded = drafting.summary_of(setup, turn, draft, drafting.longest_archive_path(setup, draft), notes="")
+    folded = drafting.fold_of(setup, turn, draft)
     verbatim = memory.verbatim_numbers(folded.memory)
     budget = memory.budgets(
         drafting.memory_shares(setup, turn, draft), turn.window, draft.widths_per_token, draft.room

@@ -199,8 +199,24 @@ def with_digest(setup: Setup, request: ModelRequest, turn: Turn, draft: Draft) -
         room = _core.memory_room(limit, fixed, per_token)
     draft = dataclasses.replace(draft, room=room, widths_per_token=per_token)
     draft = dataclasses.replace(draft, shares=memory_shares(setup, turn, draft))
-    digest = summary_of(setup, turn, draft, longest_archive_path(setup, draft))
-    return dataclasses.replace(draft, digest=digest)
+    path = longest_archive_path(setup, draft)
+    if not draft.use_llm:
+        return dataclasses.replace(draft, digest=summary_of(setup, turn, draft, path))
+    # A model may summarize: its fold is priced and briefed too, from the same reading.
+    digest, fold = memory.digest_and_fold(
+        draft.memory, draft.earlier_text, draft.span, **_memory_options(setup, turn, draft, path)
+    )
+    return dataclasses.replace(
+        draft, digest=_summary(digest, draft, by_model=False), fold=_summary(fold, draft, by_model=True)
+    )
+
+
+def fold_of(setup: Setup, turn: Turn, draft: Draft) -> Summary:
+    """The memory a model's notes would leave beside ``draft``'s span before they are
+    written (empty notes), archived at the longest name the archive may get."""
+    if draft.fold is not None:
+        return draft.fold
+    return summary_of(setup, turn, draft, longest_archive_path(setup, draft), notes="")
 
 
 def summary_of(
@@ -219,20 +235,31 @@ def summary_of(
         draft.memory,
         draft.earlier_text,
         draft.span,
-        config=memory_shares(setup, turn, draft),
-        window=turn.window,
-        first_number=draft.first_number,
-        file=path,
-        widths_per_token=draft.widths_per_token,
-        room=draft.room,
+        **_memory_options(setup, turn, draft, path),
         notes=notes,
-        earlier_file=draft.earlier_file,
         notes_file=notes_file,
     )
+    return _summary(made, draft, by_model=notes is not None)
+
+
+def _memory_options(setup: Setup, turn: Turn, draft: Draft, path: str | None) -> dict[str, Any]:
+    """What the memory ``draft`` leaves is held to, and where its span is archived."""
+    return {
+        "config": memory_shares(setup, turn, draft),
+        "window": turn.window,
+        "first_number": draft.first_number,
+        "file": path,
+        "widths_per_token": draft.widths_per_token,
+        "room": draft.room,
+        "earlier_file": draft.earlier_file,
+    }
+
+
+def _summary(made: memory.Remembered, draft: Draft, *, by_model: bool) -> Summary:
     return Summary(
         text=memory.text(made.memory, recall=draft.recall),
         memory=made.memory,
-        by_model=notes is not None,
+        by_model=by_model,
         folded=made.folded,
         notes_to_save=made.notes_to_save,
     )

@@ -149,6 +149,38 @@ def remember(
     return Remembered(memory=memory, folded=folded, notes_to_save=to_save)
 
 
+def digest_and_fold(
+    previous: Mapping[str, Any] | None,
+    earlier_text: str | None,
+    span: Sequence[Any],
+    *,
+    config: MemoryConfig | Mapping[str, float],
+    window: int | None,
+    first_number: int | None = None,
+    file: str | None = None,
+    widths_per_token: float = WIDTHS_PER_TOKEN,
+    room: int | None = None,
+    earlier_file: str | None = None,
+) -> tuple[Remembered, Remembered]:
+    """:func:`remember` without notes and beside empty notes (a model's, yet to be
+    written), with the span taken in once: the two a price check weighs."""
+    messages = [m for m in span if not is_summary(m)]
+    number = first_number if first_number is not None else next_number(previous, [])
+    digest, fold = _core.digest_and_fold(
+        previous,
+        earlier_text,
+        messages,
+        number,
+        file,
+        _shares(config),
+        window,
+        widths_per_token,
+        room,
+        earlier_file,
+    )
+    return Remembered(*digest), Remembered(*fold)
+
+
 def _shares(config: MemoryConfig | Mapping[str, float]) -> dict[str, float]:
     return dict(config) if isinstance(config, Mapping) else dataclasses.asdict(config)
 

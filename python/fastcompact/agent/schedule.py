@@ -203,7 +203,7 @@ def cheaper(
             span=span, listed=listed, size=size, uncached=unread, shares=shares
         )
         call = {"summary_input": sent, "summary_cached": cached, "summary_output": notes}
-        folded = drafting.summary_of(setup, turn, draft, path, notes="")
+        folded = drafting.fold_of(setup, turn, draft)
         fold = priced(framed(folded.text), output=notes, **call)
     kept_size, kept_price = priced(list(draft.kept))
     choice = _core.choose_summarizer(

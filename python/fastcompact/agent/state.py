@@ -91,6 +91,9 @@ class Draft:
     # The digest of the span, once made (pricing, the hopeless check and the fallback
     # all use the same one).
     digest: Summary | None = None
+    # The memory beside a model's notes not yet written, made with the digest when a
+    # model may summarize (see `drafting.fold_of`).
+    fold: Summary | None = None
 
 
 @dataclasses.dataclass(frozen=True)
