@@ -14,7 +14,9 @@ Each side's middleware and its first request are captured from a real
 provider and a window no conversation reaches); every later request is that one with
 another conversation's messages and state, and the state each response updates is
 kept for the conversation's next call. The model is a handler that answers at once
-(or after 5 ms, awaited, in the async part). Figures:
+(or after 5 ms, awaited, in the async part); the agent's message of a session's next
+step reports the usage of the request the model was last sent, as a provider's
+does (the bundled session's own figures are of its unedited history). Figures:
 
 - interleaved: every conversation's first call, then warm calls on conversations
   picked at random, each after its session's next step was appended (the agent's
@@ -58,6 +60,7 @@ import fastcompact
 from bench_middleware import WINDOW, Answering, _agent, _middleware_class
 from fastcompact.samples import coding_session
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages.utils import count_tokens_approximately
 
 SIDES = ("fastcompact", "deepagents")
 # The same process serving the same conversations with no middleware at all: what the
@@ -90,13 +93,32 @@ def capture(side: str) -> tuple[Any, Any]:
     return seen["call"]
 
 
-def answer(request: Any) -> AIMessage:
-    return AIMessage("ok")
+class Model:
+    """The model a conversation's call reaches: it answers at once (or after 5 ms,
+    awaited) and keeps the request it was sent, which the conversation's next step
+    reports the usage of, as a provider does."""
 
+    def __init__(self) -> None:
+        self.sent: Any = None
+        # The tokens of the last request sent, once counted (see `settle`).
+        self.tokens: int | None = None
 
-async def answer_later(request: Any) -> AIMessage:
-    await asyncio.sleep(MODEL_SECONDS)
-    return AIMessage("ok")
+    def answer(self, request: Any) -> AIMessage:
+        self.sent = request
+        return AIMessage("ok")
+
+    async def answer_later(self, request: Any) -> AIMessage:
+        self.sent = request
+        await asyncio.sleep(MODEL_SECONDS)
+        return AIMessage("ok")
+
+    def settle(self) -> None:
+        """Count the last request sent, as LangChain's estimate counts it, and let it go
+        (outside the call's time and its collections)."""
+        if self.sent is not None:
+            system = [self.sent.system_message] if self.sent.system_message is not None else []
+            self.tokens = count_tokens_approximately([*system, *self.sent.messages], tools=self.sent.tools)
+            self.sent = None
 
 
 class Server:
@@ -112,6 +134,8 @@ class Server:
             self.middleware = None
         self.conversations: dict[int, tuple[list[BaseMessage], dict[str, Any]]] = {}
         self.following: dict[int, list[BaseMessage]] = {}
+        # What each conversation's last call sent the model.
+        self.models: dict[int, Model] = {}
         # Whether the last call compacted its conversation (both sides say so in state).
         self.compacted = False
 
@@ -134,6 +158,7 @@ class Server:
 
     def call(self, key: int) -> float:
         request = self._request(key)
+        answer = self.models.setdefault(key, Model()).answer
         t = time.perf_counter()
         result = (
             answer(request) if self.middleware is None else self.middleware.wrap_model_call(request, answer)
@@ -145,6 +170,7 @@ class Server:
     async def acall(self, key: int) -> float:
         """The time the call added to the model's."""
         request = self._request(key)
+        answer_later = self.models.setdefault(key, Model()).answer_later
         t = time.perf_counter()
         if self.middleware is None:
             result = await answer_later(request)
@@ -163,9 +189,22 @@ class Server:
         while step < len(following) and isinstance(following[step], ToolMessage):
             step += 1
         self.following[key] = following[step:]
-        self.conversations[key] = ([*messages, *following[:step]], state)
+        self.conversations[key] = ([*messages, *self._reported(key, following[:step])], state)
         if not following:
             self.ask(key, n)
+
+    def _reported(self, key: int, step: list[BaseMessage]) -> list[BaseMessage]:
+        """The step with its agent's message reporting the usage of the request the
+        model was last sent (the session's own figures are of its unedited history)."""
+        if not step or not isinstance(step[0], AIMessage) or step[0].usage_metadata is None:
+            return step
+        model = self.models.get(key)
+        sent = model.tokens if model is not None else None
+        if sent is None:
+            return step
+        output = step[0].usage_metadata["output_tokens"]
+        usage = {"input_tokens": sent, "output_tokens": output, "total_tokens": sent + output}
+        return [step[0].model_copy(update={"usage_metadata": usage}), *step[1:]]
 
     def ask(self, key: int, n: int) -> None:
         """Append a user's message: the conversation grows by one message, and no
@@ -229,6 +268,8 @@ def interleaved(side: str, count: int, length: int, warm_calls: int, bound: int)
     before = rss()
     with collections_counted() as pauses:
         first = [server.call(k) for k in range(count)]
+    for model in server.models.values():
+        model.settle()
     first_pauses = list(pauses)
     after = rss()
     weighed = fastcompact.cache_bytes()[0]
@@ -242,6 +283,7 @@ def interleaved(side: str, count: int, length: int, warm_calls: int, bound: int)
             took = server.call(k)
             (compacting if server.compacted else warm).append(took)
             setting_off += len(pauses) > ran
+            server.models[k].settle()
     warm_pauses = list(pauses)
     fastcompact.clear_cache()
     fastcompact.set_cache_capacity(bytes=DEFAULT_BOUND)
