@@ -351,7 +351,7 @@ mod _core {
         notes: Option<String>,
         earlier_file: Option<String>,
         notes_file: Option<String>,
-    ) -> PyResult<(Bound<'py, PyAny>, usize, Option<String>)> {
+    ) -> PyResult<Remembered<'py>> {
         let (previous, msgs) = (memory_given(previous)?, read::read_all(messages)?);
         let budgets = budgets_of(config, window, widths_per_token, room)?;
         let earlier = earlier.as_deref().map(|text| Earlier {
