@@ -238,6 +238,8 @@ def test_a_model_that_cannot_be_reached_falls_back_to_the_digest(tmp_path: Path)
     assert figures["summarized"] > 0 and figures["summarizer"] == "digest"
     [line] = [e for e in done.stderr.splitlines() if "the model failed" in e]
     assert "used the digest" in line
+    # Said once, naming the file: the agent's log does not say it again.
+    assert "the summarizer failed" not in done.stderr
     assert (tmp_path / "o.json").is_file()
 
 

@@ -352,12 +352,9 @@ mod _core {
         earlier_file: Option<String>,
         notes_file: Option<String>,
     ) -> PyResult<Remembered<'py>> {
-        let (previous, msgs) = (memory_given(previous)?, read::read_all(messages)?);
-        let budgets = budgets_of(config, window, widths_per_token, room)?;
-        let earlier = earlier.as_deref().map(|text| Earlier {
-            text,
-            file: earlier_file.as_deref(),
-        });
+        let (previous, msgs, budgets) =
+            span_inputs(previous, messages, config, window, widths_per_token, room)?;
+        let earlier = earlier_summary(earlier.as_deref(), earlier_file.as_deref());
         let files = Files {
             archive: file.as_deref(),
             notes: notes_file.as_deref(),
@@ -397,12 +394,9 @@ mod _core {
         room: Option<usize>,
         earlier_file: Option<String>,
     ) -> PyResult<(Remembered<'py>, Remembered<'py>)> {
-        let (previous, msgs) = (memory_given(previous)?, read::read_all(messages)?);
-        let budgets = budgets_of(config, window, widths_per_token, room)?;
-        let earlier = earlier.as_deref().map(|text| Earlier {
-            text,
-            file: earlier_file.as_deref(),
-        });
+        let (previous, msgs, budgets) =
+            span_inputs(previous, messages, config, window, widths_per_token, room)?;
+        let earlier = earlier_summary(earlier.as_deref(), earlier_file.as_deref());
         let files = Files {
             archive: file.as_deref(),
             notes: None,
@@ -420,6 +414,32 @@ mod _core {
     /// A memory as Python gets it, how many requests left the verbatim layer, and the
     /// notes to write whole.
     type Remembered<'py> = (Bound<'py, PyAny>, usize, Option<String>);
+
+    /// What a memory is made from, read: the memory the last compaction left, the span,
+    /// and the budgets it is held to.
+    fn span_inputs(
+        previous: Option<&Bound<'_, PyAny>>,
+        messages: &Bound<'_, PyAny>,
+        config: &Bound<'_, PyAny>,
+        window: Option<u64>,
+        widths_per_token: f64,
+        room: Option<usize>,
+    ) -> PyResult<(
+        Option<crate::memory::Memory>,
+        Vec<Message>,
+        crate::memory::Budgets,
+    )> {
+        Ok((
+            memory_given(previous)?,
+            read::read_all(messages)?,
+            budgets_of(config, window, widths_per_token, room)?,
+        ))
+    }
+
+    /// An earlier summary's text and the archive file it names, when given.
+    fn earlier_summary<'a>(text: Option<&'a str>, file: Option<&'a str>) -> Option<Earlier<'a>> {
+        text.map(|text| Earlier { text, file })
+    }
 
     /// A memory as the state keeps it, read (`None` for none).
     fn memory_given(given: Option<&Bound<'_, PyAny>>) -> PyResult<Option<crate::memory::Memory>> {

@@ -8,7 +8,6 @@ with its :class:`~fastcompact.agent.setup.Setup`.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 import math
@@ -229,8 +228,6 @@ def compacted(setup: Setup, request: ModelRequest, turn: Turn, *, forced: bool) 
     outcome = None
     for draft in drafting.candidates(setup, request, turn, forced=forced):
         draft = schedule.by_price(setup, request, turn, draft)
-        if setup.saved_transcript:
-            draft = dataclasses.replace(draft, priced=True)
         outcome = yield from compact(setup, request, turn, draft)
         if outcome.committed:
             break

@@ -117,6 +117,8 @@ def make_draft(
         and setup.config.summarizer != "digest"
         and setup.summary_model_or(request.model) is not None,
         forced=forced,
+        # A saved transcript's compaction commits as a priced one does (see `Setup`).
+        priced=setup.saved_transcript,
     )
 
 

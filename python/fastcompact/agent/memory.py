@@ -129,16 +129,14 @@ def remember(
     their share are cut where it hurts least (what the agent needs to carry on stays),
     naming ``notes_file`` as where they are whole: ``notes_to_save`` is then what that
     file must take."""
-    messages = [m for m in span if not is_summary(m)]
-    number = first_number if first_number is not None else next_number(previous, [])
-    shares = _shares(config)
+    messages, number = _taken_in(previous, span, first_number)
     memory, folded, to_save = _core.remember(
         previous,
         earlier_text,
         messages,
         number,
         file,
-        shares,
+        _shares(config),
         window,
         widths_per_token,
         room,
@@ -164,8 +162,7 @@ def digest_and_fold(
 ) -> tuple[Remembered, Remembered]:
     """:func:`remember` without notes and beside empty notes (a model's, yet to be
     written), with the span taken in once: the two a price check weighs."""
-    messages = [m for m in span if not is_summary(m)]
-    number = first_number if first_number is not None else next_number(previous, [])
+    messages, number = _taken_in(previous, span, first_number)
     digest, fold = _core.digest_and_fold(
         previous,
         earlier_text,
@@ -179,6 +176,15 @@ def digest_and_fold(
         earlier_file,
     )
     return Remembered(*digest), Remembered(*fold)
+
+
+def _taken_in(
+    previous: Mapping[str, Any] | None, span: Sequence[Any], first_number: int | None
+) -> tuple[list[Any], int]:
+    """The messages of ``span`` a memory takes in (earlier summaries aside), and the
+    number its first request takes (default: after the memory's last)."""
+    messages = [m for m in span if not is_summary(m)]
+    return messages, first_number if first_number is not None else next_number(previous, [])
 
 
 def _shares(config: MemoryConfig | Mapping[str, float]) -> dict[str, float]:
