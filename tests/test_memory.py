@@ -80,15 +80,17 @@ def test_chained_memories_keep_every_user_message_or_its_way_back(
         if not u.strip():
             continue
         number += 1  # a blank user message opens no request
-        # Verbatim (byte for byte, trailing spaces too), or in short naming its id, or
-        # in a run named by number; and recall gives it back whole.
+        # Verbatim (byte for byte, trailing spaces too), or in short under its number
+        # (alone or on a merged line), or (past the heads' ceiling) in a run named by
+        # number; and recall gives it back whole, by its id and by its number.
         verbatim = any(r["text"] == u for r in kept["requests"])
         if verbatim:
             assert u in text
-        short = f'recall("u{i}")' in text
+        short = re.search(rf"(?m)^- R{number}: |[:;] R{number} ", text) is not None
         in_run = any(number in r for r in runs)
         assert verbatim or short or in_run
         assert fastcompact.recall(msgs, f"u{i}") == u
+        assert fastcompact.recall(msgs, f"R{number}") == u
     # Every request is numbered, in order, from R1 (the steps that carry a request on
     # into the next span stand under its number again; steps before any request, here
     # after a blank user message, stand under 0, "before R1").
@@ -109,7 +111,7 @@ def test_chained_memories_keep_every_user_message_or_its_way_back(
 def test_every_step_the_memory_names_recalls_its_original(users: list[str], seed: int):
     msgs = _session(users, seed)
     _, text = _chained(msgs, [], 1_000_000)
-    ids = [i for i in re.findall(r'recall\("([^"]+)"\)', text) if i != "<id>"]
+    ids = [i for i in re.findall(r'recall\("([^"]+)"\)', text) if i not in ("<id>", "R<n>")]
     by_id = {m.id: m for m in msgs if m.id} | {m.tool_call_id: m for m in msgs if isinstance(m, ToolMessage)}
     # Every tool step names its call, and every answer cut short its message.
     calls = [c["id"] for m in msgs if isinstance(m, AIMessage) for c in m.tool_calls]
@@ -132,8 +134,9 @@ def test_the_memory_of_a_span_exactly():
     assert memory.text(made.memory, recall=True) == (
         "What came before, kept in layers: the oldest requests in short, then the newer ones "
         "verbatim, numbered in order, each followed by the steps the agent took for it. "
-        'recall("<id>") returns any message or step named here in full; recall(query="a few words") '
-        "searches everything said and done in this session.\n\n"
+        'recall("<id>") returns any message or step named here in full, recall("R<n>") request n as '
+        'the user wrote it; recall(query="a few words") searches everything said and done in this '
+        "session.\n\n"
         "## Requests R1-R2, verbatim, each followed by the agent's steps\n"
         "### R1\n"
         "please fix the parser  \n"
@@ -172,8 +175,8 @@ def test_a_model_fold_keeps_the_newest_requests_verbatim_and_the_older_in_its_no
     text = memory.text(m, recall=True)
     assert "## Notes on the earlier work\nThe user asked: (request R1). The parser is fixed.\n" in text
     assert "### R1\nfix the parser please, it fails on empty input\n" in text
-    # On a window whose user share holds one of them, R1 folds into a run: its quote
-    # stays in the notes, the only place its words are now.
+    # On a window whose user share holds one of them, R1 leaves the verbatim layer: its
+    # quote stays in the notes, which name it, so no line in short repeats it.
     small = memory.remember(
         previous.memory,
         None,
@@ -186,8 +189,20 @@ def test_a_model_fold_keeps_the_newest_requests_verbatim_and_the_older_in_its_no
     text = memory.text(small.memory, recall=True)
     assert small.folded == 1 and [r["number"] for r in small.memory["requests"]] == [2]
     assert "The user asked: fix the parser please, it fails on empty input." in text
-    assert "- R1: in 1.md\n" in text
+    assert "- R1:" not in text and "## Earlier requests, in short" not in text
     assert "oldest first: 1.md to 2.md." in text
+    # Notes that leave it out leave it in short beside them, in its own words.
+    other = memory.remember(
+        previous.memory,
+        None,
+        msgs[4:],
+        config=MemoryConfig(user_share=0.0006),
+        window=40_000,
+        file="/h/2.md",
+        notes="The tests were added.",
+    )
+    text = memory.text(other.memory, recall=True)
+    assert "## Earlier requests, in short\n- R1: fix the parser please, it fails on empty input" in text
 
 
 def test_an_earlier_summary_made_elsewhere_becomes_the_notes():

@@ -409,6 +409,8 @@ class MemoryConfig(_Watched):
     agent's newest steps a line each (``step_share``), older requests in short
     (``head_share``), and a model's notes on them (``note_share``). What does not fit
     goes into the next layer down, so a session of any length stays inside the window;
+    a request in short keeps every name, number, path and code it holds even past
+    ``head_share`` (to a few times it; past that the oldest become runs of numbers);
     every message stays recoverable by its id and in the archive. A model summary keeps
     the newest user messages verbatim within ``fold_share`` (at most ``user_share``;
     the older ones go into its notes), so the layer has room to grow again before the

@@ -2,15 +2,15 @@
 //! session of any length fits its window:
 //! - requests verbatim, numbered and in order, each followed by the agent's steps for
 //!   it (the newest steps within their own budget, the newest requests within theirs);
-//! - the oldest layer: a model's notes on the older requests (they keep each request
-//!   in short), or, folded without a model, the requests in short (their head and the
-//!   head of their answer, with the recall ids that return them in full); beyond either,
-//!   runs of them named by number and archive file.
+//! - the oldest layer: a model's notes on the older requests, and every request the
+//!   notes do not name in short (see [`heads`]): its opening words and every name,
+//!   number, path and code it holds, under the number `recall("R<n>")` returns it by.
 //!
 //! Nothing leaves without a way back: every line names an id `recall` returns, every
 //! request its archive file. The memory lives in the graph state as plain data (see
 //! [`Memory`]) and is rendered as the summary message's text ([`render`]).
 
+pub mod heads;
 pub mod notes;
 pub mod render;
 pub mod requests;
@@ -20,10 +20,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::message::Message;
 use text::{head, width};
-
-/// The heads an older request keeps of its text and of its answer, in widths.
-const REQUEST_HEAD: usize = 60;
-const ANSWER_HEAD: usize = 60;
 /// What a verbatim request takes beside its text: its heading, and the line saying how
 /// many of its steps were left out.
 pub const REQUEST_OVERHEAD: usize = 30;
@@ -47,22 +43,34 @@ pub struct Request {
     pub file: Option<String>,
 }
 
-/// A request in short.
+/// A request in short (see [`heads`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Head {
     pub number: u32,
     #[serde(default)]
     pub id: Option<String>,
+    /// Its opening words.
     #[serde(default)]
     pub text: String,
+    /// Every name, number, path and code it holds (see [`heads::key_terms`]).
+    #[serde(default)]
+    pub keys: Vec<String>,
     /// The head of the agent's last answer to it, with its recall id.
     #[serde(default)]
     pub answer: Option<String>,
     #[serde(default)]
     pub file: Option<String>,
+    /// How far it was shortened for space (see [`heads::stage`]).
+    #[serde(default)]
+    pub shortened: u8,
+    /// A model's notes name it: they stand for it in view.
+    #[serde(default)]
+    pub in_notes: bool,
 }
 
-/// A run of requests named only by their numbers and archive files.
+/// A run of requests named only by their numbers and archive files: what an earlier
+/// summary made elsewhere replaced (its words are in its text), or, past
+/// [`HEADS_CEILING`] times the heads' budget, the oldest requests in short.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Range {
     pub first: u32,
@@ -125,6 +133,10 @@ impl Budgets {
         }
     }
 }
+
+/// How many times their budget the requests in short may take, their terms kept, before
+/// the oldest give way to runs: a session of any length still fits its window.
+pub const HEADS_CEILING: usize = 4;
 
 /// What ends notes cut for space when no archive file holds them whole.
 const NOTES_CUT: &str = "(Cut here for space.)";
@@ -227,29 +239,29 @@ impl Memory {
     }
 
     /// Hold every layer to its budget: the oldest steps give way first, then the
-    /// oldest verbatim requests go into short, then the oldest requests in short into
-    /// runs; notes over theirs are cut where it hurts least (see [`notes::fit`]).
+    /// oldest verbatim requests go into short, and the requests in short shorten (see
+    /// [`heads::shorten`]); notes over theirs are cut where it hurts least (see
+    /// [`notes::fit`]), and the requests they no longer name show in short again.
     /// `notes_file` is where notes cut here are to be saved whole.
     pub fn fit(&mut self, b: &Budgets, notes_file: Option<&str>) -> Fitted {
         self.fit_steps(b.steps);
         let folded = self.overflow(b.users);
         self.fold(folded);
-        self.fit_heads(b.heads);
         let to_save = self.fit_notes(b.notes, notes_file);
+        self.mark_named();
+        self.fit_heads(b.heads);
         Fitted { folded, to_save }
     }
 
-    /// A model's summary of all of it: `notes` (which keep every request in short) in
-    /// place of the earlier notes. The newest requests stay verbatim within
-    /// `b.folded_users`, and the notes do not repeat them (a quote of one becomes its
-    /// number, which stands in view); every older request goes into the runs that name
-    /// it by number and archive file, and its quotes stay in the notes. Then all of it
-    /// is held to `b`.
+    /// A model's summary of all of it: `notes` in place of the earlier notes. The newest
+    /// requests stay verbatim within `b.folded_users`, and the notes do not repeat them
+    /// (a quote of one becomes its number, which stands in view); every older request
+    /// the notes do not name by all its terms stays in short beside them (a summary
+    /// never makes the user's words disappear). Then all of it is held to `b`.
     pub fn fold_all(&mut self, notes: &str, b: &Budgets, notes_file: Option<&str>) -> Fitted {
         self.fit_steps(b.steps);
         let folded = self.overflow(b.folded_users.min(b.users));
         self.fold(folded);
-        self.fit_heads(0);
         let verbatim: Vec<(u32, String)> = self
             .requests
             .iter()
@@ -259,7 +271,17 @@ impl Memory {
         self.notes = Some(notes.trim().to_owned()).filter(|n| !n.is_empty());
         self.notes_file = None;
         let to_save = self.fit_notes(b.notes, notes_file);
+        self.mark_named();
+        self.fit_heads(b.heads);
         Fitted { folded, to_save }
+    }
+
+    /// Which requests in short the notes, as they now stand in view, name.
+    fn mark_named(&mut self) {
+        let notes = self.notes.as_deref().unwrap_or("");
+        for h in &mut self.heads {
+            h.in_notes = !notes.is_empty() && heads::named_in(h, notes);
+        }
     }
 
     /// The notes within `budget`, cut where it hurts least; the cut names the file that
@@ -325,12 +347,7 @@ impl Memory {
                 .iter()
                 .rev()
                 .find(|s| s.starts_with("- Agent: "))
-                .map(|s| head(s.trim_start_matches("- "), ANSWER_HEAD + 40).0);
-            let text = match &r.text {
-                Some(t) => head(t, REQUEST_HEAD).0,
-                None if r.number == 0 => "(steps before any request)".to_owned(),
-                None => "(the steps that carried it on)".to_owned(),
-            };
+                .map(|s| head(s.trim_start_matches("- "), heads::ANSWER).0);
             match self.heads.last_mut() {
                 // The steps that carried on a request already in short add nothing new.
                 Some(h) if h.number == r.number && r.text.is_none() => {
@@ -338,30 +355,39 @@ impl Memory {
                         h.answer = answer;
                     }
                 }
-                _ => self.heads.push(Head {
-                    number: r.number,
-                    id: r.id,
-                    text,
-                    answer,
-                    file: r.file,
-                }),
+                _ => {
+                    let (text, keys) = heads::of_request(r.number, r.text.as_deref());
+                    self.heads.push(Head {
+                        number: r.number,
+                        id: r.id,
+                        text,
+                        keys,
+                        answer,
+                        file: r.file,
+                        ..Head::default()
+                    });
+                }
             }
         }
     }
 
-    /// The newest requests in short within `budget`; older ones join the runs.
+    /// The requests in short within `budget`, shortened as they must be (their terms
+    /// kept); only past [`HEADS_CEILING`] times it do the oldest join the runs.
     fn fit_heads(&mut self, budget: usize) {
-        let mut used = 0;
-        let mut keep_from = self.heads.len();
-        for (i, h) in self.heads.iter().enumerate().rev() {
-            let n = width(&render::head_line(h)) + 1;
-            if used + n > budget {
-                break;
+        let used = heads::shorten(&mut self.heads, budget);
+        let ceiling = budget.saturating_mul(HEADS_CEILING);
+        let mut gone = 0;
+        if used > ceiling {
+            // A twentieth at a time: this is a session far past its window's measure.
+            let step = (self.heads.len() / 20).max(1);
+            while gone < self.heads.len() && heads::shown_width(&self.heads[gone..]) > ceiling {
+                gone = (gone + step).min(self.heads.len());
             }
-            used += n;
-            keep_from = i;
         }
-        for h in self.heads.drain(..keep_from) {
+        if gone == 0 {
+            return;
+        }
+        for h in self.heads.drain(..gone) {
             match self.ranges.last_mut() {
                 Some(r) if r.last + 1 >= h.number => {
                     r.last = r.last.max(h.number);

@@ -24,15 +24,32 @@ pub const SECTIONS: [&str; 9] = [
 ];
 
 /// Words in the heading of a section the model needs to carry on (compared without
-/// case): the request and its intent, what is pending, the current work, the next
-/// step. The summary prompt's sections name them so; DeepAgents' prompt's do too
-/// ("SESSION INTENT", "NEXT STEPS").
-pub const ESSENTIAL: [&str; 4] = ["intent", "pending", "current work", "next step"];
+/// case): the request and its intent, what is pending, the current work. The summary
+/// prompt's sections name them so; DeepAgents' prompt's do too ("SESSION INTENT").
+pub const ESSENTIAL: [&str; 3] = ["intent", "pending", "current work"];
 
-/// A section: its text (heading included) and whether the model needs it to carry on.
+/// Words in the heading of the sections that go last of all: what the user asked, and
+/// the next step ("NEXT STEPS" in DeepAgents' prompt).
+pub const LAST_TO_GO: [&str; 4] = [
+    "user request",
+    "user message",
+    "next step",
+    "what the user asked",
+];
+
+/// How long a section holds out when notes must shrink: the others are cut first, then
+/// the essential ones, and the user's asks and the next step last.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Tier {
+    Other,
+    Essential,
+    Last,
+}
+
+/// A section: its text (heading included) and how long it holds out.
 struct Section<'a> {
     text: &'a str,
-    essential: bool,
+    tier: Tier,
 }
 
 /// The number a line opens as a top-level numbered item ("3. ...", "**3. ...", "3) ..."),
@@ -121,8 +138,7 @@ fn starts(notes: &str) -> Vec<usize> {
 }
 
 /// `notes` in sections: the text before the first heading (kept as essential: it is
-/// usually a line), then each section; a section is essential when its heading line
-/// holds one of [`ESSENTIAL`].
+/// usually a line), then each section, of its [`Tier`] by the words of its heading.
 fn sections(notes: &str) -> Vec<Section<'_>> {
     let starts = starts(notes);
     let mut bounds: Vec<usize> = Vec::with_capacity(starts.len() + 2);
@@ -135,10 +151,14 @@ fn sections(notes: &str) -> Vec<Section<'_>> {
             let text = &notes[w[0]..w[1]];
             let heading = text.lines().next().unwrap_or("").to_lowercase();
             let is_preamble = w[0] == 0 && starts.first() != Some(&0);
-            Section {
-                text,
-                essential: is_preamble || ESSENTIAL.iter().any(|e| heading.contains(e)),
-            }
+            let tier = if LAST_TO_GO.iter().any(|e| heading.contains(e)) {
+                Tier::Last
+            } else if is_preamble || ESSENTIAL.iter().any(|e| heading.contains(e)) {
+                Tier::Essential
+            } else {
+                Tier::Other
+            };
+            Section { text, tier }
         })
         .filter(|s| !s.text.trim().is_empty())
         .collect()
@@ -174,11 +194,12 @@ fn cut_section(text: &str, cap: usize) -> String {
     }
 }
 
-/// `notes` within `budget` widths, cut where it hurts least: the essential sections
-/// (see [`ESSENTIAL`]) stay whole while the others shrink to a common cap; only if
-/// the essential ones alone are over are they cut too. Ends with `note` (which says
-/// where the whole notes are) when anything was cut. Unsectioned notes are cut from the
-/// end. Returns the notes and whether they were cut.
+/// `notes` within `budget` widths, cut where it hurts least: the sections a model
+/// needs least shrink first to a common cap (down to their headings), then the
+/// essential ones (see [`ESSENTIAL`]), and the user's asks and the next step (see
+/// [`LAST_TO_GO`]) only when they alone are over. Ends with `note` (which says where
+/// the whole notes are) when anything was cut. Unsectioned notes are cut from the end.
+/// Returns the notes and whether they were cut.
 pub fn fit(notes: &str, budget: usize, note: &str) -> (String, bool) {
     if width(notes) <= budget {
         return (notes.to_owned(), false);
@@ -190,46 +211,39 @@ pub fn fit(notes: &str, budget: usize, note: &str) -> (String, bool) {
     // Each section is joined by a line break; the note takes its own line.
     let room = budget.saturating_sub(width(note) + 1 + parts.len());
     let widths: Vec<usize> = parts.iter().map(|s| width(s.text.trim_end())).collect();
-    let kept: usize = parts
-        .iter()
-        .zip(&widths)
-        .filter(|(s, _)| s.essential)
-        .map(|(_, w)| w)
-        .sum();
-    let others: Vec<usize> = parts
-        .iter()
-        .zip(&widths)
-        .filter(|(s, _)| !s.essential)
-        .map(|(_, &w)| w)
-        .collect();
-    let (cap_others, cap_essential) = if kept <= room {
-        (cap_for(&others, room - kept), usize::MAX)
-    } else {
-        // Even the essential sections are over: the others keep their headings only.
-        let headings: usize = parts
-            .iter()
-            .filter(|s| !s.essential)
-            .map(|s| width(s.text.lines().next().unwrap_or("")) + width(SECTION_CUT) + 1)
-            .sum();
-        let essentials: Vec<usize> = parts
+    let heading =
+        |s: &Section<'_>| width(s.text.lines().next().unwrap_or("")) + width(SECTION_CUT) + 1;
+    // The tier that is cut: those above it stay whole, those below keep their headings.
+    let mut caps = (Tier::Last, 0);
+    for tier in [Tier::Other, Tier::Essential, Tier::Last] {
+        let whole: usize = parts
             .iter()
             .zip(&widths)
-            .filter(|(s, _)| s.essential)
-            .map(|(_, &w)| w)
-            .collect();
-        (0, cap_for(&essentials, room.saturating_sub(headings)))
-    };
+            .filter(|(s, _)| s.tier > tier)
+            .map(|(_, w)| w)
+            .sum();
+        let headings: usize = parts.iter().filter(|s| s.tier < tier).map(heading).sum();
+        if whole + headings <= room || tier == Tier::Last {
+            let cut: Vec<usize> = parts
+                .iter()
+                .zip(&widths)
+                .filter(|(s, _)| s.tier == tier)
+                .map(|(_, &w)| w)
+                .collect();
+            caps = (tier, cap_for(&cut, room.saturating_sub(whole + headings)));
+            break;
+        }
+    }
+    let (cut_tier, cap) = caps;
     let mut out: Vec<String> = parts
         .iter()
         .map(|s| {
-            cut_section(
-                s.text,
-                if s.essential {
-                    cap_essential
-                } else {
-                    cap_others
-                },
-            )
+            let cap = match s.tier.cmp(&cut_tier) {
+                std::cmp::Ordering::Greater => usize::MAX,
+                std::cmp::Ordering::Equal => cap,
+                std::cmp::Ordering::Less => 0,
+            };
+            cut_section(s.text, cap)
         })
         .collect();
     out.push(note.to_owned());
@@ -332,17 +346,45 @@ mod tests {
     }
 
     #[test]
+    fn the_users_asks_and_the_next_step_go_last() {
+        let notes = format!(
+            "1. Primary request and intent:\n{}2. Files and code:\nfile\n3. User requests:\n{}4. Next step:\nship R9\n",
+            "intent line\n".repeat(30),
+            (1..=40).map(|n| format!("- R{n}: rule Q{n}\n")).collect::<String>(),
+        );
+        // Room for the asks whole: the intent is cut to its heading before any ask goes.
+        let (out, cut) = fit(&notes, width(&notes) - 200, "(more)");
+        assert!(cut, "{out}");
+        assert!(
+            out.contains("- R1: rule Q1\n") && out.contains("- R40: rule Q40\n"),
+            "{out}"
+        );
+        assert!(out.contains("4. Next step:\nship R9"), "{out}");
+        assert!(
+            out.contains("1. Primary request and intent:\nintent line\n"),
+            "{out}"
+        );
+        // Too little room even for the asks: they are cut too, and say so.
+        let (out, cut) = fit(&notes, 300, "(more)");
+        assert!(cut && width(&out) <= 300, "{}", width(&out));
+        assert!(
+            out.contains("3. User requests:\n- R1: rule Q1\n") && out.contains(SECTION_CUT),
+            "{out}"
+        );
+    }
+
+    #[test]
     fn when_the_essential_sections_are_over_they_are_cut_too() {
         let notes = format!(
-            "1. Primary request and intent:\n{}2. Files and code:\nfile\n3. Next step:\n{}",
+            "1. Primary request and intent:\n{}2. Files and code:\nfile\n3. Current work:\n{}",
             "ask line\n".repeat(100),
-            "step line\n".repeat(100)
+            "work line\n".repeat(100)
         );
         let (out, cut) = fit(&notes, 500, "(more)");
         assert!(cut && width(&out) <= 500, "{}", width(&out));
         assert!(out.contains("1. Primary request and intent:\nask line"));
         assert!(out.contains("2. Files and code:"));
-        assert!(out.contains("3. Next step:\nstep line"));
+        assert!(out.contains("3. Current work:\nwork line"));
     }
 
     proptest! {

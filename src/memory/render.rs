@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::memory::{Head, Memory, Range, Request};
+use crate::memory::{heads, Memory, Range, Request};
 
 /// How the memory tells the agent to get things back: by `recall` (when it has the
 /// tool), and from the archive files (when there are some).
@@ -15,8 +15,9 @@ pub struct Ways {
 pub const INTRO: &str = "What came before, kept in layers: the oldest requests in short, \
 then the newer ones verbatim, numbered in order, each followed by the steps the agent \
 took for it.";
-const RECALL_HINT: &str = "recall(\"<id>\") returns any message or step named here in \
-full; recall(query=\"a few words\") searches everything said and done in this session.";
+pub const RECALL_HINT: &str = "recall(\"<id>\") returns any message or step named here in \
+full, recall(\"R<n>\") request n as the user wrote it; recall(query=\"a few words\") \
+searches everything said and done in this session.";
 pub const NOTES_HEADING: &str = "## Notes on the earlier work";
 pub const HEADS_HEADING: &str = "## Earlier requests, in short";
 pub const REQUESTS_HEADING: &str = "## Requests";
@@ -61,19 +62,6 @@ fn numbers(first: u32, last: u32) -> String {
         (f, l) if f == l => format!("R{f}"),
         (f, l) => format!("R{f}-R{l}"),
     }
-}
-
-/// A request in short, on one line: its number, head, recall id, answer and file.
-pub fn head_line(h: &Head) -> String {
-    let mut line = format!("- {}: {}", numbers(h.number, h.number), h.text);
-    line.push_str(&crate::memory::text::recall_note(h.id.as_deref()));
-    if let Some(a) = &h.answer {
-        let _ = write!(line, " → {a}");
-    }
-    if let Some(f) = &h.file {
-        let _ = write!(line, " ({})", base(f));
-    }
-    line
 }
 
 fn range_line(r: &Range) -> String {
@@ -159,14 +147,15 @@ pub fn render(m: &Memory, ways: Ways) -> String {
     if let Some(notes) = m.notes.as_deref().filter(|n| !n.trim().is_empty()) {
         let _ = write!(out, "\n{NOTES_HEADING}\n{}\n", notes.trim_end());
     }
-    if !m.ranges.is_empty() || !m.heads.is_empty() {
+    let head_lines = heads::lines(&m.heads);
+    if !m.ranges.is_empty() || !head_lines.is_empty() {
         let _ = write!(out, "\n{HEADS_HEADING}\n");
         for r in &m.ranges {
             out.push_str(&range_line(r));
             out.push('\n');
         }
-        for h in &m.heads {
-            out.push_str(&shown(&head_line(h), ways));
+        for line in &head_lines {
+            out.push_str(&shown(line, ways));
             out.push('\n');
         }
     }

@@ -49,7 +49,7 @@ fn the_memory_reads_in_order_each_request_with_its_steps() {
     m.fit(&WIDE, None);
     let text = render(&m, Ways { recall: true });
     let expected = format!(
-        "{}\n\n## Requests R1-R2, verbatim, each followed by the agent's steps\n\
+        "{} {}\n\n## Requests R1-R2, verbatim, each followed by the agent's steps\n\
          ### R1\nlist the root\n\
          - ls {{\"path\":\"/1\"}} → listing 1 recall(\"c1\")\n\
          - Agent: answer 1\n\
@@ -59,9 +59,8 @@ fn the_memory_reads_in_order_each_request_with_its_steps() {
          \n## Archive\nEvery compacted message is saved under /h/t/, one file a compaction, \
          oldest first: 1.md. Each request names its file; read it, or grep the folder, for a \
          detail.\n",
-        render::INTRO.to_owned()
-            + " recall(\"<id>\") returns any message or step named here in full; \
-               recall(query=\"a few words\") searches everything said and done in this session."
+        render::INTRO,
+        render::RECALL_HINT
     );
     assert_eq!(text, expected);
 }
@@ -94,11 +93,14 @@ fn numbering_and_order_survive_a_merge() {
     let mut short = m.clone();
     short.fit(&Budgets { users: 0, ..WIDE }, None);
     let text = render(&short, Ways { recall: true });
-    assert!(text.contains("- R1: first recall(\"u1\") → Agent: answer 1 (1.md)\n"));
-    assert!(text.contains("- R2: second recall(\"u2\") → Agent: answer 2 (2.md)\n"));
+    assert!(
+        text.contains("- R1: first → Agent: answer 1 (1.md)\n"),
+        "{text}"
+    );
+    assert!(text.contains("- R2: second → Agent: answer 2 (2.md)\n"));
     assert_eq!(short.next_number(), 3);
     // Folded by a model, the requests that fit their budget stay verbatim beside its
-    // notes; the older ones fold into a run that names them and their files.
+    // notes; an older one the notes do not name stays in short beside them.
     let mut folded = m.clone();
     folded.fold_all("R1 and R2: the root was listed twice.", &WIDE, None);
     let text = render(&folded, Ways { recall: true });
@@ -112,12 +114,17 @@ fn numbering_and_order_survive_a_merge() {
     assert_eq!(fit.folded, 1);
     let text = render(&m, Ways { recall: true });
     assert!(
-        text.contains("## Earlier requests, in short\n- R1: in 1.md\n"),
+        text.contains("## Earlier requests, in short\n- R1: first → Agent: answer 1 (1.md)\n"),
         "{text}"
     );
     assert!(text.contains("### R2\nsecond\n") && !text.contains("### R1"));
-    assert!(m.heads.is_empty());
+    assert!(m.ranges.is_empty());
     assert_eq!(m.next_number(), 3);
+    // Notes that name it stand for it.
+    m.fold_all("R1 (First) listed the root; R2 again.", &room, None);
+    let text = render(&m, Ways { recall: true });
+    assert!(!text.contains("## Earlier requests, in short"), "{text}");
+    assert_eq!(m.heads.len(), 1);
 }
 
 #[test]
@@ -180,10 +187,13 @@ fn each_layer_keeps_its_budget_oldest_first() {
             .sum::<usize>()
             <= 200
     );
-    // The oldest went into short, then into runs, numbered without a gap.
-    assert_eq!(m.ranges.first().map(|r| r.first), Some(1));
-    let mut numbers: Vec<u32> = m.ranges.iter().flat_map(|r| r.first..=r.last).collect();
-    numbers.extend(m.heads.iter().map(|h| h.number));
+    // The oldest went into short, each still under its number with its own terms.
+    assert!(m.ranges.is_empty());
+    let text = render(&m, Ways { recall: true });
+    for h in &m.heads {
+        assert!(text.contains(&format!("request {}", h.number)), "{text}");
+    }
+    let mut numbers: Vec<u32> = m.heads.iter().map(|h| h.number).collect();
     numbers.extend(m.requests.iter().map(|r| r.number));
     assert_eq!(numbers, (1..=30).collect::<Vec<_>>());
     assert_eq!(
@@ -325,7 +335,7 @@ fn steps_before_any_request_stand_before_r1() {
     m.fit(&Budgets { users: 0, ..WIDE }, None);
     let text = render(&m, Ways { recall: true });
     assert!(
-        text.contains("- the steps before R1: (steps before any request)"),
+        text.contains("- Before R1: (steps before any request)"),
         "{text}"
     );
 }
@@ -398,12 +408,14 @@ proptest! {
             let verbatim = if folding { b.folded_users } else { b.users };
             prop_assert!(users <= verbatim || m.requests.len() == 1);
             let steps: usize = m.requests.iter().flat_map(|r| &r.steps).map(|s| width(s) + 1).sum();
-            let heads: usize = m.heads.iter().map(|h| width(&render::head_line(h)) + 1).sum();
+            let heads = super::heads::shown_width(&m.heads);
             prop_assert!(users <= b.users || m.requests.len() == 1);
             prop_assert!(steps <= b.steps);
-            prop_assert!(heads <= b.heads);
+            prop_assert!(heads <= b.heads * HEADS_CEILING);
             prop_assert!(m.notes.as_deref().map_or(0, width) <= b.notes);
             prop_assert!(m.ranges.len() <= 1);
+            // Under the ceiling, no request is a bare number.
+            prop_assert!(m.ranges.is_empty() || heads > b.heads * (HEADS_CEILING - 1));
             prop_assert_eq!(m.next_number(), number);
         }
     }

@@ -68,7 +68,7 @@ mod _core {
     #[pymodule_export]
     use super::results::{Breakdown, Edit, PassStats, PlanOutcome};
     #[pymodule_export]
-    use super::search::search;
+    use super::search::{add_short_forms, search};
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -77,10 +77,14 @@ mod _core {
         m.add("PRICING_PRESETS", presets)?;
         m.add("WIDTHS_PER_TOKEN", crate::config::WIDTHS_PER_TOKEN)?;
         m.add("SUMMARY_SECTIONS", crate::memory::notes::SECTIONS.to_vec())?;
-        m.add(
-            "ESSENTIAL_SECTION_WORDS",
-            crate::memory::notes::ESSENTIAL.to_vec(),
-        )?;
+        // The sections notes keep whole while others are cut: the essential ones and
+        // those that go last.
+        let kept: Vec<&str> = crate::memory::notes::ESSENTIAL
+            .iter()
+            .chain(crate::memory::notes::LAST_TO_GO.iter())
+            .copied()
+            .collect();
+        m.add("ESSENTIAL_SECTION_WORDS", kept)?;
         m.add(
             "WIDTHS_PER_TOKEN_BOUNDS",
             crate::config::WIDTHS_PER_TOKEN_BOUNDS,

@@ -5,9 +5,11 @@ took out of the view, in layers that each keep a share of the window
 - The requests verbatim, numbered and in order, each followed by a line for every step
   the agent took for it (the newest steps within their share, the newest requests
   within theirs).
-- Older requests in short: their head and their answer's, with the ``recall`` ids that
-  return them, then runs of them named by number and archive file, beside a model's
-  notes on them when a model summary folded them.
+- Older requests in short, every one that a model's notes do not name: its opening
+  words and every name, number, path and code it holds, under the number
+  ``recall("R<n>")`` returns it by. When they outgrow their share they give up their
+  answers' heads, then most of their opening words, then consecutive requests on one
+  subject share a line that still names each one's terms; never a bare range.
 
 The memory is kept as plain data in the compaction event (under ``fastcompact`` /
 ``memory``), so a later compaction takes up where the last left off, across restarts

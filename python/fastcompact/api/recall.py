@@ -8,7 +8,7 @@ its message id. An agent that knows no id searches instead
 (:func:`~fastcompact.api.search_history.search`), in words of its own, and gets the id.
 
 Example:
-    >>> from langchain_core.messages import AIMessage, ToolMessage
+    >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
     >>> msgs = [
     ...     AIMessage("", tool_calls=[{"name": "read_file", "args": {"file_path": "a.py"}, "id": "c1"}]),
     ...     ToolMessage("print('hi')", tool_call_id="c1"),
@@ -17,6 +17,8 @@ Example:
     "print('hi')"
     >>> recall(msgs, "c1/args")
     '{"name": "read_file", "args": {"file_path": "a.py"}}'
+    >>> recall([HumanMessage("Keep rule Q7 for every table")], "R1")
+    'Keep rule Q7 for every table'
     >>> recall(msgs, "nope")
     Traceback (most recent call last):
     ...
@@ -32,6 +34,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+# A request by its number, as the memory names it ("R12").
+REQUEST_REF = re.compile(r"R(\d+)", re.IGNORECASE)
 # After a call id: that call's arguments rather than its result.
 ARGS_SUFFIX = "/args"
 # Where a saved, compacted conversation keeps what an edited message was (see
@@ -91,7 +95,9 @@ def _blocks(content: Any, kind: str) -> list[Mapping[str, Any]]:
 def recall(messages: Sequence[Any] | Mapping[str, Any] | str | os.PathLike[str], ref: str) -> str:
     """The original of ``ref`` in ``messages`` (or a state holding ``"messages"``): the
     result of the tool call with that id; with ``/args`` after the id, that call's
-    arguments (as JSON); else the content of the message with that id. Messages may be
+    arguments (as JSON); else the content of the message with that id; else, for
+    ``"R<n>"``, the user's message that opened request n (as the memory numbers them,
+    the first in the conversation being R1). Messages may be
     in any shape the other helpers read (LangChain objects, ``messages_to_dict`` /
     ``dumpd`` output, OpenAI or Anthropic dicts), or the path of a saved conversation
     (``fastcompact compact``'s output: a result its text says is saved beside it comes
@@ -144,7 +150,24 @@ def recall(messages: Sequence[Any] | Mapping[str, Any] | str | os.PathLike[str],
         return arguments
     if content is not None:
         return content
+    request = REQUEST_REF.fullmatch(ref)
+    if request is not None and not wants_args:
+        listed = list(messages)
+        found = _request(listed, int(request.group(1)))
+        if found is not None:
+            return _own_content(listed[found], read[found]["content"])
     raise KeyError(f"nothing in this conversation has the id {ref!r}")
+
+
+def _request(messages: Sequence[Any], number: int) -> int | None:
+    """Where the user's message that opens request ``number`` is, numbered as search
+    numbers requests."""
+    from fastcompact.api.search_history import search
+
+    if number < 1:
+        return None
+    found = search(messages, pattern=r"\S", role="human", requests=(number, number), limit=1)
+    return found[0].index if found else None
 
 
 # How an output's text names the file beside it that holds a result whole: the note a
