@@ -59,7 +59,7 @@ from fastcompact.api.passes import (
 )
 from fastcompact.api.recall import recall
 from fastcompact.api.report import Report, inspect
-from fastcompact.api.search_history import Match, search
+from fastcompact.api.search_history import Match, add_short_forms, search
 from fastcompact.config import (
     ClearingConfig,
     CollapseConfig,
@@ -139,6 +139,7 @@ __all__ = [
     "TruncateArgsConfig",
     "WindowTooSmallError",
     "__version__",
+    "add_short_forms",
     "apply_edits",
     "budget_tool_results",
     "cache_bytes",

@@ -17,6 +17,7 @@ __all__ = [
     "PlanOutcome",
     "PlanSettings",
     "_read_each",
+    "add_short_forms",
     "after_summary",
     "backing_off",
     "backoff_after",
@@ -725,6 +726,20 @@ def memory_budgets(
 
     Raises:
         ValueError: ``config`` is not a memory config.
+    """
+
+def add_short_forms(text: str) -> int:
+    """Add groups of short forms to every later search in this process.
+
+    Args:
+        text: One group a line, ``short, forms = long, forms``; blank lines and ``#``
+            comments skipped.
+
+    Returns:
+        How many groups it took.
+
+    Raises:
+        InputError: naming the first line it cannot read; nothing is added then.
     """
 
 def search(

@@ -168,3 +168,12 @@ fn row_of(h: crate::search::Hit, index: &Index, msgs: &[Arc<Message>]) -> HitRow
         answer,
     )
 }
+
+/// Add groups of short forms (the shape of the built-in `short_forms.txt`: one group a
+/// line, `short, forms = long, forms`) to every later search; how many groups it took.
+/// Raises `InputError` naming the first line it cannot read, and then adds nothing.
+#[pyfunction]
+pub fn add_short_forms(text: &str) -> PyResult<usize> {
+    crate::search::forms::add(text)
+        .map_err(|e| super::errors::InputError::new_err(format!("short forms: {e}")))
+}

@@ -1,7 +1,10 @@
 //! Text into search terms, as agents' conversations hold it: Unicode words, case
 //! folded and stemmed (Snowball); identifiers and codes kept whole and split into their
 //! parts (`_ . / - :` and camelCase); numbers whole; Chinese and Japanese as single
-//! characters and bigrams, so a query written without spaces still matches.
+//! characters and bigrams, so a query written without spaces still matches. In
+//! English, words of one family share a root beyond what Snowball joins (`allergic` and
+//! `allergy`, `migration` and `migrate`, `logging` and `logger`), and a query's short
+//! forms find their long ones (see [`super::forms`]).
 
 use std::sync::OnceLock;
 
@@ -37,6 +40,34 @@ const STOPWORDS: [&str; 33] = [
     "is", "it", "of", "on", "or", "that", "the", "this", "to", "was", "we", "what", "when",
     "where", "which", "who", "with", "you",
 ];
+
+/// The endings an English stem may still carry that its family's other words do not
+/// (`allergic`/`allergi`, `migrat`, `logger`), and the least a root keeps.
+const ENGLISH_ENDINGS: [&str; 4] = ["ic", "i", "er", "at"];
+const ROOT_MIN_CHARS: usize = 4;
+
+/// An English stem to its family's root: one ending of [`ENGLISH_ENDINGS`] off, then a
+/// doubled last consonant made single (`logg` to `log`).
+fn english_root(stem: String) -> String {
+    let Some(cut) = ENGLISH_ENDINGS
+        .iter()
+        .find(|e| stem.ends_with(*e) && stem.chars().count() >= ROOT_MIN_CHARS + e.len())
+    else {
+        return stem;
+    };
+    let mut root = stem[..stem.len() - cut.len()].to_owned();
+    let mut last = root.chars().rev();
+    if let (Some(a), Some(b)) = (last.next(), last.next()) {
+        if a == b && !"aeiouls".contains(a) && a.is_ascii_alphabetic() {
+            root.pop();
+        }
+    }
+    root
+}
+
+/// A query's terms in groups: each word's terms, and the terms of its other forms as
+/// alternatives of the same group (a message holding any of them holds the group).
+pub type Groups = Vec<Vec<String>>;
 
 /// Turns text into terms for one language's stemmer.
 pub struct Analyzer {
@@ -108,7 +139,12 @@ impl Analyzer {
             return None;
         }
         if lower.chars().all(char::is_alphabetic) {
-            return Some(self.stemmer.stem(&lower).into_owned());
+            let stem = self.stemmer.stem(&lower).into_owned();
+            return Some(if self.english {
+                english_root(stem)
+            } else {
+                stem
+            });
         }
         Some(lower)
     }
@@ -125,6 +161,39 @@ impl Analyzer {
     /// message would outweigh a rare number or name beside them.
     pub fn query_terms(&self, text: &str, out: &mut Vec<String>) {
         self.collect(text, Singles::Alone, out);
+    }
+
+    /// The terms a query asks for (see [`Analyzer::query_terms`]) in groups: each term
+    /// with the terms of its word's other forms (see [`super::forms`]) beside it.
+    pub fn query_groups(&self, text: &str) -> Groups {
+        let mut groups: Groups = Vec::new();
+        for chunk in text.split_whitespace() {
+            let mut terms = Vec::new();
+            self.collect(chunk, Singles::Alone, &mut terms);
+            let words: Vec<String> = chunk.unicode_words().map(str::to_lowercase).collect();
+            for term in terms {
+                let mut group = vec![term];
+                for word in &words {
+                    let own = self.word_term(word);
+                    if own.as_deref() != Some(group[0].as_str()) && word != &group[0] {
+                        continue;
+                    }
+                    for other in super::forms::others(word) {
+                        let mut alt = Vec::new();
+                        self.collect(&other, Singles::Alone, &mut alt);
+                        group.extend(
+                            alt.into_iter()
+                                .filter(|a| !group.contains(a))
+                                .collect::<Vec<_>>(),
+                        );
+                    }
+                }
+                if !groups.iter().any(|g| g[0] == group[0]) {
+                    groups.push(group);
+                }
+            }
+        }
+        groups
     }
 
     fn collect(&self, text: &str, singles: Singles, out: &mut Vec<String>) {
@@ -206,6 +275,37 @@ mod tests {
             terms("The Staging databases are RUNNING."),
             vec!["stage", "databas", "run"]
         );
+    }
+
+    #[test]
+    fn a_words_family_shares_its_root() {
+        for family in [
+            ["allergic", "allergy", "allergies"],
+            ["migration", "migrate", "migrating"],
+            ["logging", "logger", "logged"],
+        ] {
+            let roots: Vec<Vec<String>> = family.iter().map(|w| terms(w)).collect();
+            assert!(
+                roots.iter().all(|r| *r == roots[0]),
+                "{family:?}: {roots:?}"
+            );
+        }
+        // Short words keep their stems: "user" is no "us".
+        assert_eq!(terms("user order"), vec!["user", "order"]);
+    }
+
+    #[test]
+    fn a_query_word_takes_its_other_forms_beside_it() {
+        let english = Analyzer::for_language("english").expect("english is a language");
+        assert_eq!(
+            english.query_groups("the db port"),
+            vec![
+                vec!["db".to_owned(), "dbs".to_owned(), "databas".to_owned()],
+                vec!["port".to_owned()]
+            ]
+        );
+        let groups = english.query_groups("Kubernetes");
+        assert!(groups[0].contains(&"k8s".to_owned()), "{groups:?}");
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 pub mod analyze;
 mod excerpt;
+pub mod forms;
 
 use std::collections::HashMap;
 
@@ -110,6 +111,8 @@ pub struct Index {
     requests: u32,
     /// The message that opened the newest request.
     open_request: Option<u32>,
+    /// The message that opened each request, in order.
+    openers: Vec<u32>,
 }
 
 /// The values of a call's arguments as text (keys are the tool's, not the model's).
@@ -157,6 +160,7 @@ impl Index {
             open_calls: HashMap::new(),
             requests: 0,
             open_request: None,
+            openers: Vec::new(),
         })
     }
 
@@ -188,7 +192,7 @@ impl Index {
             .map(|p| p.capacity() * std::mem::size_of::<Posting>() + 24)
             .sum();
         let docs = self.docs.capacity() * (std::mem::size_of::<Doc>() + 8);
-        words + postings + docs
+        words + postings + docs + self.openers.capacity() * 4
     }
 
     fn term_ids(&mut self, text: &str) -> Vec<u32> {
@@ -213,6 +217,7 @@ impl Index {
         if opens_request(m, &text) {
             self.requests += 1;
             self.open_request = Some(self.docs.len() as u32);
+            self.openers.push(self.docs.len() as u32);
         }
         let doc = self.docs.len() as u32;
         let mut fields: [Vec<u32>; FIELDS] = Default::default();
@@ -318,44 +323,50 @@ impl Index {
     }
 
     /// The messages that best match `q`, among `msgs` (the messages the index was
-    /// built from, in order: a phrase and the excerpts are read from them).
+    /// built from, in order: a phrase and the excerpts are read from them). A request
+    /// whose messages hold between them more of the query than any one of them (its
+    /// words in the user's message, the rest in the answer) is scored as one passage
+    /// and found by the message that opened it.
     pub fn search(&self, msgs: &[&Message], q: &Query) -> Found {
         let phrases = excerpt::phrases(&q.text);
-        let mut terms = Vec::new();
-        self.analyzer.query_terms(&q.text, &mut terms);
-        let mut ids: Vec<u32> = terms
+        let groups = self.analyzer.query_groups(&q.text);
+        let wanted = groups.len().max(1);
+        let ids: Vec<Vec<u32>> = groups
             .iter()
-            .filter_map(|t| self.vocabulary.get(t).copied())
+            .map(|g| {
+                g.iter()
+                    .filter_map(|t| self.vocabulary.get(t).copied())
+                    .collect::<Vec<u32>>()
+            })
+            .filter(|g| !g.is_empty())
             .collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let wanted = terms
-            .iter()
-            .collect::<std::collections::HashSet<_>>()
-            .len()
-            .max(1);
         let mut scores = self.scores(&ids);
         if ids.is_empty() && !phrases.is_empty() {
             // A phrase of words no message holds as terms (symbols): read every message.
             scores.extend((0..self.docs.len() as u32).map(|d| (d, (0.0, 0))));
         }
+        let held = |d: &u32| {
+            phrases.is_empty()
+                || msgs
+                    .get(*d as usize)
+                    .is_some_and(|m| excerpt::holds_all(m, &phrases))
+        };
         let mut found: Vec<(u32, f32)> = scores
-            .into_iter()
-            .filter(|(d, _)| self.passes(*d as usize, &q.filters))
-            .filter(|(d, _)| {
-                phrases.is_empty()
-                    || msgs
-                        .get(*d as usize)
-                        .is_some_and(|m| excerpt::holds_all(m, &phrases))
-            })
+            .iter()
+            .filter(|(d, _)| self.passes(**d as usize, &q.filters))
+            .filter(|(d, _)| held(d))
             // Messages that hold more of the query's terms come first at equal weight.
-            .map(|(d, (s, n))| (d, s * (1.0 + n as f32) / (1.0 + wanted as f32)))
+            .map(|(&d, &(s, n))| (d, s * (1.0 + n as f32) / (1.0 + wanted as f32)))
             .collect();
+        if phrases.is_empty() && q.filters.role.is_none() && q.filters.tool.is_none() {
+            self.passages(&ids, &scores, &q.filters, wanted, &mut found);
+        }
         found.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
         let mut matched = found.len();
         let matching: std::collections::HashSet<u32> = found.iter().map(|f| f.0).collect();
-        let rarities: HashMap<&str, f32> = terms
+        let rarities: HashMap<&str, f32> = groups
             .iter()
+            .flatten()
             .filter_map(|t| {
                 self.vocabulary
                     .get(t)
@@ -393,18 +404,78 @@ impl Index {
         Found { hits, matched }
     }
 
-    /// Each message's BM25F score over the query's terms `ids`, and how many of them it holds.
-    fn scores(&self, ids: &[u32]) -> HashMap<u32, (f32, usize)> {
+    /// Each message's BM25F score over the query's groups of term ids (a group counts
+    /// by its best alternative), and how many groups it holds.
+    fn scores(&self, groups: &[Vec<u32>]) -> HashMap<u32, (f32, usize)> {
         let mut scores: HashMap<u32, (f32, usize)> = HashMap::new();
-        for &id in ids {
-            let rarity = self.rarity(id);
-            for p in &self.postings[id as usize] {
-                let s = scores.entry(p.doc).or_insert((0.0, 0));
-                s.0 += rarity * self.weight(p);
+        for group in groups {
+            let mut best: HashMap<u32, f32> = HashMap::new();
+            for &id in group {
+                let rarity = self.rarity(id);
+                for p in &self.postings[id as usize] {
+                    let w = rarity * self.weight(p);
+                    let b = best.entry(p.doc).or_insert(0.0);
+                    *b = b.max(w);
+                }
+            }
+            for (doc, w) in best {
+                let s = scores.entry(doc).or_insert((0.0, 0));
+                s.0 += w;
                 s.1 += 1;
             }
         }
         scores
+    }
+
+    /// Requests scored as passages: the groups each holds in any of its messages (each
+    /// by its best message), pushed onto `found` as the message that opened it when
+    /// they are more of the query than its best message holds alone.
+    fn passages(
+        &self,
+        groups: &[Vec<u32>],
+        scores: &HashMap<u32, (f32, usize)>,
+        filters: &Filters,
+        wanted: usize,
+        found: &mut Vec<(u32, f32)>,
+    ) {
+        if groups.len() < 2 {
+            return;
+        }
+        // Per request: each group's best weight in it, and its best message's count.
+        let mut per_request: HashMap<u32, (Vec<f32>, usize)> = HashMap::new();
+        for (g, group) in groups.iter().enumerate() {
+            for &id in group {
+                let rarity = self.rarity(id);
+                for p in &self.postings[id as usize] {
+                    let d = &self.docs[p.doc as usize];
+                    if d.skipped || d.request == 0 {
+                        continue;
+                    }
+                    let entry = per_request
+                        .entry(d.request)
+                        .or_insert_with(|| (vec![0.0; groups.len()], 0));
+                    entry.0[g] = entry.0[g].max(rarity * self.weight(p));
+                    entry.1 = entry.1.max(scores.get(&p.doc).map_or(0, |s| s.1));
+                }
+            }
+        }
+        for (request, (weights, best_alone)) in per_request {
+            let held = weights.iter().filter(|w| **w > 0.0).count();
+            if held <= best_alone {
+                continue;
+            }
+            let Some(&opener) = self.openers.get(request as usize - 1) else {
+                continue;
+            };
+            if !self.passes(opener as usize, filters) {
+                continue;
+            }
+            let score = weights.iter().sum::<f32>() * (1.0 + held as f32) / (1.0 + wanted as f32);
+            match found.iter_mut().find(|f| f.0 == opener) {
+                Some(f) => f.1 = f.1.max(score),
+                None => found.push((opener, score)),
+            }
+        }
     }
 
     /// The answer that closed the request message `doc` opened: the last answer

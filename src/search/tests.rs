@@ -375,3 +375,70 @@ fn an_ending_starts_at_a_word_or_a_character() {
     );
     assert!(tail.chars().count() < 80, "{tail}");
 }
+
+/// A conversation of requests on one kind of work, each answered.
+fn exchanges(pairs: &[(&str, &str)]) -> Vec<Message> {
+    pairs
+        .iter()
+        .flat_map(|(ask, answer)| [said(Role::Human, ask), said(Role::Ai, answer)])
+        .collect()
+}
+
+#[test]
+fn a_model_finds_the_users_words_in_its_own() {
+    let msgs = exchanges(&[
+        (
+            "Move the db to the new host.",
+            "Done: the db now runs on host-7.",
+        ),
+        ("Tidy the readme.", "The readme is tidy."),
+        ("Note that Sam is allergic to peanuts.", "Noted."),
+        ("Plan the migration of the logs.", "The plan is in plan.md."),
+        ("Check the logger output.", "It prints twice."),
+    ]);
+    // A short form against the long one.
+    let found = find(&msgs, "database host", 3);
+    assert_eq!(found.hits.first().map(|h| h.index), Some(0), "{found:?}");
+    // A word against its derivation.
+    assert_eq!(
+        find(&msgs, "Sam allergy", 3).hits.first().map(|h| h.index),
+        Some(4)
+    );
+    assert_eq!(
+        find(&msgs, "migrate logs", 3).hits.first().map(|h| h.index),
+        Some(6)
+    );
+    assert_eq!(
+        find(&msgs, "logging output", 3)
+            .hits
+            .first()
+            .map(|h| h.index),
+        Some(8)
+    );
+}
+
+#[test]
+fn words_spread_over_a_request_and_its_answer_find_the_exchange() {
+    let msgs = exchanges(&[
+        (
+            "Which cache should the billing service use?",
+            "Use Redis, on port 6380.",
+        ),
+        (
+            "Which queue should the mailer use?",
+            "Use the cache cluster, with a billing-free port.",
+        ),
+        (
+            "What port does the billing service use?",
+            "The service listens on 8443.",
+        ),
+        ("Pick a cache for the search.", "The search keeps its own."),
+    ]);
+    // "billing cache" is in the first request, "Redis" in its answer: the exchange ranks
+    // first, shown with its answer, above messages that hold two of the words alone.
+    let found = find(&msgs, "billing cache Redis", 3);
+    let first = &found.hits[0];
+    assert_eq!(first.index, 0, "{found:?}");
+    assert_eq!(first.answer.as_ref().map(|a| a.0), Some(1));
+    assert!(first.answer.as_ref().is_some_and(|a| a.1.contains("Redis")));
+}

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
@@ -98,6 +99,38 @@ def _requests(value: Any) -> tuple[int, int] | None:
             first = int(found.group(1))
             return (first, int(found.group(2) or first))
     raise _input_error("requests", f'expected a request number or a range such as "R3-R7", got {value!r}')
+
+
+def add_short_forms(forms: str | os.PathLike[str]) -> int:
+    """Teach every later search in this process more short forms: a search for any word
+    of a group also finds the others. ``forms`` is the text of the groups, or the path
+    of a file holding it (a ``pathlib.Path``), in the shape of the built-in list: one
+    group a line, ``short, forms = long, forms``; blank lines and ``#`` comments are
+    skipped. Returns how many groups it took. Raises :class:`~fastcompact.InputError`
+    naming the first line it cannot read (and then adds nothing).
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> msgs = [HumanMessage("Ship it when quality assurance signs off.", id="u1")]
+        >>> search(msgs, "qa")
+        []
+        >>> add_short_forms("qa = quality")
+        1
+        >>> [m.id for m in search(msgs, "qa")]
+        ['u1']
+    """
+    from fastcompact.api.counting import _input_error
+
+    if isinstance(forms, os.PathLike):
+        try:
+            forms = os.fspath(forms)
+            with open(forms, encoding="utf-8") as f:
+                forms = f.read()
+        except OSError as e:
+            raise _input_error("forms", f"cannot read the short forms file: {e}") from None
+    if not isinstance(forms, str):
+        raise _input_error("forms", f"expected the text of the groups or a path, got {type(forms).__name__}")
+    return _core.add_short_forms(forms)
 
 
 def narrowed(only: str | None) -> dict[str, Any]:
