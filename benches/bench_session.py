@@ -35,8 +35,10 @@ the cheaper of DeepAgents and compact-middleware; "x floor" by the session's flo
 token of its messages written once, and the fixed prefix (tools, system prompt) read on
 every call.
 
-Fidelity: the share of user messages that, at every later call, the model still sees or
-had handed to a summary call; findings: every fifth request needs what an answer 10-40
+Fidelity: every user message of a generated session gives a rule with a code of its own;
+after each agent call, the share of the codes sent so far that are in the model's input
+(not in a summary call's input, not only in a file), averaged over the calls, with the
+least of any call beside it ("user's codes in view"); findings: every fifth request needs what an answer 10-40
 calls earlier found: seen in view, or got back with one more call through what the view
 shows (`recall` on an id a line of that answer names; where the agent has the tool, a
 `recall` search in the words the request names the earlier one by, never the finding's
@@ -69,7 +71,7 @@ from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from provider import PRICES, BilledModel, Provider
-from sessions import SESSIONS, SYSTEM_PROMPT, WAYS_BACK, Session
+from sessions import SESSIONS, SYSTEM_PROMPT, WAYS_BACK, Session, codes_of
 
 from tests.scripted import message_text
 
@@ -158,6 +160,11 @@ class Outcome:
     whole: dict[str, float]
     floor: float
     user_fidelity: float
+    # The user's codes in view: after each agent call, the share of the codes of the user
+    # messages sent so far that are in the model's input, averaged over the calls.
+    codes_in_view: float
+    # The least share of any one call.
+    codes_in_view_min: float
     findings: dict[str, int]
     # Of the searches for a finding, how many showed the answer holding it among the
     # first three results, and how many there were.
@@ -200,7 +207,8 @@ def run(session: Session, side: str, trigger: float | None = None, restore: bool
     cfg = {"configurable": {"thread_id": f"{session.name}-{side}"}, "recursion_limit": 10_000}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for request in session.requests:
+        for sent, request in enumerate(session.requests, 1):
+            provider.sent = sent
             try:
                 agent.invoke({"messages": [HumanMessage(request)]}, cfg)
             except Exception as e:  # a side that gives up: the turn is lost, the session goes on
@@ -258,6 +266,7 @@ def _measure(
         final_text = text
     seen = [u for u in users if u in first]
     fidelity = 1.0 - len(lost) / max(len(seen), 1)
+    in_view = _codes_in_view(codes_of(users), calls)
     files = "\n".join(p.read_text(errors="replace") for p in root.rglob("*") if p.is_file())
     cleared = [i for i, text in originals.items() if text not in final_text]
     back = sum(1 for i in cleared if originals[i] in files or recall(state, i) == originals[i])
@@ -277,6 +286,8 @@ def _measure(
         whole=whole,
         floor=floor,
         user_fidelity=fidelity,
+        codes_in_view=sum(in_view) / len(in_view) if in_view else 1.0,
+        codes_in_view_min=min(in_view, default=1.0),
         findings=findings,
         search_top3=sum(1 for r in session.search_ranks.values() if 1 <= r <= 3),
         searches=len(session.search_ranks),
@@ -287,10 +298,23 @@ def _measure(
     )
 
 
+def _codes_in_view(codes: list[str | None], calls: list[Any]) -> list[float]:
+    """For each agent call, the share of the codes sent so far that its input holds:
+    what the model saw at that call, not what a summarizer or a file was handed."""
+    shares = []
+    for call in calls:
+        sent = [c for c in codes[: call.sent] if c]
+        if not sent:
+            continue
+        text = "\n".join(message_text(m) for m in call.messages)
+        shares.append(sum(1 for c in sent if c in text) / len(sent))
+    return shares
+
+
 def table(outcomes: list[Outcome]) -> str:
     lines = [
         "| session | middleware | calls | refused | peak | cache hit | summaries (input) | output "
-        "| bill | whole | vs cheaper peer | x floor | user fidelity "
+        "| bill | whole | vs cheaper peer | x floor | user's codes in view (least) "
         "| findings needed / in view / recall / search / grep / read / lost | search recall@3 "
         "| recoverable |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -312,7 +336,8 @@ def table(outcomes: list[Outcome]) -> str:
                 f"| {o.session} | {o.side}{failed} | {o.calls} | {o.refused} | {o.peak_input:,} | "
                 f"{o.cache_hit:.3f} | {o.summary_calls} ({o.summary_input:,}) | {o.output_cost[a]:.3f} | "
                 f"{o.bill[a]:.3f} | {o.whole[a]:.3f} | {ratio} | {o.bill[a] / floor:.2f} | "
-                f"{100 * o.user_fidelity:.0f}% | {' / '.join(str(f[k]) for k in ('needed', *WAYS_BACK))} | "
+                f"{o.codes_in_view:.3f} ({o.codes_in_view_min:.2f}) | "
+                f"{' / '.join(str(f[k]) for k in ('needed', *WAYS_BACK))} | "
                 f"{top3} | {back} |"
             )
     return "\n".join(lines)

@@ -62,6 +62,8 @@ class Billed:
     at_call: int
     # Of its input, the fixed prefix: tool schemas and system prompt.
     prefix_tokens: int
+    # How many of the session's user messages had been sent when it was made.
+    sent: int = 0
 
     def cost(self, preset: str, *, output: bool = True) -> float:
         read, write, out = PRICES[preset]
@@ -80,6 +82,8 @@ class Provider:
     cache: list[int] = dataclasses.field(default_factory=list)
     calls: list[Billed] = dataclasses.field(default_factory=list)
     refused: int = 0
+    # How many of `user_texts` have been sent so far (the session sets it a turn at a time).
+    sent: int = 0
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
     def agent_calls(self) -> list[Billed]:
@@ -115,6 +119,7 @@ class Provider:
                 caching=caching,
                 at_call=len(self.agent_calls()),
                 prefix_tokens=sized[0][1] + (sized[1][1] if messages and messages[0].type == "system" else 0),
+                sent=self.sent,
             )
             self.calls.append(call)
         return call

@@ -88,6 +88,23 @@ class Session:
     search_ranks: dict[int, int] = field(default_factory=dict)
 
 
+# --- the user's codes: a rule each request gives, which the model must keep in view --
+
+
+def user_code(session: str, step: int) -> str:
+    """The code of the rule the request of `step` gives (a ticket, a key, a rule number):
+    unique to the request, and in no other text of the session."""
+    return f"K{zlib.crc32(f'{session} rule {step}'.encode()) % 90_000 + 10_000}"
+
+
+USER_CODE = re.compile(r"\bK\d{5}\b")
+
+
+def codes_of(requests: list[str]) -> list[str | None]:
+    """The code each request carries (None for a request without one)."""
+    return [next(iter(USER_CODE.findall(r)), None) for r in requests]
+
+
 # --- findings: what an answer found, which a later request needs -------------------
 
 
@@ -105,7 +122,9 @@ def needed(step: int, back: int) -> int | None:
 
 def opening(request: str) -> str:
     """The words a user names an earlier request by: how it began (its first eight
-    words; the first 16 characters of Chinese)."""
+    words; the first 16 characters of Chinese), never its code (a user does not recite
+    a rule's code to name the request that gave it)."""
+    request = USER_CODE.sub("", request)
     if "[步骤" in request:
         return request[:16]
     return " ".join(request.split()[:8])
@@ -297,7 +316,8 @@ def coding(steps: int = 30, name: str = "coding") -> Session:
         return f"Step {s} is done: feature_{s}.py is written and checked. " + prose(("answer", s), 300)
 
     requests = [
-        f"[step {s}] Add feature {s}: follow mod{s % 8}.py, then " + prose(("request", s), 160)
+        f"[step {s}] Add feature {s}: follow mod{s % 8}.py, keep rule {user_code(name, s)}, then "
+        + prose(("request", s), 160)
         for s in range(steps)
     ]
     # Six calls a step: a need reaches 18 calls back.
@@ -327,7 +347,10 @@ def research(questions: int = 36, name: str = "research") -> Session:
     def answer(s: int) -> str:
         return f"Answer to question {s}: " + prose(("finding", s), 700)
 
-    requests = [f"[step {s}] Research question {s}: " + prose(("ask", s), 200) for s in range(questions)]
+    requests = [
+        f"[step {s}] Research question {s} under rule {user_code(name, s)}: " + prose(("ask", s), 200)
+        for s in range(questions)
+    ]
     # Five calls a step: a need reaches 20 calls back.
     return needing(name, requests, calls, answer, 4, tools=[web_search])
 
@@ -357,7 +380,10 @@ def chinese(steps: int = 30, name: str = "chinese") -> Session:
     def answer(s: int) -> str:
         return f"第 {s} 步完成。" + prose(("回答", s), 400, HAN, "")
 
-    requests = [f"[步骤 {s}] 请实现功能 {s}。" + prose(("请求", s), 200, HAN, "") for s in range(steps)]
+    requests = [
+        f"[步骤 {s}] 请实现功能 {s}，遵守规则 {user_code(name, s)}。" + prose(("请求", s), 200, HAN, "")  # noqa: RUF001
+        for s in range(steps)
+    ]
     return needing(name, requests, calls, answer, 4, files=modules)
 
 
@@ -368,7 +394,10 @@ def chat(turns: int = 160, request_chars: int = 300, name: str = "chat") -> Sess
     def answer(s: int) -> str:
         return f"About point {s}: " + prose(("reply", s), 3_000)
 
-    requests = [f"[step {s}] " + prose(("message", s), request_chars) for s in range(turns)]
+    requests = [
+        f"[step {s}] Remember rule {user_code(name, s)}. " + prose(("message", s), request_chars)
+        for s in range(turns)
+    ]
     # One call a step: a need reaches 20 calls back.
     return needing(name, requests, lambda s: [], answer, 20)
 
