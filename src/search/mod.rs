@@ -324,9 +324,8 @@ impl Index {
 
     /// The messages that best match `q`, among `msgs` (the messages the index was
     /// built from, in order: a phrase and the excerpts are read from them). A request
-    /// whose messages hold between them more of the query than any one of them (its
-    /// words in the user's message, the rest in the answer) is scored as one passage
-    /// and found by the message that opened it.
+    /// whose message and answer hold between them more of the query than either alone
+    /// is scored as one passage and found by the message that opened it.
     pub fn search(&self, msgs: &[&Message], q: &Query) -> Found {
         let phrases = excerpt::phrases(&q.text);
         let groups = self.analyzer.query_groups(&q.text);
@@ -340,7 +339,8 @@ impl Index {
             })
             .filter(|g| !g.is_empty())
             .collect();
-        let mut scores = self.scores(&ids);
+        let weights: Vec<HashMap<u32, f32>> = ids.iter().map(|g| self.group_weights(g)).collect();
+        let mut scores = Index::scores(&weights);
         if ids.is_empty() && !phrases.is_empty() {
             // A phrase of words no message holds as terms (symbols): read every message.
             scores.extend((0..self.docs.len() as u32).map(|d| (d, (0.0, 0))));
@@ -359,7 +359,7 @@ impl Index {
             .map(|(&d, &(s, n))| (d, s * (1.0 + n as f32) / (1.0 + wanted as f32)))
             .collect();
         if phrases.is_empty() && q.filters.role.is_none() && q.filters.tool.is_none() {
-            self.passages(&ids, &scores, &q.filters, wanted, &mut found);
+            self.passages(&weights, &scores, &q.filters, wanted, &mut found);
         }
         found.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
         let mut matched = found.len();
@@ -404,21 +404,12 @@ impl Index {
         Found { hits, matched }
     }
 
-    /// Each message's BM25F score over the query's groups of term ids (a group counts
-    /// by its best alternative), and how many groups it holds.
-    fn scores(&self, groups: &[Vec<u32>]) -> HashMap<u32, (f32, usize)> {
+    /// Each message's BM25F score over the query's groups (their weights in each
+    /// message, see [`Index::group_weights`]), and how many groups it holds.
+    fn scores(weights: &[HashMap<u32, f32>]) -> HashMap<u32, (f32, usize)> {
         let mut scores: HashMap<u32, (f32, usize)> = HashMap::new();
-        for group in groups {
-            let mut best: HashMap<u32, f32> = HashMap::new();
-            for &id in group {
-                let rarity = self.rarity(id);
-                for p in &self.postings[id as usize] {
-                    let w = rarity * self.weight(p);
-                    let b = best.entry(p.doc).or_insert(0.0);
-                    *b = b.max(w);
-                }
-            }
-            for (doc, w) in best {
+        for group in weights {
+            for (&doc, &w) in group {
                 let s = scores.entry(doc).or_insert((0.0, 0));
                 s.0 += w;
                 s.1 += 1;
@@ -427,35 +418,57 @@ impl Index {
         scores
     }
 
-    /// Requests scored as passages: the groups each holds in any of its messages (each
-    /// by its best message), pushed onto `found` as the message that opened it when
-    /// they are more of the query than its best message holds alone.
+    /// A group's weight in each message that holds it: its best alternative's.
+    fn group_weights(&self, group: &[u32]) -> HashMap<u32, f32> {
+        let mut best: HashMap<u32, f32> = HashMap::new();
+        for &id in group {
+            let rarity = self.rarity(id);
+            for p in &self.postings[id as usize] {
+                let b = best.entry(p.doc).or_insert(0.0);
+                *b = b.max(rarity * self.weight(p));
+            }
+        }
+        best
+    }
+
+    /// Requests scored as passages, from the messages' scores: the groups each holds in
+    /// its user's message and the agent's answers (each by its best message), pushed
+    /// onto `found` as the message that opened it when they are more of the query than
+    /// its best message holds alone.
     fn passages(
         &self,
-        groups: &[Vec<u32>],
+        weights: &[HashMap<u32, f32>],
         scores: &HashMap<u32, (f32, usize)>,
         filters: &Filters,
         wanted: usize,
         found: &mut Vec<(u32, f32)>,
     ) {
-        if groups.len() < 2 {
+        if weights.len() < 2 {
             return;
         }
-        // Per request: each group's best weight in it, and its best message's count.
+        // The request and the agent's answers to it: the words of its many steps between
+        // them would add up to any query. Only messages that hold a group take part.
         let mut per_request: HashMap<u32, (Vec<f32>, usize)> = HashMap::new();
-        for (g, group) in groups.iter().enumerate() {
-            for &id in group {
-                let rarity = self.rarity(id);
-                for p in &self.postings[id as usize] {
-                    let d = &self.docs[p.doc as usize];
-                    if d.skipped || d.request == 0 {
-                        continue;
-                    }
-                    let entry = per_request
-                        .entry(d.request)
-                        .or_insert_with(|| (vec![0.0; groups.len()], 0));
-                    entry.0[g] = entry.0[g].max(rarity * self.weight(p));
-                    entry.1 = entry.1.max(scores.get(&p.doc).map_or(0, |s| s.1));
+        for (&doc, &(_, held)) in scores {
+            let d = &self.docs[doc as usize];
+            if !d.skipped && d.request > 0 && (d.opens || d.answers) {
+                let entry = per_request
+                    .entry(d.request)
+                    .or_insert_with(|| (vec![0.0; weights.len()], 0));
+                entry.1 = entry.1.max(held);
+            }
+        }
+        if per_request.is_empty() {
+            return;
+        }
+        for (g, group) in weights.iter().enumerate() {
+            for (&doc, &w) in group {
+                let d = &self.docs[doc as usize];
+                if let Some(entry) = per_request
+                    .get_mut(&d.request)
+                    .filter(|_| d.opens || d.answers)
+                {
+                    entry.0[g] = entry.0[g].max(w);
                 }
             }
         }

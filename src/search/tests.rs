@@ -393,52 +393,44 @@ fn a_model_finds_the_users_words_in_its_own() {
         ),
         ("Tidy the readme.", "The readme is tidy."),
         ("Note that Sam is allergic to peanuts.", "Noted."),
-        ("Plan the migration of the logs.", "The plan is in plan.md."),
+        (
+            "Plan the economic review of the logs.",
+            "The plan is in plan.md.",
+        ),
         ("Check the logger output.", "It prints twice."),
     ]);
+    let indices =
+        |q: &str| -> Vec<usize> { find(&msgs, q, 3).hits.iter().map(|h| h.index).collect() };
+    // Each question's words are in the conversation only in another form.
     // A short form against the long one.
-    let found = find(&msgs, "database host", 3);
-    assert_eq!(found.hits.first().map(|h| h.index), Some(0), "{found:?}");
-    // A word against its derivation.
-    assert_eq!(
-        find(&msgs, "Sam allergy", 3).hits.first().map(|h| h.index),
-        Some(4)
+    assert!(
+        matches!(indices("database whereabouts").first(), Some(0 | 1)),
+        "{:?}",
+        indices("database whereabouts")
     );
-    assert_eq!(
-        find(&msgs, "migrate logs", 3).hits.first().map(|h| h.index),
-        Some(6)
-    );
-    assert_eq!(
-        find(&msgs, "logging output", 3)
-            .hits
-            .first()
-            .map(|h| h.index),
-        Some(8)
-    );
+    // A word against its derivation: -y / -ic, -ing / -er.
+    assert_eq!(indices("allergy").first(), Some(&4));
+    assert_eq!(indices("economy").first(), Some(&6));
+    assert!(indices("logging trouble").contains(&8));
 }
 
 #[test]
 fn words_spread_over_a_request_and_its_answer_find_the_exchange() {
     let msgs = exchanges(&[
         (
-            "Which cache should the billing service use?",
-            "Use Redis, on port 6380.",
+            "Where does the kiosk firmware live?",
+            "In the vault, signed by Omar.",
         ),
-        (
-            "Which queue should the mailer use?",
-            "Use the cache cluster, with a billing-free port.",
-        ),
-        (
-            "What port does the billing service use?",
-            "The service listens on 8443.",
-        ),
-        ("Pick a cache for the search.", "The search keeps its own."),
+        ("kiosk firmware vault report", "Filed."),
+        ("kiosk firmware vault audit", "Filed."),
+        ("kiosk firmware vault review", "Filed."),
     ]);
-    // "billing cache" is in the first request, "Redis" in its answer: the exchange ranks
-    // first, shown with its answer, above messages that hold two of the words alone.
-    let found = find(&msgs, "billing cache Redis", 3);
+    // Three messages hold three of the words each; the first request holds two and its
+    // answer the other two: as one passage it holds all four, and ranks first, shown
+    // with its answer.
+    let found = find(&msgs, "kiosk firmware vault Omar", 3);
     let first = &found.hits[0];
     assert_eq!(first.index, 0, "{found:?}");
     assert_eq!(first.answer.as_ref().map(|a| a.0), Some(1));
-    assert!(first.answer.as_ref().is_some_and(|a| a.1.contains("Redis")));
+    assert!(first.answer.as_ref().is_some_and(|a| a.1.contains("Omar")));
 }
