@@ -175,33 +175,29 @@ def test_a_model_fold_keeps_the_newest_requests_verbatim_and_the_older_in_its_no
     text = memory.text(m, recall=True)
     assert "## Notes on the earlier work\nThe user asked: (request R1). The parser is fixed.\n" in text
     assert "### R1\nfix the parser please, it fails on empty input\n" in text
-    # On a window whose user share holds one of them, R1 leaves the verbatim layer: its
-    # quote stays in the notes, which name it, so no line in short repeats it.
-    small = memory.remember(
-        previous.memory,
-        None,
-        msgs[4:],
-        config=MemoryConfig(user_share=0.0006),
-        window=40_000,
-        file="/h/2.md",
-        notes=notes,
-    )
+
+    def folded_small(notes: str) -> memory.Remembered:
+        """The fold on a window whose user share holds one of the two requests."""
+        return memory.remember(
+            previous.memory,
+            None,
+            msgs[4:],
+            config=MemoryConfig(user_share=0.0006),
+            window=40_000,
+            file="/h/2.md",
+            notes=notes,
+        )
+
+    # R1 leaves the verbatim layer: its quote stays in the notes, which name it, so no
+    # line in short repeats it.
+    small = folded_small(notes)
     text = memory.text(small.memory, recall=True)
     assert small.folded == 1 and [r["number"] for r in small.memory["requests"]] == [2]
     assert "The user asked: fix the parser please, it fails on empty input." in text
     assert "- R1:" not in text and "## Earlier requests, in short" not in text
     assert "oldest first: 1.md to 2.md." in text
     # Notes that leave it out leave it in short beside them, in its own words.
-    other = memory.remember(
-        previous.memory,
-        None,
-        msgs[4:],
-        config=MemoryConfig(user_share=0.0006),
-        window=40_000,
-        file="/h/2.md",
-        notes="The tests were added.",
-    )
-    text = memory.text(other.memory, recall=True)
+    text = memory.text(folded_small("The tests were added.").memory, recall=True)
     assert "## Earlier requests, in short\n- R1: fix the parser please, it fails on empty input" in text
 
 

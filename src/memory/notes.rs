@@ -214,27 +214,31 @@ pub fn fit(notes: &str, budget: usize, note: &str) -> (String, bool) {
     let heading =
         |s: &Section<'_>| width(s.text.lines().next().unwrap_or("")) + width(SECTION_CUT) + 1;
     // The tier that is cut: those above it stay whole, those below keep their headings.
-    let mut caps = (Tier::Last, 0);
-    for tier in [Tier::Other, Tier::Essential, Tier::Last] {
+    let whole_above = |tier: Tier| -> usize {
         let whole: usize = parts
             .iter()
             .zip(&widths)
             .filter(|(s, _)| s.tier > tier)
             .map(|(_, w)| w)
             .sum();
-        let headings: usize = parts.iter().filter(|s| s.tier < tier).map(heading).sum();
-        if whole + headings <= room || tier == Tier::Last {
-            let cut: Vec<usize> = parts
+        whole
+            + parts
                 .iter()
-                .zip(&widths)
-                .filter(|(s, _)| s.tier == tier)
-                .map(|(_, &w)| w)
-                .collect();
-            caps = (tier, cap_for(&cut, room.saturating_sub(whole + headings)));
-            break;
-        }
-    }
-    let (cut_tier, cap) = caps;
+                .filter(|s| s.tier < tier)
+                .map(heading)
+                .sum::<usize>()
+    };
+    let cut_tier = [Tier::Other, Tier::Essential]
+        .into_iter()
+        .find(|&t| whole_above(t) <= room)
+        .unwrap_or(Tier::Last);
+    let cut: Vec<usize> = parts
+        .iter()
+        .zip(&widths)
+        .filter(|(s, _)| s.tier == cut_tier)
+        .map(|(_, &w)| w)
+        .collect();
+    let cap = cap_for(&cut, room.saturating_sub(whole_above(cut_tier)));
     let mut out: Vec<String> = parts
         .iter()
         .map(|s| {

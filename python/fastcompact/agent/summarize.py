@@ -118,7 +118,7 @@ class Brief:
         True
         >>> "what R1 to R4 asked is known from your notes alone" in text
         True
-        >>> "about 900 words" in text and "sections 1, 7, 8 and 9 whole" in text
+        >>> "about 900 words" in text and "sections 1, 6, 7, 8 and 9 whole" in text
         True
     """
 
