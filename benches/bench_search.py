@@ -88,17 +88,19 @@ FACTS: list[tuple[str, str, str]] = [
 
 # The three kinds of question a model's own words miss most, by kind.
 KINDS: dict[str, list[tuple[str, str, str]]] = {
+    # Each asked in words the fact holds only in another form, beside words no message
+    # holds: without the other form, nothing in the question finds it.
     "short form": [
-        ("The production database password rotates on the first Monday.", "human", "prod db password"),
-        ("The repository mirror lives at git.acme.internal/mirror.", "tool", "repo mirror location"),
-        ("Kubernetes pods in the batch namespace are capped at 2 GiB.", "ai", "k8s batch pods cap"),
-        ("Authentication tokens are signed with the 2024 signing key.", "ai", "auth tokens signing key"),
+        ("Kubernetes pods in the batch namespace are capped at 2 GiB.", "ai", "k8s ceiling"),
+        ("The repository mirror lives at git.acme.internal/mirror.", "tool", "repo whereabouts"),
+        ("Authentication tokens are signed with the 2024 signing key.", "ai", "auth expiry"),
+        ("The dependency lockfile pins grpc to 1.58 for now.", "human", "deps upgrade"),
     ],
     "derivation": [
-        ("Dana is allergic to shellfish, so order lunch accordingly.", "human", "Dana allergy lunch"),
-        ("The logger drops lines whenever its buffer fills up.", "ai", "logging drops lines"),
-        ("We migrate the billing tables on Sunday night.", "human", "billing tables migration"),
-        ("The importer is slow on very wide CSV files.", "tool", "importing wide csv slow"),
+        ("Dana is allergic to shellfish, so order lunch accordingly.", "human", "allergy rules"),
+        ("The logger drops lines whenever its buffer fills up.", "ai", "logging trouble"),
+        ("We migrate the billing tables on Sunday night.", "human", "when migration"),
+        ("The economic model assumes three percent of growth.", "tool", "economy assumption"),
     ],
     "spread": [
         (
