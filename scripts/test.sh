@@ -13,7 +13,7 @@ python3 -m venv "$VENV"
 # shellcheck disable=SC1091
 . "$VENV/bin/activate"
 python -m pip install --quiet --upgrade pip
-python -m pip install --quiet ".[test]"
+python -m pip install --quiet ".[test,docs]"
 
 echo "== cargo fmt / clippy / test"
 cargo fmt --check
@@ -53,8 +53,11 @@ echo "== pytest"
 python -m pytest tests -p no:cacheprovider
 python -m pytest --doctest-modules --pyargs fastcompact -p no:cacheprovider
 
-echo "== README examples (the outputs it shows are what the code prints)"
+echo "== README and docs examples (the outputs they show are what the code prints)"
 python tools/readme_examples.py --check
 
-echo "== fuzz (a short run; see README for the long one)"
+echo "== docs (the site builds, every page in the nav and every link whole)"
+NO_MKDOCS_2_WARNING=1 mkdocs build --strict --quiet -d "$(mktemp -d)"
+
+echo "== fuzz (a short run; see docs/reliability.md for the long one)"
 python fuzz/fuzz_inputs.py --iterations 300

@@ -1,12 +1,14 @@
-"""The README's example outputs, made by running them: ``fastcompact demo``'s report,
-the ``fastcompact inspect`` transcript and the ``plan()`` figures. Each sits between two markers in README.md,
+"""The example outputs the README and the docs show, made by running them:
+``fastcompact demo``'s report, the ``fastcompact inspect`` transcript and the ``plan()``
+figures. Each sits between two markers in README.md or a page under docs/,
 
     <!-- example: NAME -->
     ...
     <!-- end of example -->
 
-``--check`` (what ``scripts/test.sh`` runs) fails, naming the example, when the README
-no longer shows what the code prints; ``--write`` puts the fresh output in.
+``--check`` (what ``scripts/test.sh`` runs) fails, naming the example and its file,
+when a page no longer shows what the code prints, or no page shows an example;
+``--write`` puts the fresh output in.
 
     python tools/readme_examples.py --check | --write
 """
@@ -22,7 +24,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BLOCK = re.compile(r"(<!-- example: (\w+) -->\n)(.*?)(<!-- end of example -->)", re.S)
 
 
@@ -103,30 +106,34 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--check", action="store_true", help="fail when the README is out of date")
     mode.add_argument("--write", action="store_true", help="put the fresh outputs in the README")
     args = parser.parse_args(argv)
-    text = README.read_text(encoding="utf-8")
-    found = {m.group(2) for m in BLOCK.finditer(text)}
+    found: set[str] = set()
+    stale: list[str] = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        name = page.relative_to(ROOT)
+
+        def fresh(m: re.Match[str], name: Path = name) -> str:
+            found.add(m.group(2))
+            made = EXAMPLES[m.group(2)]()
+            if made != m.group(3):
+                stale.append(f"{m.group(2)} in {name}")
+            return m.group(1) + made + m.group(4)
+
+        updated = BLOCK.sub(fresh, text)
+        if args.write and updated != text:
+            page.write_text(updated, encoding="utf-8")
     missing = sorted(set(EXAMPLES) - found)
     if missing:
-        print(f"README.md has no markers for: {', '.join(missing)}", file=sys.stderr)
+        print(f"no page has markers for: {', '.join(missing)}", file=sys.stderr)
         return 1
-    stale = []
-
-    def fresh(m: re.Match[str]) -> str:
-        made = EXAMPLES[m.group(2)]()
-        if made != m.group(3):
-            stale.append(m.group(2))
-        return m.group(1) + made + m.group(4)
-
-    updated = BLOCK.sub(fresh, text)
     if args.write:
-        README.write_text(updated, encoding="utf-8")
-        print(f"README.md: {len(stale)} examples updated ({', '.join(stale) or 'none'})")
+        print(f"{len(stale)} examples updated ({', '.join(stale) or 'none'})")
         return 0
     if stale:
         fix = "python tools/readme_examples.py --write"
-        print(f"README.md shows stale output for: {', '.join(stale)} ({fix})")
+        print(f"stale output for: {', '.join(stale)} ({fix})")
         return 1
-    print(f"README.md: {len(found)} examples match what the code prints")
+    print(f"{len(found)} examples match what the code prints")
     return 0
 
 

@@ -9,7 +9,7 @@ of import.
 
 The constructors take DeepAgents' keywords; whatever is not given follows fastcompact's
 defaults (the cheap passes, the whole span handed to the summarizer, one archive file per
-compaction event), not DeepAgents' (see the README's "Switching from DeepAgents").
+compaction event), not DeepAgents' (see docs/deepagents.md).
 
 Example:
     >>> from fastcompact.deepagents import SummarizationMiddleware
