@@ -81,7 +81,7 @@ if TYPE_CHECKING:
     from fastcompact.agent.middleware import CompactionMiddleware, CompactionState, WindowTooSmallError
     from fastcompact.agent.tools import CompactionToolMiddleware, RecallMiddleware
 
-__version__ = "0.1.0"
+    __version__: str
 
 # The middleware pulls in LangChain's agent machinery: loaded on first use, so the
 # notebook helpers and the command line start fast.
@@ -95,6 +95,14 @@ _FACTORIES = (
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        # The installed package's metadata, where the build wrote Cargo.toml's version;
+        # read on first use, as looking it up costs tens of milliseconds.
+        from importlib.metadata import version
+
+        found = version("fastcompact")
+        globals()["__version__"] = found
+        return found
     if name in _MIDDLEWARE:
         from fastcompact.agent import middleware
 

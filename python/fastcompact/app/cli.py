@@ -195,6 +195,17 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see --help)\n")
 
 
+class _Version(argparse.Action):
+    """``--version``: the installed metadata is read only when asked (it takes a while)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        sys.stdout.write(f"fastcompact {fastcompact.__version__}\n")
+        parser.exit()
+
+
 def _positive(text: str) -> int:
     """A size on the command line: a whole number of at least 1."""
     try:
@@ -503,7 +514,7 @@ def _default_sizes() -> tuple[dict[str, str], dict[str, str]]:
 def main(argv: list[str] | None = None) -> int:
     _quiet_log()
     parser = _Parser(prog="fastcompact", description="Context compaction for LLM agents.")
-    parser.add_argument("--version", action="version", version=f"fastcompact {fastcompact.__version__}")
+    parser.add_argument("--version", action=_Version, help="show the installed version and exit")
     sub = parser.add_subparsers(dest="command", required=True)
 
     what = "where a conversation's tokens go and where it would be cut"
