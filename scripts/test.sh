@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Build fastcompact in a fresh virtualenv and run every check: Rust format, lints and
-# tests, then the Python lint, the Python tests and the docstring examples.
+# Build fastcompact's wheel once and run every check against it in a fresh virtualenv:
+# Rust format, lints and tests, the Python lint, types, tests and docstring examples,
+# the docs, then the wheel itself (its ABI and platform tags, an install with no Rust on
+# PATH running the demo) and the sdist.
 # Needs only a Rust toolchain and Python >= 3.11 with pip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +15,19 @@ python3 -m venv "$VENV"
 # shellcheck disable=SC1091
 . "$VENV/bin/activate"
 python -m pip install --quiet --upgrade pip
-python -m pip install --quiet ".[test,docs]"
+python -m pip install --quiet --group wheel
+
+echo "== the wheel, built once: every check below runs against it"
+DIST="$(mktemp -d)"
+# manylinux2014 (glibc 2.17) where zig can link it, as the release builds are.
+MANYLINUX2014=--manylinux2014
+if ! maturin build --release --quiet --zig --compatibility manylinux2014 --out "$DIST"; then
+    echo "zig could not link a manylinux2014 wheel here: building for this machine's glibc"
+    MANYLINUX2014=
+    maturin build --release --quiet --out "$DIST"
+fi
+WHEEL="$(ls "$DIST"/fastcompact-*.whl)"
+python -m pip install --quiet "$WHEEL[test,docs]"
 
 echo "== cargo fmt / clippy / test"
 cargo fmt --check
@@ -61,3 +75,10 @@ NO_MKDOCS_2_WARNING=1 mkdocs build --strict --quiet -d "$(mktemp -d)"
 
 echo "== fuzz (a short run; see docs/reliability.md for the long one)"
 python fuzz/fuzz_inputs.py --iterations 300
+
+echo "== the wheel: stable ABI, platform tag, a Rust-free install, the sdist"
+abi3audit --strict --report "$WHEEL"
+auditwheel show "$WHEEL"
+bash scripts/wheel_check.sh "$WHEEL"
+maturin sdist --out "$DIST"
+python tools/check_dist.py "$WHEEL" "$DIST"/fastcompact-*.tar.gz $MANYLINUX2014

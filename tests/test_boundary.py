@@ -14,6 +14,9 @@ from fastcompact.config import DEFAULT
 from fastcompact.samples import coding_session
 from langchain_core.messages import HumanMessage
 
+# Among the smoke tests a release build runs against each wheel it makes.
+pytestmark = pytest.mark.smoke
+
 _BAD_SIZES = [
     (("messages", 0), "messages must be a whole number greater than 0, got 0"),
     (("tokens", 2.5), "tokens must be a whole number greater than 0, got 2.5"),

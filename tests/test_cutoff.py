@@ -12,6 +12,9 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from tests.conftest import conversations, cut_violations
 
+# Among the smoke tests a release build runs against each wheel it makes.
+pytestmark = pytest.mark.smoke
+
 
 def _ai(*ids: str) -> AIMessage:
     return AIMessage("", tool_calls=[{"name": "t", "args": {}, "id": i} for i in ids])

@@ -26,6 +26,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from tests.scripted import ScriptedChatModel
 
+# Among the smoke tests a release build runs against each wheel it makes.
+pytestmark = pytest.mark.smoke
+
 WINDOW = 30_000
 
 

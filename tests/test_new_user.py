@@ -31,6 +31,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from tests.scripted import ProviderChatModel, ScriptedChatModel, message_text
 from tests.test_cli import _command, run
 
+# Among the smoke tests a release build runs against each wheel it makes.
+pytestmark = pytest.mark.smoke
+
 
 def _tools(n: int) -> list[Any]:
     def make(i: int) -> Any:

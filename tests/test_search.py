@@ -27,6 +27,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from tests.scripted import ScriptedChatModel
 
+# Among the smoke tests a release build runs against each wheel it makes.
+pytestmark = pytest.mark.smoke
+
 WORDS = "module database settings service check report config port host cache queue worker".split()
 
 

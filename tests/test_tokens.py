@@ -17,6 +17,9 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import tool
 
+# Among the smoke tests a release build runs against each wheel it makes.
+pytestmark = pytest.mark.smoke
+
 
 @pytest.mark.parametrize(("n", "seed"), [(1, 0), (50, 1), (400, 2), (2_000, 3)])
 def test_heuristic_equals_langchain_on_sessions(n, seed):
