@@ -21,10 +21,12 @@ start a turn of a conversation loaded from a checkpointer (equal messages, new o
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import time
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from deepagents import create_deep_agent
@@ -142,8 +144,10 @@ def bench(side: str, n: int, reps: int) -> tuple[float, float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", help="also write the figures (seconds, by side and size) to this file")
     args = parser.parse_args()
     reps = 3 if args.quick else 7
+    figures: list[dict[str, Any]] = []
     sides = ["fastcompact", "deepagents", "compact-middleware"]
     print("Middleware overhead per model call in create_deep_agent, median ms (cold / warm / resumed):")
     print()
@@ -151,10 +155,15 @@ def main() -> None:
     print("|---:|" + "---:|" * len(sides) + "---:|")
     for n in (100, 1_000, 10_000):
         r = {s: bench(s, n, reps if n < 10_000 else max(2, reps // 2)) for s in sides}
+        figures += [
+            {"side": s, "messages": n, "cold": r[s][0], "warm": r[s][1], "resumed": r[s][2]} for s in sides
+        ]
         cells = [" / ".join(f"{x * 1e3:.2f}" for x in r[s]) for s in sides]
         warm = min(r[s][1] for s in sides[1:]) / r["fastcompact"][1]
         resumed = min(r[s][2] for s in sides[1:]) / r["fastcompact"][2]
         print(f"| {n:,} | " + " | ".join(cells) + f" | {warm:.1f}x; {resumed:.1f}x |")
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=2))
 
 
 if __name__ == "__main__":

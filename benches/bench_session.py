@@ -58,7 +58,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -174,6 +174,9 @@ class Outcome:
     cleared: int
     failed_turns: int
     seconds: float
+    # The Anthropic bill so far (as `bill`) after each user request: the picture of a
+    # session's cost over its turns.
+    bill_by_request: list[float] = field(default_factory=list)
 
 
 def run(session: Session, side: str, trigger: float | None = None, restore: bool = False) -> Outcome:
@@ -270,6 +273,11 @@ def _measure(
     files = "\n".join(p.read_text(errors="replace") for p in root.rglob("*") if p.is_file())
     cleared = [i for i, text in originals.items() if text not in final_text]
     back = sum(1 for i in cleared if originals[i] in files or recall(state, i) == originals[i])
+    by_request = [
+        sum(c.cost("anthropic", output=False) for c in calls if c.sent <= k)
+        + sum(c.cost("anthropic") for c in summaries if c.sent <= k)
+        for k in range(1, len(users) + 1)
+    ]
     outcomes = list(session.findings.values())
     findings = {"needed": len(outcomes), **{way: outcomes.count(way) for way in WAYS_BACK}}
     return Outcome(
@@ -295,6 +303,7 @@ def _measure(
         cleared=len(cleared),
         failed_turns=len(failures),
         seconds=seconds,
+        bill_by_request=[b / 1e6 for b in by_request],
     )
 
 

@@ -1,6 +1,6 @@
 """The example outputs the README and the docs show, made by running them:
-``fastcompact demo``'s report, the ``fastcompact inspect`` transcript and the ``plan()``
-figures. Each sits between two markers in README.md or a page under docs/,
+``fastcompact demo``'s report, the ``fastcompact inspect`` transcript, the ``plan()``
+figures and the configuration reference. Each sits between two markers in README.md or a page under docs/,
 
     <!-- example: NAME -->
     ...
@@ -97,7 +97,18 @@ def _demo() -> str:
     return "```text\n" + "\n".join(line.rstrip() for line in out) + "\n```\n"
 
 
-EXAMPLES: dict[str, Callable[[], str]] = {"inspect": _inspect, "plan": _plan, "demo": _demo}
+def _config() -> str:
+    from config_reference import reference
+
+    return reference()
+
+
+EXAMPLES: dict[str, Callable[[], str]] = {
+    "inspect": _inspect,
+    "plan": _plan,
+    "demo": _demo,
+    "config": _config,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,7 +4,7 @@ A Rust core reads conversations, counts tokens and chooses pair-safe cutoffs; th
 package exposes it to notebooks and scripts, and plugs it into LangChain and
 DeepAgents agents.
 
-Example:
+Examples:
     >>> import fastcompact
     >>> from fastcompact.samples import coding_session
     >>> msgs = coding_session(200, seed=7)

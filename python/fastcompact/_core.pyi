@@ -10,12 +10,17 @@ __all__ = [
     "WIDTHS_PER_TOKEN",
     "WIDTHS_PER_TOKEN_BOUNDS",
     "Breakdown",
+    "CommitVerdict",
+    "CompactionPrice",
     "CountOptions",
     "Edit",
     "InputError",
     "PassStats",
     "PlanOutcome",
     "PlanSettings",
+    "SummarizerChoice",
+    "SummarizerRest",
+    "SummaryCallSize",
     "_read_each",
     "add_short_forms",
     "after_summary",
@@ -322,6 +327,75 @@ class _Progress(TypedDict):
     usage_of_unedited: NotRequired[bool]
 
 @final
+class CompactionPrice:
+    """A compaction's price by the settings' price model (``PlanSettings.compaction``)."""
+
+    @property
+    def price(self) -> float:
+        """What it costs now: what stays rewritten, and a summary's call."""
+    @property
+    def due(self) -> bool:
+        """The reads paid since the last compaction for what has grown reach the price."""
+    @property
+    def cost_over_cycle(self) -> float:
+        """Its cost over the cycle's calls."""
+    @property
+    def paid(self) -> float:
+        """The reads paid for what has grown."""
+
+@final
+class CommitVerdict:
+    """Whether a compaction commits, by the trigger (``commit_verdict``)."""
+
+    @property
+    def under_trigger(self) -> bool:
+        """The view it leaves is under the trigger with the commit margin to spare."""
+    @property
+    def commits(self) -> bool:
+        """It commits."""
+
+@final
+class SummarizerRest:
+    """The summarizer's failures in a row after a model summary, and its rest
+    (``after_summary``)."""
+
+    @property
+    def failures(self) -> int:
+        """Its failures in a row (0 again once they reached the limit)."""
+    @property
+    def rests_until(self) -> int | None:
+        """The raw index it rests until, when the failures reached the limit."""
+
+@final
+class SummarizerChoice:
+    """Of a digest and a model summary, the one the session is better off with
+    (``choose_summarizer``)."""
+
+    @property
+    def model(self) -> bool:
+        """A model summary (else the digest)."""
+    @property
+    def due(self) -> bool:
+        """The chosen one is due now."""
+    @property
+    def span_price(self) -> float:
+        """The span's part of the cheaper price: the next calls' lower bound."""
+
+@final
+class SummaryCallSize:
+    """A model summary's call as it is priced, in tokens (``summary_call``)."""
+
+    @property
+    def input(self) -> float:
+        """Its input."""
+    @property
+    def cached(self) -> float:
+        """Of the input, what the provider has cached."""
+    @property
+    def output(self) -> float:
+        """Its expected output."""
+
+@final
 class PlanSettings:
     """Resolved pass settings, read once."""
 
@@ -347,7 +421,7 @@ class PlanSettings:
         summary_input: float = 0.0,
         summary_cached: float = 0.0,
         summary_output: float = 0.0,
-    ) -> tuple[float, bool, float, float] | None:
+    ) -> CompactionPrice | None:
         """A compaction's price, whether it is due, its cost over ``cycle`` calls, and
         the reads paid for what has grown, by the settings' price model; ``None``
         without one."""
@@ -460,7 +534,7 @@ def commit_verdict(
     window: int | None,
     priced: bool,
     forced_loose: bool,
-) -> tuple[bool, bool]:
+) -> CommitVerdict:
     """Whether a compaction commits, by the settings' trigger.
 
     Args:
@@ -474,7 +548,7 @@ def commit_verdict(
         forced_loose: Forced, with nothing stricter left to try (commits whenever smaller).
 
     Returns:
-        ``(under the trigger with the commit margin to spare, commits)``.
+        Whether it is under the trigger with the commit margin to spare, and commits.
 
     Raises:
         InputError: a trigger the window cannot resolve.
@@ -500,7 +574,7 @@ def backing_off(messages: int, backoff_until: int | None) -> bool:
 
 def after_summary(
     *, failures: int, failed: bool, max_failures: int, cooldown: int, messages: int
-) -> tuple[int, int | None]:
+) -> SummarizerRest:
     """The summarizer's failures in a row after a model summary, and its rest.
 
     Args:
@@ -511,7 +585,7 @@ def after_summary(
         messages: The messages the graph state holds.
 
     Returns:
-        ``(failures in a row, the raw index it rests until)``; the index is ``None``
+        The failures in a row and the raw index it rests until; the index is ``None``
         unless the failures reached ``max_failures`` (the count then starts again).
     """
 
@@ -560,7 +634,7 @@ def choose_summarizer(
     kept: tuple[float, float],
     memory: tuple[float, float, int, float, int],
     horizon: float,
-) -> tuple[bool, bool, float] | None:
+) -> SummarizerChoice | None:
     """Of a digest and a model summary that folds the memory, the one the session is
     better off with.
 
@@ -575,13 +649,13 @@ def choose_summarizer(
         horizon: The calls to come.
 
     Returns:
-        ``(a model summary, whether it is due, the span's part of the cheaper price)``;
-        ``None`` without a price model or either option.
+        Whether a model summary is the cheaper, whether it is due, and the span's part
+        of the cheaper price; ``None`` without a price model or either option.
     """
 
 def summary_call(
     *, span: float, listed: int, size: float, uncached: float, shares: bool
-) -> tuple[float, float, float]:
+) -> SummaryCallSize:
     """A model summary's call as it is priced.
 
     Args:
@@ -592,7 +666,7 @@ def summary_call(
         shares: The summary is asked in the agent's own request.
 
     Returns:
-        ``(input, cached input, expected output)`` in tokens.
+        Its input, cached input and expected output, in tokens.
     """
 
 def memory_room(limit: int, fixed: int, per_token: float) -> int:

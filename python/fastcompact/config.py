@@ -10,7 +10,7 @@ Defaults follow DeepAgents: with a model profile (``max_input_tokens`` known) th
 summary triggers at 85% of the window and keeps 10%; without one, at 170,000 tokens
 keeping 6 messages. Leaving a field out never turns a feature off.
 
-Example:
+Examples:
     >>> from fastcompact.config import CompactionConfig, ClearingConfig
     >>> cfg = CompactionConfig(trigger=("fraction", 0.8), clearing=ClearingConfig(keep_recent=3))
     >>> cfg.clearing.keep_recent, cfg.resolved(max_input_tokens=200_000)["clearing"]["clear_at_least"]
@@ -417,7 +417,7 @@ class MemoryConfig(_Watched):
     next summary: every token of it is read on every call. With a price model these
     shares are the most the layers take (see ``memory.priced_shares``).
 
-    Example:
+    Examples:
         >>> MemoryConfig(user_share=0.3).user_share
         0.3
         >>> MemoryConfig(user_share=0.6, note_share=0.3)
@@ -455,7 +455,45 @@ class CompactionConfig(_Watched):
     """All of compaction's settings. ``trigger`` (one size or a list, any fires) and
     ``keep`` left out follow DeepAgents' model-aware defaults.
 
-    Example:
+    Attributes:
+        trigger: When a summary is due: a size, or a list of sizes (any fires).
+        keep: What a summary keeps verbatim, newest first.
+        autocompact_buffer_tokens: No effect (compaction keeps its own margin, 10% below
+            the trigger); accepted for compact-middleware, another value warns.
+        max_output_tokens_for_summary: No effect (the memory asks for a length it keeps
+            whole); accepted for compact-middleware, another value warns.
+        max_consecutive_failures: Summarizer failures in a row before it rests.
+        failure_cooldown_messages: How long it then rests, in new messages (the digest
+            is used meanwhile).
+        ptl_max_retries: Retries after "prompt too long", each without the oldest fifth
+            of the span.
+        token_budget: The budget pass (pass 1).
+        microcompact: The idle-gap pass (pass 5).
+        collapse: The read/search collapse (pass 4b).
+        restoration: The files and plan attached to a summary.
+        truncate_args: Argument truncation (pass 2).
+        clearing: Observation clearing (pass 3).
+        dedupe: Read dedupe (pass 4a).
+        memory: Each layer's share of the window in the compacted memory.
+        prefer_partial: No effect (compaction is always partial); accepted for
+            compact-middleware, another value warns.
+        custom_instructions: Extra instructions appended to every model summary's
+            prompt (refused with ``summarizer="digest"``, which calls no model).
+        suppress_follow_up_questions: The summary message asks the model to carry on
+            without making the user repeat anything.
+        history_path_prefix: The backend folder archives go to:
+            ``<prefix>/<thread>/<n>.md``.
+        pricing: The provider's prompt-cache prices by preset name (``anthropic``,
+            ``anthropic-1h``, ``openai``, ``gemini``, ``none``); left out, picked from
+            the agent's model. With prices, the passes' batches commit and the older
+            span is compacted when that pays.
+        summarizer: What replaces the older span: ``"digest"`` (the layered memory,
+            made without a model), ``"model"`` (a summary by the summary model) or
+            ``"auto"`` (digests, and a model summary of the older layers when the price
+            model says it pays or the requests outgrow their share; without prices, the
+            model).
+
+    Examples:
         >>> CompactionConfig().resolved(max_input_tokens=200_000)["trigger"]
         [('fraction', 0.85)]
     """
@@ -465,8 +503,6 @@ class CompactionConfig(_Watched):
     autocompact_buffer_tokens: int = 13_000
     max_output_tokens_for_summary: int = 20_000
     max_consecutive_failures: int = 3
-    # After that many failures in a row, the summarizer rests until the conversation
-    # has grown by this many messages (the digest is used meanwhile).
     failure_cooldown_messages: int = 100
     ptl_max_retries: int = 3
     token_budget: TokenBudgetConfig = field(default_factory=TokenBudgetConfig)
@@ -481,17 +517,7 @@ class CompactionConfig(_Watched):
     custom_instructions: str | None = None
     suppress_follow_up_questions: bool = True
     history_path_prefix: str = "/conversation_history"
-    # The provider's prompt-cache prices, by preset name (``anthropic``,
-    # ``anthropic-1h``, ``openai``, ``gemini``, ``none``); left out, picked from the
-    # agent's model. With a price model the passes' batches commit when they pay, and
-    # the older span is compacted when that pays (see ``summarizer``).
     pricing: str | None = None
-    # What replaces the older span: ``"model"`` (a summary by the summary model),
-    # ``"digest"`` (made without a model: the layered memory of ``memory``, its
-    # requests verbatim with a line per agent step, older ones in short) or ``"auto"``
-    # (the digest, and a model summary of the older layers when the price model says it
-    # pays over the session or the requests outgrow their share; the model without a
-    # price model).
     summarizer: str = "auto"
 
     def __post_init__(self) -> None:

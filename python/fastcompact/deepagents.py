@@ -11,7 +11,7 @@ The constructors take DeepAgents' keywords; whatever is not given follows fastco
 defaults (the cheap passes, the whole span handed to the summarizer, one archive file per
 compaction event), not DeepAgents' (see docs/deepagents.md).
 
-Example:
+Examples:
     >>> from fastcompact.deepagents import SummarizationMiddleware
     >>> mw = SummarizationMiddleware("anthropic:claude-sonnet-4-6", backend=None, trigger=("fraction", 0.8))
     >>> mw.name, mw.config.trigger
@@ -73,7 +73,7 @@ def compute_summarization_defaults(model: Any) -> dict[str, Any]:
     shape: fractions of the window when the model's profile gives ``max_input_tokens``,
     fixed sizes otherwise.
 
-    Example:
+    Examples:
         >>> compute_summarization_defaults(None)["trigger"]
         ('tokens', 170000)
     """
@@ -106,7 +106,7 @@ def create_summarization_middleware(
     """A ``SummarizationMiddleware`` with model-aware defaults, as DeepAgents' factory
     makes one.
 
-    Example:
+    Examples:
         >>> create_summarization_middleware("anthropic:claude-sonnet-4-6", None).name
         'SummarizationMiddleware'
     """
@@ -126,7 +126,7 @@ def create_summarization_tool_middleware(
     """The manual-compaction tool over a fresh ``SummarizationMiddleware`` (which gives
     the agent ``recall``; give the agent both, as with DeepAgents).
 
-    Example:
+    Examples:
         >>> tool_mw = create_summarization_tool_middleware("openai:gpt-5", None)
         >>> [t.name for t in tool_mw.tools], [t.name for t in tool_mw.compaction.tools]
         (['compact_conversation'], ['recall'])

@@ -68,7 +68,7 @@ def pricing_of(model: Any) -> str | None:
     OpenRouter, ...) is priced as the maker its model's name names. See
     :func:`pricing_of_responses` for models behind a proxy or router that names none.
 
-    Example:
+    Examples:
         >>> pricing_of("anthropic:claude-sonnet-4-6"), pricing_of("openai:gpt-5"), pricing_of(None)
         ('anthropic', 'openai', None)
         >>> pricing_of("bedrock_converse:us.anthropic.claude-sonnet-4-6-v1:0")
@@ -97,7 +97,7 @@ def pricing_of_responses(
     router that does not say who serves it. ``None`` when neither names a known
     provider (an answer with usage alone names none).
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import AIMessage
         >>> pricing_of_responses([AIMessage("ok", response_metadata={"model_provider": "anthropic"})])
         'anthropic'

@@ -14,7 +14,7 @@ The sessions imitate a coding agent: a user asks for work, the assistant answers
 assistant messages carry provider ``usage_metadata``. The same ``seed`` always gives the
 same conversation.
 
-Example:
+Examples:
     >>> from fastcompact.samples import coding_session
     >>> msgs = coding_session(50, seed=1)
     >>> len(msgs), msgs[0].type
@@ -47,7 +47,7 @@ def _bundled(name: str) -> dict[str, Any]:
 def load_session(name: str) -> list[Any]:
     """A bundled session's messages, as LangChain messages.
 
-    Example:
+    Examples:
         >>> from fastcompact.samples import load_session
         >>> msgs = load_session("research")
         >>> len(msgs), msgs[0].type, msgs[1].tool_calls[0]["name"]
@@ -61,7 +61,7 @@ def load_session(name: str) -> list[Any]:
 def session_files(name: str) -> dict[str, str]:
     """The files a bundled session started from (path -> text); empty when it used none.
 
-    Example:
+    Examples:
         >>> from fastcompact.samples import session_files
         >>> sorted(session_files("coding"))[0]
         '/inventory/README.md'
@@ -182,7 +182,7 @@ def coding_session(n_messages: int, seed: int = 0) -> list[Any]:
     with stable ids. Every tool call has its result, except when the conversation is so
     short that the last turn cannot be completed (then it ends with plain text).
 
-    Example:
+    Examples:
         >>> msgs = coding_session(12, seed=3)
         >>> [m.type for m in msgs][:3]
         ['human', 'ai', 'tool']

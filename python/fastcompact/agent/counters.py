@@ -7,7 +7,7 @@ corrupted or hand-edited state) reads as absent, so the call plans as for a new
 conversation instead of failing; keys this release does not know are kept as they
 were.
 
-Example:
+Examples:
     >>> c = Counters.from_state({"window": 200_000, "archives": 2, "future_key": [1]})
     >>> c.archives, c.calls_before
     (2, None)

@@ -7,7 +7,7 @@ import.
     tool_mw = create_compaction_tool_middleware(model, backend)
     agent = create_deep_agent(model=model, backend=backend, middleware=[tool_mw._compaction, tool_mw])
 
-Example:
+Examples:
     >>> from fastcompact import create_compaction_middleware, create_compaction_tool_middleware
     >>> create_compaction_middleware("anthropic:claude-sonnet-4-6", None).name
     'SummarizationMiddleware'
@@ -32,7 +32,7 @@ def compute_compaction_defaults(model: Any) -> CompactionConfig:
     """The configuration a model's window gives (its profile's ``max_input_tokens``):
     trigger and keep filled in as the middleware would fill them.
 
-    Example:
+    Examples:
         >>> class Model:
         ...     profile = {"max_input_tokens": 200_000}
         >>> cfg = compute_compaction_defaults(Model())

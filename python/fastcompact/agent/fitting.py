@@ -30,7 +30,7 @@ class WindowTooSmallError(ContextOverflowError):
     prompt, the tool schemas and that turn alone are over it. Raised instead of sending
     a request known to be too large; its message names the sizes and what to change.
 
-    Example:
+    Examples:
         >>> e = WindowTooSmallError(window=6_000, system=3_900, tools=2_400, turn=700)
         >>> e.window, e.system + e.tools + e.turn
         (6000, 7000)

@@ -37,7 +37,7 @@ def config_from_summarization(options: Mapping[str, Any]) -> CompactionConfig:
     arguments unless it says ``truncate_all_tools``), and LangChain's older
     ``max_tokens_before_summary`` / ``messages_to_keep``.
 
-    Example:
+    Examples:
         >>> cfg = config_from_summarization({"trigger": ("fraction", 0.8), "keep": ("messages", 20)})
         >>> cfg.trigger, cfg.keep
         (('fraction', 0.8), ('messages', 20))

@@ -8,7 +8,7 @@ the block becomes a text reference to that path. A URL stays as it is. A media f
 that cannot be written becomes a placeholder saying so; the text archive is still
 written, and the message itself stays whole in the graph state.
 
-Example:
+Examples:
     >>> from langchain_core.messages import HumanMessage
     >>> m = HumanMessage(content=[{"type": "image", "url": "https://example.org/cat.png"}])
     >>> offload(None, "/conversation_history/t/media", [m])[0].content

@@ -16,7 +16,7 @@ The memory is kept as plain data in the compaction event (under ``fastcompact`` 
 and workers; its text is the summary message's. Every line names the id ``recall``
 returns (when the agent has the tool) and the archive file that holds it.
 
-Example:
+Examples:
     >>> from langchain_core.messages import AIMessage, HumanMessage
     >>> from fastcompact.config import MemoryConfig
     >>> span = [HumanMessage("Check the logs", id="u1"), AIMessage("All clear.", id="a1")]
@@ -205,7 +205,7 @@ def priced_shares(
     conversation and the notes file). The step lines keep their share: each names the
     recall id of what a pass cleared. Never above the configured shares.
 
-    Example:
+    Examples:
         >>> shares = priced_shares(MemoryConfig(), 40_000, 2_000)
         >>> shares["user_share"], shares["fold_share"], shares["note_share"]
         (0.05, 0.0125, 0.0125)
@@ -227,7 +227,7 @@ def budgets(
     """The layers' budgets in widths (``users``, ``steps``, ``heads``, ``notes``), as
     :func:`remember` holds them.
 
-    Example:
+    Examples:
         >>> budgets(MemoryConfig(), 10_000)["notes"]
         4000
     """

@@ -6,7 +6,7 @@ Everything a conversation needs lives in the graph state (``_summarization_event
 DeepAgents' shape, ``_fastcompact`` for counters and the last plan), so one instance
 serves many threads, subagents and processes, with any checkpointer.
 
-Example:
+Examples:
     >>> from fastcompact import CompactionMiddleware
     >>> mw = CompactionMiddleware(model="anthropic:claude-sonnet-4-6")
     >>> mw.name
@@ -125,7 +125,7 @@ class CompactionMiddleware(AgentMiddleware):
     puts it in place of the built-in summarizer (main agent and general-purpose
     subagent) instead of adding a second one.
 
-    Example:
+    Examples:
         >>> from fastcompact import CompactionConfig, CompactionMiddleware
         >>> mw = CompactionMiddleware(config=CompactionConfig(trigger=("tokens", 100_000)))
         >>> mw.config.trigger

@@ -28,7 +28,7 @@ class Policy:
     ``_core.pass_defaults()["compaction"]`` shows them): the core decides with them, and
     the steps that measure and carry out read the few they need here.
 
-    Example:
+    Examples:
         >>> POLICY.backoff_messages, POLICY.clip_heads[0]
         (10, 4000)
     """
@@ -52,7 +52,7 @@ POLICY: Final = Policy(**_core.pass_defaults()["compaction"])
 class Setup:
     """The middleware's settings, and what it resolved from them once.
 
-    Example:
+    Examples:
         >>> from fastcompact.config import CompactionConfig
         >>> setup = Setup(CompactionConfig(trigger=("tokens", 50_000)))
         >>> setup.plan_settings(None, None).resolved["trigger"]

@@ -215,7 +215,7 @@ def rewrites_per_call(counters: Counters) -> float:
     """How many of the calls since the last fold wrote the memory anew (a digest each),
     of one: what a token kept in it costs beyond its reads.
 
-    Example:
+    Examples:
         >>> rewrites_per_call(Counters(memory_digests=2, memory_calls=10))
         0.2
         >>> rewrites_per_call(Counters())

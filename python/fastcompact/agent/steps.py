@@ -6,7 +6,7 @@ exception raised at the ``yield``. :func:`run` makes the calls in the caller's
 thread; :func:`arun` awaits them, a tuple of them concurrently. So only the I/O call
 itself has a sync and an async form.
 
-Example:
+Examples:
     >>> import asyncio
     >>> def doubled(n):
     ...     got = yield Io.value(n)

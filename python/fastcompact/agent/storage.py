@@ -36,7 +36,7 @@ def resolve_backend(backend: Any, runtime: Any) -> Any:
 def archive_path(prefix: str, thread: str, number: int, attempt: int = 0) -> str:
     """``<prefix>/<thread>/<number>.md`` (``-2``, ``-3`` … when the name is taken).
 
-    Example:
+    Examples:
         >>> archive_path("/conversation_history", "t1", 3)
         '/conversation_history/t1/3.md'
         >>> archive_path("/conversation_history/", "t1", 3, attempt=1)
@@ -49,7 +49,7 @@ def archive_path(prefix: str, thread: str, number: int, attempt: int = 0) -> str
 def media_folder(prefix: str, thread: str) -> str:
     """Where the media of a thread's archived messages go.
 
-    Example:
+    Examples:
         >>> media_folder("/conversation_history", "t1")
         '/conversation_history/t1/media'
     """
@@ -59,7 +59,7 @@ def media_folder(prefix: str, thread: str) -> str:
 def file_path(file: str, attempt: int = 0) -> str:
     """A given archive file's name (``-2``, ``-3`` … before ``.md`` when it is taken).
 
-    Example:
+    Examples:
         >>> file_path("out/run.archive.md"), file_path("out/run.archive.md", attempt=1)
         ('out/run.archive.md', 'out/run.archive-2.md')
     """
@@ -72,7 +72,7 @@ def file_path(file: str, attempt: int = 0) -> str:
 def media_beside(file: str) -> str:
     """Where the media of a given archive file go: ``run.archive.md`` -> ``run.archive.media``.
 
-    Example:
+    Examples:
         >>> media_beside("out/run.archive.md")
         'out/run.archive.media'
     """
@@ -99,7 +99,7 @@ def notes_path(archive: str, attempt: int = 0) -> str:
     """Where the notes a memory cut for space are saved whole: beside the archive file
     of the same compaction.
 
-    Example:
+    Examples:
         >>> notes_path("/conversation_history/t1/3.md")
         '/conversation_history/t1/3.notes.md'
         >>> notes_path("/conversation_history/t1/3.md", attempt=1)

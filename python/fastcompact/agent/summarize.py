@@ -112,7 +112,7 @@ class Brief:
     one does too; ``None``: none stays); ``words``: about the length the memory keeps
     whole (``None``: not said).
 
-    Example:
+    Examples:
         >>> text = Brief(first=4, last=6, kept_from=5, words=900).text()
         >>> "The requests you summarize here are R4 to R6" in text
         True
@@ -187,7 +187,7 @@ def boundary(messages: Sequence[Any], at: int) -> str:
     """``messages[at]`` named so that no other message fits the name: by the opening
     words only it begins with, else by its tool call's id, else by its place.
 
-    Example:
+    Examples:
         >>> msgs = [HumanMessage("Run the tests"), HumanMessage("Run the tests again")]
         >>> boundary(msgs, 0)
         'the message that reads "Run the tests" in full'
@@ -227,7 +227,7 @@ def in_place_prompt(
     that shares its cache: it names ``sent[at]``, the first message that stays, so that
     no other message fits the name (see :func:`boundary`).
 
-    Example:
+    Examples:
         >>> sent = [HumanMessage("Fix the parser"), HumanMessage("Now add the tests")]
         >>> m = in_place_prompt(sent, 1, brief=Brief(first=1, last=1))
         >>> 'before the message that begins "Now add the tests"' in m.content
@@ -248,7 +248,7 @@ _SUMMARY = re.compile(r"<summary>(.*?)(?:</summary>|\Z)", re.S)
 def final_summary(text: str) -> str:
     """The summary without its analysis scratchpad (and without the tags).
 
-    Example:
+    Examples:
         >>> final_summary("<analysis>thinking</analysis>\\n<summary>\\n1. Fix the bug.\\n</summary>")
         '1. Fix the bug.'
         >>> final_summary("<analysis>unfinished")
@@ -404,7 +404,7 @@ def summary_message(
 ) -> HumanMessage:
     """The message that stands in for the summarized span.
 
-    Example:
+    Examples:
         >>> m = summary_message("1. Fix the parser.", file_path="/conversation_history/t/1.md")
         >>> m.additional_kwargs["lc_source"]
         'summarization'

@@ -28,7 +28,7 @@ class CompactionToolMiddleware(AgentMiddleware):
     conversation has reached half of ``mw``'s trigger. It shares ``mw``'s settings and
     state, and answers "nothing to compact", a line with the counts, or the error.
 
-    Example:
+    Examples:
         >>> from fastcompact import CompactionMiddleware, CompactionToolMiddleware
         >>> tool_mw = CompactionToolMiddleware(CompactionMiddleware())
         >>> [t.name for t in tool_mw.tools]  # recall comes with the CompactionMiddleware
@@ -160,7 +160,7 @@ class RecallMiddleware(AgentMiddleware):
     ``CompactionMiddleware`` gives the agent the tool itself (unless made with
     ``recall=False``); given both, the agent is sent one.
 
-    Example:
+    Examples:
         >>> [t.name for t in RecallMiddleware().tools]
         ['recall']
     """

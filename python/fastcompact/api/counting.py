@@ -151,7 +151,7 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     """``1 message``, ``2 messages``: a count with its noun (``many`` where the plural
     is not the noun and an s).
 
-    Example:
+    Examples:
         >>> plural(1, "edit"), plural(1_500, "message"), plural(2, "summary", "summaries")
         ('1 edit', '1,500 messages', '2 summaries')
     """
@@ -202,7 +202,7 @@ def count_tokens(messages: Iterable[Any], **options: Unpack[CountingOptions]) ->
     are treated as values; replace a message (``model_copy``) rather than mutate its
     content list in place.
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import AIMessage, HumanMessage
         >>> count_tokens([HumanMessage("hello world"), AIMessage("hi!")])
         13
@@ -235,7 +235,7 @@ class MessageSizes(Sequence[MessageTokens]):
     :class:`MessageTokens` built only when one is looked at: a long conversation's
     breakdown is mostly summed and ranked, rarely read message by message.
 
-    Example:
+    Examples:
         >>> from fastcompact.samples import coding_session
         >>> sizes = token_breakdown(coding_session(200, seed=1)).messages
         >>> len(sizes), sizes[0].index, sizes[-1].index
@@ -347,7 +347,7 @@ def token_breakdown(messages: Iterable[Any], **options: Unpack[CountingOptions])
 
     The options are those of :func:`count_tokens`; the total equals its result.
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
         >>> msgs = [
         ...     HumanMessage("list the files"),
@@ -373,7 +373,7 @@ def token_breakdown(messages: Iterable[Any], **options: Unpack[CountingOptions])
 def count_text_tokens(text: str, encoding: Literal["o200k_base", "cl100k_base"] = "o200k_base") -> int:
     """Exact BPE tokens of a text, with no message framing.
 
-    Example:
+    Examples:
         >>> count_text_tokens("tiktoken is great!", "cl100k_base")
         6
     """
@@ -385,7 +385,7 @@ def count_text_tokens(text: str, encoding: Literal["o200k_base", "cl100k_base"] 
 def normalize(messages: Iterable[Any]) -> list[dict[str, Any]]:
     """What fastcompact reads from each message, as plain dicts (for debugging input).
 
-    Example:
+    Examples:
         >>> normalize([{"role": "user", "content": "hi"}])[0]["role"]
         'human'
     """
@@ -403,7 +403,7 @@ def cache_info() -> tuple[int, int | float]:
     capacity is :data:`UNBOUNDED` (``math.inf``) when only the bytes bound it (the
     default), and ``set_cache_capacity`` takes back what this reports.
 
-    Example:
+    Examples:
         >>> before = cache_info()[1]
         >>> set_cache_capacity(100); cache_info()[1]
         100
@@ -421,7 +421,7 @@ def cache_bytes() -> tuple[int, int]:
     conversations weigh themselves (the vectors as allocated, the converted messages,
     the edited copies kept).
 
-    Example:
+    Examples:
         >>> held, bound = cache_bytes()
         >>> 0 <= held <= bound
         True
@@ -441,7 +441,7 @@ def set_cache_capacity(conversations: int | float | None = None, *, bytes: int |
     thousand messages of a coding agent) in any number of conversations; the least
     recently used go first, and what they held is returned to the OS.
 
-    Example:
+    Examples:
         >>> set_cache_capacity(bytes=256 * 2**20)
         >>> cache_bytes()[1]
         268435456

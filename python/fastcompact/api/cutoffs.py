@@ -53,7 +53,7 @@ def find_cutoff(
     0 means there is nothing to summarize. The other options are those of
     :func:`count_tokens`.
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
         >>> msgs = [
         ...     HumanMessage("fix the bug"),
@@ -96,7 +96,7 @@ def _cutoff(
 def leading_system(messages: Sequence[Any]) -> int:
     """How many system messages the conversation starts with (in any message shape).
 
-    Example:
+    Examples:
         >>> leading_system([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}])
         1
     """
@@ -118,7 +118,7 @@ def partition(
     empty when there is nothing to summarize. ``[*system, summary, *kept]`` is the
     compacted conversation.
 
-    Example:
+    Examples:
         >>> msgs = [("system", "Be brief."), ("human", "a"), ("ai", "b"), ("human", "c"), ("ai", "d")]
         >>> system, span, kept = partition(msgs, keep=("messages", 2))
         >>> [m[1] for m in system], [m[1] for m in span], [m[1] for m in kept]
@@ -146,7 +146,7 @@ def should_compact(
     when ``max_input_tokens`` is known, else 170,000 tokens. The other options are those
     of :func:`count_tokens`.
 
-    Example:
+    Examples:
         >>> should_compact(["hello"] * 10, ("messages", 10))
         True
         >>> should_compact(["hello"] * 10, [("tokens", 1_000), ("messages", 50)])
@@ -179,7 +179,7 @@ def effective_messages(messages: Sequence[Any], event: Mapping[str, Any] | None)
     ``[summary_message, *messages[cutoff_index:]]``, or the messages unchanged when
     there is no event. The raw list is never modified.
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import HumanMessage
         >>> raw = ["a", "b", "c", "d"]
         >>> event = {"cutoff_index": 3, "summary_message": HumanMessage("summary"), "file_path": None}
@@ -203,7 +203,7 @@ def state_cutoff(prior_event: Mapping[str, Any] | None, effective_cutoff: int) -
     of the effective view, so the raw index is ``prior_cutoff + effective_cutoff - 1``.
     Use the result as the new event's ``cutoff_index``.
 
-    Example:
+    Examples:
         >>> state_cutoff(None, 5)
         5
         >>> state_cutoff({"cutoff_index": 5, "summary_message": "s"}, 4)

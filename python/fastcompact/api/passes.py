@@ -172,7 +172,7 @@ def plan(
     ``tools`` and ``model`` are as in :func:`fastcompact.count_tokens`. An unknown
     keyword is a ``TypeError``.
 
-    Example:
+    Examples:
         >>> from fastcompact.samples import coding_session
         >>> p = plan(coding_session(600, seed=1), max_input_tokens=200_000)
         >>> p.tokens_after < p.tokens_before
@@ -210,7 +210,7 @@ def model_view(
     turn's, so a turn costs little more than reading its new messages. The returned
     plan's ``edits`` is empty (they are applied in the view).
 
-    Example:
+    Examples:
         >>> from fastcompact.samples import coding_session
         >>> msgs = coding_session(600, seed=1)
         >>> view, p = model_view(msgs, max_input_tokens=200_000)
@@ -435,7 +435,7 @@ def apply_edits(messages: Iterable[Any], edits: Iterable[Edit]) -> list[Any]:
     (the list changed since, or another conversation), it raises ``InputError``
     naming the index, and nothing is applied.
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import HumanMessage, ToolMessage
         >>> msgs = [HumanMessage("hi"), ToolMessage("long output", tool_call_id="c1")]
         >>> out = apply_edits(msgs, [Edit(1, "clearing", "content", "[cleared]")])
@@ -513,7 +513,7 @@ def budget_tool_results(
     text is: its ``archive_paths`` entry when given, else ``recall`` by the call's id.
     Settings left out take :class:`~fastcompact.TokenBudgetConfig`'s defaults.
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import ToolMessage
         >>> out = budget_tool_results([ToolMessage("x" * 100, tool_call_id="c")], per_tool_chars=50,
         ...                           file_preview_chars=9)

@@ -7,7 +7,7 @@ what it keeps, when a summary is due; a gauge shows the view against the window 
 the trigger's line. Tracks are a translucent grey, so that they read on a light or a
 dark notebook theme alike.
 
-Example:
+Examples:
     >>> page = chart("tokens by role", [("human", 30), ("tool", 70)], 100, "#4c78a8")
     >>> "width:70.00%" in page and "width:30.00%" in page
     True
@@ -135,7 +135,7 @@ def trigger_tokens(trigger: Sequence[Any], window: int | None) -> int | None:
     """Where the trigger's line is drawn: the fewest tokens at which a clause can fire
     (a fraction of the window, or a count); ``None`` when no clause counts tokens.
 
-    Example:
+    Examples:
         >>> trigger_tokens([("fraction", 0.85)], 8_000), trigger_tokens([("messages", 50)], None)
         (6800, None)
     """

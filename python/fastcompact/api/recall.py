@@ -7,7 +7,7 @@ id; ``<id>/args`` for a call's shortened arguments); a summarized message is fou
 its message id. An agent that knows no id searches instead
 (:func:`~fastcompact.api.search_history.search`), in words of its own, and gets the id.
 
-Example:
+Examples:
     >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
     >>> msgs = [
     ...     AIMessage("", tool_calls=[{"name": "read_file", "args": {"file_path": "a.py"}, "id": "c1"}]),

@@ -38,7 +38,7 @@ def cjk_share(messages: Sequence[Any]) -> float:
     """The share of a conversation's text characters that are Chinese, Japanese or
     Korean, from a sample of its messages spread over it.
 
-    Example:
+    Examples:
         >>> cjk_share(["请阅读这个文件", "ok"])
         0.7777777777777778
     """
@@ -157,7 +157,7 @@ class Report:
         passes bring the transcript back under does not fire; the cut is where a forced
         summary would fall).
 
-        Example:
+        Examples:
             >>> r = inspect([{"role": "user", "content": "hi"}], max_input_tokens=100_000)
             >>> r.verdict()[0], r.verdict()[2]
             ('trigger fraction=0.85: not reached', 'keep fraction=0.1: nothing to summarize')
@@ -251,7 +251,7 @@ def inspect(
     reads): a file that cannot be read raises ``OSError``, content that is not a
     conversation :class:`~fastcompact.InputError`.
 
-    Example:
+    Examples:
         >>> import fastcompact
         >>> from fastcompact.samples import load_session
         >>> r = fastcompact.inspect(load_session("research"), max_input_tokens=200_000)

@@ -6,7 +6,7 @@ it belongs to (the memory's numbering), its role and tool, the id ``recall`` ret
 by, and the passage of it that matched best. The ``recall`` tool's own calls and
 results are never found.
 
-Example:
+Examples:
     >>> from langchain_core.messages import AIMessage, HumanMessage
     >>> msgs = [HumanMessage("Where does staging keep its database?", id="u1"),
     ...         AIMessage("Staging's database listens on port 5433.", id="a1"),
@@ -109,7 +109,7 @@ def add_short_forms(forms: str | os.PathLike[str]) -> int:
     skipped. Returns how many groups it took. Raises :class:`~fastcompact.InputError`
     naming the first line it cannot read (and then adds nothing).
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import HumanMessage
         >>> msgs = [HumanMessage("Ship it when quality assurance signs off.", id="u1")]
         >>> search(msgs, "qa")
@@ -139,7 +139,7 @@ def narrowed(only: str | None) -> dict[str, Any]:
     tool's name (one parameter where three would lengthen every request's tool
     schemas).
 
-    Example:
+    Examples:
         >>> narrowed("human R3-R7"), narrowed("read_file")
         ({'role': 'human', 'requests': 'R3-R7'}, {'tool': 'read_file'})
     """
@@ -173,7 +173,7 @@ def search(
     Snowball stemmer's. Raises :class:`~fastcompact.InputError` for a bad pattern,
     filter or input that is not messages.
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import AIMessage, HumanMessage
         >>> msgs = [HumanMessage("Where is the config?", id="u1"),
         ...         AIMessage("The config is in settings/app.toml.", id="a1")]

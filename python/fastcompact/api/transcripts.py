@@ -3,7 +3,7 @@ object with a ``messages`` list) or JSON Lines, from a path or stdin, and the la
 they came in (indentation, other keys, escaping, line endings, a byte-order mark), so
 that what is written back looks like what was read.
 
-Example:
+Examples:
     >>> messages, layout = read_file("chat.json", '[{"role": "user", "content": "hi"}]')
     >>> layout.dumps(messages)
     '[{"role": "user", "content": "hi"}]\\n'

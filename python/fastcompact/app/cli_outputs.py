@@ -2,7 +2,7 @@
 results go (named so that no two inputs share one, and named from the output's folder
 inside it), and writing one input's files whole or not at all.
 
-Example:
+Examples:
     >>> [plan] = plan_outputs(["run.json"], "out/run.v2.json", overwrite=True)
     >>> plan.archive.name, plan.results.name, plan.named(plan.archive)
     ('run.v2.archive.md', 'run.v2.results', 'run.v2.archive.md')

@@ -4,7 +4,7 @@ the transcript read as LangChain messages and a store that keeps what it writes:
 summary of the older span, the archive of what it replaced and the files beside it.
 Used by ``fastcompact compact``.
 
-Example:
+Examples:
     >>> from fastcompact.app.offline import compact
     >>> from fastcompact.samples import load_session
     >>> out = compact(load_session("research"), max_input_tokens=30_000, archive_path="run.archive.md")
@@ -237,7 +237,7 @@ def as_langchain(messages: Sequence[Any]) -> list[BaseMessage]:
     agent's compaction works on. Tool calls whose arguments are not an object are
     kept as invalid calls, as LangChain keeps them.
 
-    Example:
+    Examples:
         >>> msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}]
         >>> [m.type for m in as_langchain(msgs)]
         ['human', 'ai']
