@@ -15,14 +15,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from tests.test_restart import _session
+from tests.agent.test_restart import _session
 
 # Steps 1 to 10 of `python -m tests.restart_session DB ROOT 1 10 priced at=1796400000`,
 # written by fastcompact 540f874, whose counters were a plain dict that six modules
 # read and wrote; and what that release saw when it resumed the thread for steps 11
 # to 16 (the same command, `11 16`).
-SAVED = Path(__file__).parent / "data" / "priced_thread_steps_1_to_10.sqlite.gz"
-RESUMED = Path(__file__).parent / "data" / "priced_thread_steps_11_to_16.json"
+SAVED = Path(__file__).parents[1] / "data" / "priced_thread_steps_1_to_10.sqlite.gz"
+RESUMED = Path(__file__).parents[1] / "data" / "priced_thread_steps_11_to_16.json"
 CLOCK = "at=1796400000"
 # What the memory's text says differently since that release: its recall hint names
 # requests by number too.

@@ -23,7 +23,7 @@ import pytest
 
 from tests.scripted import messages_of_steps
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 THREADS = ["pg-a", "pg-b", "pg-c"]
 STEPS = range(1, 41)
 

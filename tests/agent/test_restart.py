@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _session(db: Path, root: Path, first: int, last: int, *extra: str) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages.utils import count_tokens_approximately
 
-from tests.test_tokens import _any_message
+from tests.api.test_tokens import _any_message
 
 _garbage_leaf = st.one_of(
     st.none(),

@@ -188,7 +188,7 @@ def test_the_pictures_as_chromium_draws_them(tmp_path: Path):
     # The same checks on the page as laid out by a real browser (tools/check_pictures.py),
     # on a light and a dark page. scripts/test.sh installs Chromium as root and then asks
     # for every check (FASTCOMPACT_FULL_CHECK=1); elsewhere a machine without it skips.
-    script = Path(__file__).resolve().parents[1] / "tools" / "check_pictures.py"
+    script = Path(__file__).resolve().parents[2] / "tools" / "check_pictures.py"
     if not shutil.which("chromium"):
         if os.environ.get("FASTCOMPACT_FULL_CHECK") == "1":
             pytest.fail("the picture check was asked for, but Chromium is not installed")

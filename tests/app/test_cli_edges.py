@@ -16,7 +16,7 @@ import pytest
 from fastcompact.samples import load_session
 from langchain_core.messages import messages_to_dict
 
-from tests.test_cli import _command, run
+from tests.app.test_cli import _command, run
 
 
 def _seed(path: Path, session: str = "research") -> Path:

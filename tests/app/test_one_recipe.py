@@ -13,8 +13,8 @@ from fastcompact.samples import load_session
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage
 
+from tests.app.test_cli import SHAPES
 from tests.scripted import ScriptedChatModel, model_calls
-from tests.test_cli import SHAPES
 
 CASES = [("research", 30_000), ("chat", 8_000), ("coding", 8_000)]
 

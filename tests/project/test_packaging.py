@@ -16,7 +16,7 @@ import pytest
 # Among the smoke tests a release build runs against each wheel it makes.
 pytestmark = pytest.mark.smoke
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _cargo_version() -> str:

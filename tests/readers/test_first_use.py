@@ -242,7 +242,7 @@ def test_usage_that_includes_an_unpassed_prompt_is_an_offset_in_the_state(tmp_pa
 def test_a_quiet_pytest_run_still_says_how_many_passed(tmp_path: Path):
     # The project's pytest settings add no verbosity flag of their own: `-q` stays -q.
     (tmp_path / "test_one.py").write_text("def test_one():\n    assert sum([1, 2]) == 3\n")
-    config = Path(__file__).resolve().parents[1] / "pyproject.toml"
+    config = Path(__file__).resolve().parents[2] / "pyproject.toml"
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", str(config), str(tmp_path)],
         capture_output=True,

@@ -28,8 +28,8 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, messag
 from langchain_core.tools import StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
 
+from tests.app.test_cli import _command, run
 from tests.scripted import ProviderChatModel, ScriptedChatModel, message_text
-from tests.test_cli import _command, run
 
 # Among the smoke tests a release build runs against each wheel it makes.
 pytestmark = pytest.mark.smoke

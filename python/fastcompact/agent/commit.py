@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware.types import ModelRequest
 
-from fastcompact import _core
+import fastcompact._core as _core
 from fastcompact.agent import fitting, summarize
 from fastcompact.agent.counters import Counters
 from fastcompact.agent.memory import MEMORY_KEY

@@ -12,7 +12,7 @@ from typing import Any
 
 from langchain.agents.middleware.types import ModelRequest
 
-from fastcompact import _core
+import fastcompact._core as _core
 from fastcompact.agent import memory, storage, summarize
 from fastcompact.agent.fitting import true_size
 from fastcompact.agent.setup import POLICY, Setup

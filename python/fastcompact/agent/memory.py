@@ -35,7 +35,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fastcompact import _core
+import fastcompact._core as _core
 from fastcompact.agent.setup import POLICY
 from fastcompact.agent.summarize import is_summary, summary_text, text_of
 from fastcompact.config import MemoryConfig

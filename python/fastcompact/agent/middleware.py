@@ -29,7 +29,7 @@ from langchain.agents.middleware.types import (
 from langgraph.types import Command
 from typing_extensions import Unpack
 
-from fastcompact import _core
+import fastcompact._core as _core
 from fastcompact.agent import compaction, drafting, fitting, reading, schedule, steps, storage, summarize
 from fastcompact.agent.compaction import Outcome, WindowTooSmallError
 from fastcompact.agent.keywords import (

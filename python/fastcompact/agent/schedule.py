@@ -15,7 +15,7 @@ from typing import Any
 from langchain.agents.middleware.types import ModelRequest
 from langchain_core.messages import HumanMessage
 
-from fastcompact import _core
+import fastcompact._core as _core
 from fastcompact.agent import drafting, fitting, summarize
 from fastcompact.agent.counters import Counters
 from fastcompact.agent.memory import is_request

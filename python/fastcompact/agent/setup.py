@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
-from fastcompact import _core
+import fastcompact._core as _core
 from fastcompact.agent import storage
 from fastcompact.api.passes import settings_for
 from fastcompact.config import CompactionConfig

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from fastcompact import _core
+import fastcompact._core as _core
 from fastcompact.agent.steps import Io, Steps
 
 logger = logging.getLogger("fastcompact")

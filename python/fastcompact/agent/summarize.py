@@ -16,7 +16,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from fastcompact import _core
+import fastcompact._core as _core
 from fastcompact.agent.steps import Io, Steps
 from fastcompact.agent.storage import Restored
 

@@ -16,7 +16,7 @@ from typing import Any, Literal, TypeAlias, TypedDict, overload
 
 from typing_extensions import Unpack
 
-from fastcompact import _core
+import fastcompact._core as _core
 from fastcompact._core import InputError
 from fastcompact.config import ContextSize
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from typing_extensions import Unpack
 
-from fastcompact import _core
+import fastcompact._core as _core
 from fastcompact.api.counting import (
     CountingOptions,
     _as_list,

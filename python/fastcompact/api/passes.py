@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from typing_extensions import Unpack
 
-from fastcompact import _core
+import fastcompact._core as _core
 from fastcompact.api import pictures
 from fastcompact.api.copies import with_fields
 from fastcompact.config import (

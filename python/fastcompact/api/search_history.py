@@ -27,7 +27,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from fastcompact import _core
+import fastcompact._core as _core
 
 # How many matches a search shows by default, and at most.
 SEARCH_LIMIT = 5
