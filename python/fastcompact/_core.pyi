@@ -653,9 +653,7 @@ def choose_summarizer(
         of the cheaper price; ``None`` without a price model or either option.
     """
 
-def summary_call(
-    *, span: float, listed: int, size: float, uncached: float, shares: bool
-) -> SummaryCallSize:
+def summary_call(*, span: float, listed: int, size: float, uncached: float, shares: bool) -> SummaryCallSize:
     """A model summary's call as it is priced.
 
     Args:

@@ -9,6 +9,61 @@ use crate::compaction::schedule::{self, MemoryCosts};
 use crate::compaction::{self as policy, SummaryCall};
 use crate::cutoff::any_clause_fires;
 
+// The records the functions below return, with named fields for Python to read.
+
+/// Whether a compaction commits, by the trigger.
+#[pyclass(frozen, get_all, module = "fastcompact._core")]
+pub(super) struct CommitVerdict {
+    /// The view it leaves is under the trigger with the commit margin to spare.
+    under_trigger: bool,
+    /// It commits.
+    commits: bool,
+}
+
+/// The summarizer's failures in a row after a model summary, and its rest.
+#[pyclass(frozen, get_all, module = "fastcompact._core")]
+pub(super) struct SummarizerRest {
+    /// Its failures in a row (0 again once they reached the limit).
+    failures: u64,
+    /// The raw index it rests until, when the failures reached the limit.
+    rests_until: Option<u64>,
+}
+
+/// A compaction's price by the settings' price model.
+#[pyclass(frozen, get_all, module = "fastcompact._core")]
+pub(super) struct CompactionPrice {
+    /// What it costs now: what stays rewritten, and a summary's call.
+    pub(super) price: f64,
+    /// The reads paid since the last compaction for what has grown reach the price.
+    pub(super) due: bool,
+    /// Its cost over the cycle's calls.
+    pub(super) cost_over_cycle: f64,
+    /// The reads paid for what has grown.
+    pub(super) paid: f64,
+}
+
+/// Of a digest and a model summary, the one the session is better off with.
+#[pyclass(frozen, get_all, module = "fastcompact._core")]
+pub(super) struct SummarizerChoice {
+    /// A model summary (else the digest).
+    model: bool,
+    /// The chosen one is due now.
+    due: bool,
+    /// The span's part of the cheaper price: the next calls' lower bound.
+    span_price: f64,
+}
+
+/// A model summary's call as it is priced, in tokens.
+#[pyclass(frozen, get_all, module = "fastcompact._core")]
+pub(super) struct SummaryCallSize {
+    /// Its input.
+    input: f64,
+    /// Of the input, what the provider has cached.
+    cached: f64,
+    /// Its expected output.
+    output: f64,
+}
+
 /// Whether a compaction that leaves `tokens` in `messages` messages, in place of
 /// `before` in `messages_before`, commits: `(under the trigger with its margin, commits)`.
 #[pyfunction]
@@ -23,7 +78,7 @@ pub(super) fn commit_verdict(
     window: Option<u64>,
     priced: bool,
     forced_loose: bool,
-) -> PyResult<(bool, bool)> {
+) -> PyResult<CommitVerdict> {
     let p = Proposal {
         tokens,
         messages,
@@ -36,7 +91,10 @@ pub(super) fn commit_verdict(
     let v = commit::judge(&p, |n, t, w| {
         any_clause_fires(&settings.config().trigger, n, t, w)
     })?;
-    Ok((v.under_trigger, v.commits))
+    Ok(CommitVerdict {
+        under_trigger: v.under_trigger,
+        commits: v.commits,
+    })
 }
 
 /// The raw index a judged compaction leaves no new attempt before, or `None` (see
@@ -75,8 +133,13 @@ pub(super) fn after_summary(
     max_failures: u64,
     cooldown: u64,
     messages: u64,
-) -> (u64, Option<u64>) {
-    commit::after_summary(failures, failed, max_failures, cooldown, messages)
+) -> SummarizerRest {
+    let (failures, rests_until) =
+        commit::after_summary(failures, failed, max_failures, cooldown, messages);
+    SummarizerRest {
+        failures,
+        rests_until,
+    }
 }
 
 /// The largest view of `messages` messages, up to `window` tokens, that commits as
@@ -133,7 +196,7 @@ pub(super) fn choose_summarizer(
     kept: (f64, f64),
     memory: (f64, f64, u64, f64, u64),
     horizon: f64,
-) -> Option<(bool, bool, f64)> {
+) -> Option<SummarizerChoice> {
     let priced = |(next_input, price, due): (f64, f64, bool)| schedule::Priced {
         next_input,
         price,
@@ -156,7 +219,11 @@ pub(super) fn choose_summarizer(
         &costs,
         horizon,
     )?;
-    Some((c.model, c.due, c.span_price))
+    Some(SummarizerChoice {
+        model: c.model,
+        due: c.due,
+        span_price: c.span_price,
+    })
 }
 
 /// A model summary's call as it is priced: `(input, cached input, output)`.
@@ -168,9 +235,13 @@ pub(super) fn summary_call(
     size: f64,
     uncached: f64,
     shares: bool,
-) -> (f64, f64, f64) {
+) -> SummaryCallSize {
     let c = SummaryCall::estimate(span, listed, size, uncached, shares);
-    (c.input, c.cached, c.output)
+    SummaryCallSize {
+        input: c.input,
+        cached: c.cached,
+        output: c.output,
+    }
 }
 
 /// The room a compaction's memory may take, in widths.

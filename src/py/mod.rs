@@ -59,7 +59,8 @@ mod _core {
     #[pymodule_export]
     use super::compaction::{
         after_summary, backing_off, backoff_after, choose_summarizer, commit_size, commit_verdict,
-        memory_room, span_floor, summary_call,
+        memory_room, span_floor, summary_call, CommitVerdict, CompactionPrice, SummarizerChoice,
+        SummarizerRest, SummaryCallSize,
     };
     #[pymodule_export]
     use super::counting::Opts;

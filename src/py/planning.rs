@@ -6,6 +6,7 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 
 use super::cache::{self};
+use super::compaction::CompactionPrice;
 use super::counting::*;
 use super::errors::enter_core_ok;
 use super::results::{edit_fingerprint, edit_object, PlanOutcome};
@@ -78,7 +79,7 @@ impl PlanSettings {
         summary_input: f64,
         summary_cached: f64,
         summary_output: f64,
-    ) -> Option<(f64, bool, f64, f64)> {
+    ) -> Option<CompactionPrice> {
         let p = self.config.pricing?;
         let c = crate::economics::Compaction {
             size_without,
@@ -89,7 +90,12 @@ impl PlanSettings {
             summary_output,
             grown_reads,
         };
-        Some((c.price(&p), c.due(&p), c.cost_over(&p, cycle), c.paid(&p)))
+        Some(CompactionPrice {
+            price: c.price(&p),
+            due: c.due(&p),
+            cost_over_cycle: c.cost_over(&p, cycle),
+            paid: c.paid(&p),
+        })
     }
 
     /// The tokens of the newest requests a memory pays to keep verbatim, when they grow

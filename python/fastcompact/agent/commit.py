@@ -134,15 +134,16 @@ def _after_failure(
     """The counters with the summarizer's failures counted (a model summary only):
     after ``max_consecutive_failures`` in a row, it rests for a while."""
     if draft.use_llm:
-        counters.failures, paused = _core.after_summary(
+        rest = _core.after_summary(
             failures=counters.failures or 0,
             failed=error is not None,
             max_failures=cfg.max_consecutive_failures,
             cooldown=cfg.failure_cooldown_messages,
             messages=len(turn.raw),
         )
-        if paused is not None:
-            counters.llm_paused_until = paused
+        counters.failures = rest.failures
+        if rest.rests_until is not None:
+            counters.llm_paused_until = rest.rests_until
     return counters
 
 
@@ -158,7 +159,7 @@ def _judged(
     tokens = fitting.true_size(request, turn, view)
     # Under the trigger with the margin to spare, or a view over the window brought
     # under it, or a smaller view when priced or forced (`src/compaction/commit.rs`).
-    under_trigger, fits = _core.commit_verdict(
+    verdict = _core.commit_verdict(
         settings,
         tokens=max(tokens, 0),
         messages=len(view),
@@ -168,7 +169,7 @@ def _judged(
         priced=draft.priced,
         forced_loose=draft.forced and not strict,
     )
-    return Judged(tokens=tokens, under_trigger=under_trigger, fits=fits)
+    return Judged(tokens=tokens, under_trigger=verdict.under_trigger, fits=verdict.commits)
 
 
 def _info(

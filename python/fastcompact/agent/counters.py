@@ -55,8 +55,10 @@ def _plan(value: Any) -> dict[str, Any] | None:
 
 def _priced_request(value: Any) -> list[Any] | None:
     """The turn in progress as last priced: its request's id and the price."""
-    ok = isinstance(value, list | tuple) and len(value) == 2 and _number(value[1]) is not None
-    return list(value) if ok else None
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        return None
+    request_id, price = value
+    return [request_id, price] if _number(price) is not None else None
 
 
 def _name(value: Any) -> str | None:

@@ -280,7 +280,8 @@ def memory_shares(setup: Setup, turn: Turn, draft: Draft) -> dict[str, float]:
     widths = sum(_core.text_width(summarize.text_of(m)) for m in turn.raw if memory.is_request(m))
     growth = widths / draft.widths_per_token / max(calls_so_far(turn), 1)
     settings = setup.plan_settings(turn.window, turn.pricing)
-    kept = settings.verbatim_tokens(growth, POLICY.summary_tokens[1], rewrites_per_call(turn.counters))
+    _, longest_summary = POLICY.summary_tokens
+    kept = settings.verbatim_tokens(growth, longest_summary, rewrites_per_call(turn.counters))
     return memory.priced_shares(setup.config.memory, turn.window, kept)
 
 

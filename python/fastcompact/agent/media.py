@@ -62,7 +62,10 @@ def _inline(block: Mapping[str, Any]) -> tuple[str | None, str | None, str | Non
         url = nested
     if isinstance(url, str):
         found = _data_url(url)
-        return (found[0], found[1], None) if found else (mime, None, url)
+        if found is None:
+            return mime, None, url
+        found_mime, data = found
+        return found_mime, data, None
     return mime, None, None
 
 

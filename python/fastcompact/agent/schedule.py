@@ -49,14 +49,14 @@ def priced(setup: Setup, request: ModelRequest, turn: Turn) -> Draft | None:
     found = turn.counters.span_price
     span_price = float(found) if found is not None else 0.0
 
-    def leaving(size_with: float) -> tuple[float, bool, float, float] | None:
+    def leaving(size_with: float) -> _core.CompactionPrice | None:
         """A compaction that leaves ``size_with`` beside the fixed prefix."""
         return settings.compaction(
             size_without=size, size_with=size_with, prefix=0.0, grown_reads=grown, cycle=cycle
         )
 
     reads = leaving(size)
-    if reads is None or reads[3] < span_price:
+    if reads is None or reads.paid < span_price:
         return None
     start = newest_request(turn.view)
     if start is None:
@@ -65,16 +65,18 @@ def priced(setup: Setup, request: ModelRequest, turn: Turn) -> Draft | None:
     # while the reads paid are short of it as last worked out, it is not counted again.
     request_id = getattr(turn.view[start], "id", None)
     last = turn.counters.kept_price
-    if last is not None and last[0] == request_id and request_id and reads[3] < last[1] + span_price:
-        return None
+    if last is not None and request_id:
+        last_id, last_price = last
+        if last_id == request_id and reads.paid < last_price + span_price:
+            return None
     # The turn in progress alone, as the provider counts it (the prefix cancels out
     # of what its rewrite costs).
     kept = turn.plan.ratio * message_tokens(setup, request.model, turn.view[start:])
     bound = leaving(kept)
     if bound is None:
         return None
-    turn.counters.kept_price = [request_id, bound[0]]
-    if bound[3] < bound[0] + span_price:
+    turn.counters.kept_price = [request_id, bound.price]
+    if bound.paid < bound.price + span_price:
         return None
     if found is None:
         quoted = turn.plan.ratio * quoted_tokens(setup, request.model, turn.view[:start])
@@ -86,12 +88,12 @@ def priced(setup: Setup, request: ModelRequest, turn: Turn) -> Draft | None:
             size=size,
             kept=kept,
             quoted=quoted,
-            kept_price=bound[0],
+            kept_price=bound.price,
             grown_reads=grown,
             model_may_summarize=setup.config.summarizer != "digest",
         )
         turn.counters.span_price = span_price
-        if bound[3] < bound[0] + span_price:
+        if bound.paid < bound.price + span_price:
             return None
     prefix = float(fitting.true_size(request, turn, []))
     if size <= prefix + kept:
@@ -179,7 +181,7 @@ def cheaper(
     draft = drafting.with_digest(setup, request, turn, draft)
     assert draft.digest is not None
 
-    def priced(view: list[Any], **call: float) -> tuple[float, tuple[float, bool, float, float] | None]:
+    def priced(view: list[Any], **call: float) -> tuple[float, _core.CompactionPrice | None]:
         with_it = float(fitting.true_size(request, turn, view)) + call.pop("output", 0.0)
         return with_it, settings.compaction(
             size_without=size, size_with=with_it, prefix=prefix, grown_reads=grown, cycle=cycle, **call
@@ -199,38 +201,36 @@ def cheaper(
         listed = len((draft.memory or {}).get("requests") or []) + sum(1 for m in draft.span if is_request(m))
         shares = shares_cache(setup, request)
         unread = uncached(setup, request, turn) if shares else 0.0
-        sent, cached, notes = _core.summary_call(
-            span=span, listed=listed, size=size, uncached=unread, shares=shares
-        )
-        call = {"summary_input": sent, "summary_cached": cached, "summary_output": notes}
+        asked = _core.summary_call(span=span, listed=listed, size=size, uncached=unread, shares=shares)
+        call = {"summary_input": asked.input, "summary_cached": asked.cached, "summary_output": asked.output}
         folded = drafting.fold_of(setup, turn, draft)
-        fold = priced(framed(folded.text), output=notes, **call)
+        fold = priced(framed(folded.text), output=asked.output, **call)
     kept_size, kept_price = priced(list(draft.kept))
     choice = _core.choose_summarizer(
         settings,
         digest=_offer(digest),
         fold=_offer(fold),
-        kept=(kept_size, kept_price[0] if kept_price is not None else 0.0),
+        kept=(kept_size, kept_price.price if kept_price is not None else 0.0),
         memory=_memory_costs(turn.counters),
         horizon=float(calls_so_far(turn)),
     )
     if choice is None:
         return draft if not due else None
-    llm, chosen_due, span_price = choice
     # The span's part of the cheaper price: the next calls' lower bound.
-    turn.counters.span_price = span_price
-    if due and not chosen_due:
+    turn.counters.span_price = choice.span_price
+    if due and not choice.due:
         return None
-    return dataclasses.replace(draft, use_llm=llm)
+    return dataclasses.replace(draft, use_llm=choice.model)
 
 
 def _offer(
-    priced: tuple[float, tuple[float, bool, float, float] | None] | None,
+    priced: tuple[float, _core.CompactionPrice | None] | None,
 ) -> tuple[float, float, bool] | None:
     """A summarizer as the core weighs it: its next input, price and whether it is due."""
-    if priced is None or priced[1] is None:
+    if priced is None:
         return None
-    return priced[0], priced[1][0], priced[1][1]
+    next_input, price = priced
+    return None if price is None else (next_input, price.price, price.due)
 
 
 def _memory_costs(c: Counters) -> tuple[float, float, int, float, int]:

@@ -108,8 +108,12 @@ class Setup:
 def kept_by_model(cache: dict[int, tuple[Any, T]], model: Any, make: Callable[[Any], T]) -> T:
     """``make(model)``, remembered in ``cache`` by the model's id while the model lives."""
     found = cache.get(id(model))
-    if found is None or found[0] is not model:
-        if len(cache) >= _MODELS_KEPT:
-            cache.clear()
-        found = cache[id(model)] = (model, make(model))
-    return found[1]
+    if found is not None:
+        kept, made = found
+        if kept is model:
+            return made
+    if len(cache) >= _MODELS_KEPT:
+        cache.clear()
+    made = make(model)
+    cache[id(model)] = (model, made)
+    return made
