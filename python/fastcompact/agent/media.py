@@ -22,6 +22,7 @@ import binascii
 import hashlib
 import logging
 import mimetypes
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -131,12 +132,27 @@ def _saved(backend: Any, folder: str, kind: str, mime: str | None, data64: str) 
     try:
         data = base64.b64decode(data64, validate=False)
     except (binascii.Error, ValueError) as e:
+        _warn(kind, f"its data could not be decoded ({e})")
         return f"[{kind} ({mime or 'unknown type'}) could not be decoded: {e}; it stays in the state]"
     ext = mimetypes.guess_extension(mime or "") or ".bin"
     path = f"{folder.rstrip('/')}/{hashlib.sha256(data).hexdigest()[:16]}{ext}"
     reason = None if backend is None else _write(backend, path, data)
     if backend is None or reason is not None:
         why = reason or "no backend"
-        logger.warning("fastcompact: could not save a %s from the archived messages: %s", kind, why)
+        if backend is None:
+            logger.warning("fastcompact: could not save a %s from the archived messages: %s", kind, why)
+        else:
+            _warn(kind, f"writing {path} failed: {why}")
         return f"[{kind} ({mime or 'unknown type'}, {len(data):,} bytes) could not be saved: {why}]"
     return f"[{kind} saved at {path} ({mime or 'unknown type'}, {len(data):,} bytes)]"
+
+
+def _warn(kind: str, why: str) -> None:
+    # A failed write is warned about as the archive's own failure is ("could not be
+    # offloaded" is the phrase DeepAgents' built-in warns with, so its filters hold).
+    msg = (
+        f"fastcompact: inline {kind} in the archived messages could not be offloaded: {why}. The archive "
+        "keeps a placeholder in its place; the message stays whole in the graph state."
+    )
+    logger.warning(msg)
+    warnings.warn(msg, UserWarning, stacklevel=4)

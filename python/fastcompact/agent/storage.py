@@ -158,9 +158,11 @@ def _failed(result: Any) -> str | None:
 
 
 def _warn(path: str, reason: str) -> None:
+    # It opens with the words of DeepAgents' own warning, so that a filter written for
+    # the built-in summarizer (by message) keeps working with the drop-in.
     msg = (
-        f"fastcompact: could not archive to {path}: {reason}. "
-        "Compaction goes on; the messages stay in the graph state."
+        "fastcompact: Offloading conversation history to backend failed: "
+        f"could not archive to {path}: {reason}. Compaction goes on; the messages stay in the graph state."
     )
     logger.warning(msg)
     warnings.warn(msg, UserWarning, stacklevel=3)
