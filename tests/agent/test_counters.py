@@ -4,6 +4,7 @@ where a value is of the wrong kind, as absent."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import sqlite3
@@ -115,3 +116,32 @@ def test_values_of_the_wrong_kind_read_as_absent_and_never_fail(stored: dict[str
     for name, value in written.items():
         if name in stored and value is not None:
             assert value == stored[name] and type(value) is not bool
+
+
+def test_the_counters_change_in_one_module() -> None:
+    # Every other module says what happened through counters.py's functions; a field
+    # assigned anywhere else is a second place that decides how the counters change.
+    import ast
+
+    import fastcompact.agent as agent
+
+    folder = Path(agent.__file__).parent
+    fields = {f.name for f in dataclasses.fields(Counters)}
+    writes = []
+    for path in sorted(folder.glob("*.py")):
+        if path.name == "counters.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AugAssign)
+                else []
+            )
+            for t in (
+                e for target in targets for e in (target.elts if isinstance(target, ast.Tuple) else [target])
+            ):
+                if isinstance(t, ast.Attribute) and t.attr in fields and "counters" in ast.unparse(t.value):
+                    writes.append(f"{path.name}:{node.lineno} {ast.unparse(t)}")
+    assert writes == []

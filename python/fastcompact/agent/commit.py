@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from langchain.agents.middleware.types import ModelRequest
 
 import fastcompact._core as _core
+from fastcompact.agent import counters as counted
 from fastcompact.agent import fitting, summarize
 from fastcompact.agent.counters import Counters
 from fastcompact.agent.memory import MEMORY_KEY
@@ -99,8 +100,14 @@ def finish(
     info = _info(turn, draft, summary, error, usage, path, restored, judged.tokens)
     # Still over the trigger, or not committed: summarize again only when the window
     # needs it, not on every call.
-    counters.backoff_until = _core.backoff_after(
-        under_trigger=judged.under_trigger, commits=judged.fits, priced=draft.priced, messages=len(turn.raw)
+    counted.backed_off(
+        counters,
+        _core.backoff_after(
+            under_trigger=judged.under_trigger,
+            commits=judged.fits,
+            priced=draft.priced,
+            messages=len(turn.raw),
+        ),
     )
     if not judged.fits:
         # A step of fitting, not a fault: logged for the curious, not warned.
@@ -141,9 +148,7 @@ def _after_failure(
             cooldown=cfg.failure_cooldown_messages,
             messages=len(turn.raw),
         )
-        counters.failures = rest.failures
-        if rest.rests_until is not None:
-            counters.llm_paused_until = rest.rests_until
+        counted.summarizer_counted(counters, rest.failures, rest.rests_until)
     return counters
 
 
@@ -212,22 +217,15 @@ def _after_commit(
 ) -> None:
     """The counters a committed compaction leaves: the schedule's cycle and the
     memory's costs start again."""
-    if path is not None:
-        counters.archives = draft.number
-    # The reads the next compaction must pay for start again from this view.
-    counters.base_size, counters.grown_reads, counters.calls_since_compaction = judged.tokens, 0.0, 0
-    counters.span_price = counters.kept_price = None
-    counters.memory_tokens = memory_tokens
-    if summary.by_model:
-        # What the memory has cost since its last fold starts again.
-        counters.memory_reads, counters.memory_calls = 0.0, 0
-        counters.memory_rewrites, counters.memory_digests = 0.0, 0
-    else:
-        counters.memory_rewrites = float(counters.memory_rewrites or 0.0) + memory_tokens
-        counters.memory_digests = (counters.memory_digests or 0) + 1
-    # The calls summarized away still count toward the session's length.
-    calls = sum(1 for m in draft.leaving if getattr(m, "type", None) == "ai")
-    counters.calls_before = (turn.counters.calls_before or 0) + calls
+    counted.compaction_committed(
+        counters,
+        archive_number=draft.number if path is not None else None,
+        size=judged.tokens,
+        memory_tokens=memory_tokens,
+        by_model=summary.by_model,
+        # The calls summarized away still count toward the session's length.
+        calls_summarized=sum(1 for m in draft.leaving if getattr(m, "type", None) == "ai"),
+    )
 
 
 def settle(

@@ -31,6 +31,7 @@ from typing_extensions import Unpack
 
 import fastcompact._core as _core
 from fastcompact.agent import compaction, drafting, fitting, reading, schedule, steps, storage, summarize
+from fastcompact.agent import counters as counted
 from fastcompact.agent.compaction import Outcome, WindowTooSmallError
 from fastcompact.agent.keywords import (
     SUMMARIZATION_KEYWORDS,
@@ -259,10 +260,9 @@ class CompactionMiddleware(AgentMiddleware):
             if p["edits"] > q["edits"]
         ]
         fired = [p["name"] for p in fired_passes]
-        counters.last_plan = info
+        counted.call_planned(counters, info)
         if any(p["batched"] for p in fired_passes):
-            # A batch rewrote older messages: earlier usage counted another view.
-            counters.batch_at = len(turn.raw)
+            counted.batch_ran(counters, len(turn.raw))
         update[STATE_KEY] = counters.to_state()
         logger.debug("fastcompact plan: %s", info)
         if fired or (outcome is not None and outcome.committed):

@@ -13,6 +13,7 @@ from typing import Any
 
 from langchain.agents.middleware.types import ModelRequest
 
+from fastcompact.agent import counters as counted
 from fastcompact.agent.counters import Counters
 from fastcompact.agent.setup import Setup, kept_by_model
 from fastcompact.agent.state import (
@@ -68,12 +69,11 @@ def read_turn(setup: Setup, request: ModelRequest, window: int | None = None) ->
     counters = Counters.from_state(state.get(STATE_KEY))
     # The agent's window, remembered for the compaction tool (which has no model).
     window = window_of(request.model) or window
-    counters.window = window
-    gap_before = counters.gap_at
-    now, timestamps = _clock(setup.config, counters, raw, prior, event is not None, len(effective))
-    if counters.gap_at != gap_before:
-        # The gap's clearing rewrites older messages: earlier usage counted another view.
-        counters.batch_at = len(raw)
+    counted.window_known(counters, window)
+    now, timestamps, new_gap = _clock(setup.config, counters, raw, prior, event is not None, len(effective))
+    if new_gap:
+        # The gap's clearing rewrites older messages.
+        counted.batch_ran(counters, len(raw))
     progress = progress_of(counters, event, prior)
     pricing = pricing_for(setup, request.model, raw)
     try:
@@ -122,27 +122,24 @@ def read_turn(setup: Setup, request: ModelRequest, window: int | None = None) ->
 
 def _clock(
     config: CompactionConfig, counters: Counters, raw: list[Any], prior: int, summarized: bool, n: int
-) -> tuple[float, list[float] | None]:
+) -> tuple[float, list[float] | None, bool]:
     """The time-gap pass's clock. Messages rarely say when they were sent, so the
     state remembers when the model was last called: a pause longer than the gap
     threshold since then marks the messages before it as idle-old, for good (the
-    mark stays, so the cleared view stays the same on later calls)."""
+    mark stays, so the cleared view stays the same on later calls); and whether this
+    call marked a new gap."""
     now = _now()
     threshold = config.microcompact.gap_threshold_minutes * 60.0
-    last = counters.last_call_at
-    if last is not None and now - last > threshold and config.microcompact.enabled:
-        counters.gap_at = counters.seen if counters.seen is not None else len(raw)
-    counters.last_call_at = now
-    counters.seen = len(raw)
+    new_gap = counted.called(counters, now, len(raw), threshold if config.microcompact.enabled else None)
     gap_at = counters.gap_at
     if gap_at is None:
-        return now, None
+        return now, None, new_gap
     # The mark in the effective view (the summary holds slot 0 after a compaction).
     at = gap_at - prior + (1 if summarized else 0)
     if at <= (1 if summarized else 0) or at > n:
-        return now, None
+        return now, None, new_gap
     after = threshold + 1.0
-    return after, [0.0] * at + [after] * (n - at)
+    return after, [0.0] * at + [after] * (n - at), new_gap
 
 
 def _counted(setup: Setup, request: ModelRequest, turn: Turn) -> None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NotRequired
 
 from langchain.agents.middleware.types import AgentState, PrivateStateAttr
 
+from fastcompact.agent import counters as counted
 from fastcompact.agent.counters import Counters
 from fastcompact.agent.storage import Read
 from fastcompact.agent.summarize import is_summary
@@ -157,9 +158,7 @@ def thread_name(counters: Counters) -> str:
         thread = None
     if thread:
         return str(thread)
-    if counters.session is None:
-        counters.session = f"session-{uuid.uuid4().hex[:12]}"
-    return counters.session
+    return counted.session_named(counters, lambda: f"session-{uuid.uuid4().hex[:12]}")
 
 
 def to_view(raw_index: int, event: Mapping[str, Any] | None, prior: int) -> int:
@@ -198,11 +197,9 @@ def progress_of(counters: Counters, event: Mapping[str, Any] | None, prior: int)
 
 def advance(counters: Counters, plan: Plan, event: Mapping[str, Any] | None, prior: int, n_raw: int) -> None:
     """Record what this turn's plan settled, in raw-state indices."""
-    counters.ratio = plan.ratio
-    counters.offset = plan.offset
-    counters.settled = to_raw(plan.settled, event, prior)
+    counted.plan_settled(counters, plan.ratio, plan.offset, to_raw(plan.settled, event, prior))
     if plan.batch_at is not None:
-        counters.batch_at = n_raw
+        counted.batch_ran(counters, n_raw)
 
 
 def calls_so_far(turn: Turn) -> int:
@@ -237,14 +234,8 @@ def growth(counters: Counters, size: float) -> tuple[float, float]:
 def grow(counters: Counters, size: float) -> None:
     """Record this call's read of what has grown since the last compaction, and of the
     memory since its last fold."""
-    counters.grown_reads, calls = growth(counters, size)
-    counters.calls_since_compaction = int(calls)
-    if counters.base_size is None:
-        counters.base_size = size
-    memory = counters.memory_tokens
-    if memory is not None and memory > 0:
-        counters.memory_reads = float(counters.memory_reads or 0.0) + float(memory)
-        counters.memory_calls = (counters.memory_calls or 0) + 1
+    grown, calls = growth(counters, size)
+    counted.read_grew(counters, grown, int(calls), size)
 
 
 def newest_request(view: list[Any]) -> int | None:
