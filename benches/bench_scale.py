@@ -45,6 +45,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import json
 import logging
 import os
 import random
@@ -54,6 +55,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import fastcompact
@@ -409,6 +411,7 @@ def table(rows: list[tuple[str, Callable[[str], str]]], sides: tuple[str, ...]) 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", help="also write the interleaved calls' latency percentiles (ms)")
     args = parser.parse_args()
     # Warm calls compact conversations whose size makes it pay; the archive they write
     # goes to a StateBackend outside a graph run here, which refuses it and warns.
@@ -430,6 +433,22 @@ def main() -> None:
     table(interleaved_rows(r, d, bound), every)
     table(other_rows(r, k, scaled, a, offloaded, long), SIDES)
     bars(r, d, k, scaled, long)
+    if args.json:
+        Path(args.json).write_text(json.dumps(percentiles(d), indent=2))
+
+
+def percentiles(runs: dict[str, Any]) -> dict[str, dict[str, dict[str, float]]]:
+    """Of each side's first and warm calls (seconds), the p50, p90, p99 and the
+    longest, in ms: what a server's latency picture shows."""
+
+    def of(samples: list[float]) -> dict[str, float]:
+        ordered = sorted(samples)
+        if not ordered:
+            return {}
+        at = {q: ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))] for q in (50, 90, 99)}
+        return {**{f"p{q}": v * 1e3 for q, v in at.items()}, "max": ordered[-1] * 1e3}
+
+    return {side: {"first": of(r["first"]), "warm": of(r["warm"])} for side, r in runs.items()}
 
 
 def interleaved_rows(

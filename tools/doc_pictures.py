@@ -4,9 +4,10 @@ this makes them again:
 
     python benches/bench_session.py --sessions coding-long --json session.json
     python benches/bench_middleware.py --quick --json middleware.json
-    python tools/doc_pictures.py --session session.json --middleware middleware.json
+    python benches/bench_scale.py --quick --json scale.json
+    python tools/doc_pictures.py --session session.json --middleware middleware.json --scale scale.json
 
-With neither file, only the architecture diagram is drawn. ``--out`` names the folder
+With none of the files, only the architecture diagram is drawn. ``--out`` names the folder
 (docs/pictures by default).
 """
 
@@ -23,11 +24,17 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "pictures"
 # One colour per side, the same in every picture.
-COLOURS = {"fastcompact": "#1b7f5b", "deepagents": "#4a6fa5", "compact-middleware": "#c0713a"}
+COLOURS = {
+    "fastcompact": "#1b7f5b",
+    "deepagents": "#4a6fa5",
+    "compact-middleware": "#c0713a",
+    "none": "#b0b0b0",
+}
 LABELS = {
     "fastcompact": "fastcompact",
     "deepagents": "DeepAgents' SummarizationMiddleware",
     "compact-middleware": "compact-middleware",
+    "none": "no middleware (the harness alone)",
 }
 
 
@@ -98,6 +105,24 @@ def overhead(figures: list[dict[str, Any]], out: Path) -> Path:
     return _save(fig, out / "overhead.svg")
 
 
+def latency(runs: dict[str, dict[str, dict[str, float]]], out: Path) -> Path:
+    """A server's latency percentiles of warm calls, a group of bars per side."""
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    marks = ["p50", "p90", "p99", "max"]
+    sides = [s for s in runs if runs[s].get("warm")]
+    width = 0.8 / max(len(sides), 1)
+    for i, side in enumerate(sides):
+        values = [runs[side]["warm"][m] for m in marks]
+        xs = [j + (i - (len(sides) - 1) / 2) * width for j in range(len(marks))]
+        ax.bar(xs, values, width, color=COLOURS.get(side, "#999999"), label=LABELS.get(side, side))
+    ax.set_xticks(range(len(marks)), marks)
+    ax.set_yscale("log")
+    ax.set_ylabel("time in the middleware a call (ms)")
+    ax.set_title("One process serving many conversations: warm calls", loc="left")
+    ax.legend(frameon=False)
+    return _save(fig, out / "server-latency.svg")
+
+
 # The diagram: each box (x, y, text), then the arrows between them (from a side of one
 # box to a side of another, and the label's offset from the arrow's middle).
 BOXES = {
@@ -158,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--session", type=Path, help="bench_session.py --json output")
     parser.add_argument("--middleware", type=Path, help="bench_middleware.py --json output")
+    parser.add_argument("--scale", type=Path, help="bench_scale.py --json output")
     parser.add_argument("--out", type=Path, default=OUT, help="the folder the SVGs go to")
     args = parser.parse_args(argv)
     _style()
@@ -166,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         made += session_bill(json.loads(args.session.read_text()), args.out)
     if args.middleware:
         made.append(overhead(json.loads(args.middleware.read_text()), args.out))
+    if args.scale:
+        made.append(latency(json.loads(args.scale.read_text()), args.out))
     for path in made:
         print(path)
     return 0

@@ -23,6 +23,11 @@ def test_the_pictures_are_drawn_from_the_benchmarks_json(tmp_path: Path) -> None
         for side, w in (("fastcompact", 0.0002), ("deepagents", 0.002))
         for n in (100, 1_000)
     ]
+    scale = {
+        side: {"first": {}, "warm": {"p50": w, "p90": 2 * w, "p99": 5 * w, "max": 9 * w}}
+        for side, w in (("fastcompact", 0.4), ("deepagents", 2.6))
+    }
+    (tmp_path / "c.json").write_text(json.dumps(scale))
     (tmp_path / "s.json").write_text(json.dumps(session))
     (tmp_path / "m.json").write_text(json.dumps(middleware))
     out = tmp_path / "pictures"
@@ -34,6 +39,8 @@ def test_the_pictures_are_drawn_from_the_benchmarks_json(tmp_path: Path) -> None
             str(tmp_path / "s.json"),
             "--middleware",
             str(tmp_path / "m.json"),
+            "--scale",
+            str(tmp_path / "c.json"),
             "--out",
             str(out),
         ],
@@ -42,12 +49,14 @@ def test_the_pictures_are_drawn_from_the_benchmarks_json(tmp_path: Path) -> None
         check=True,
     )
     made = sorted(p.name for p in out.glob("*.svg"))
-    assert made == ["architecture.svg", "bill-coding-long.svg", "overhead.svg"]
-    assert len(done.stdout.splitlines()) == 3
+    assert made == ["architecture.svg", "bill-coding-long.svg", "overhead.svg", "server-latency.svg"]
+    assert len(done.stdout.splitlines()) == 4
     bill = (out / "bill-coding-long.svg").read_text()
     # Each side's line is labelled with its bill at the session's end.
     assert "fastcompact: 0.38" in bill and "DeepAgents' SummarizationMiddleware: 0.88" in bill
     assert "compact-middleware" not in bill
+    latency = (out / "server-latency.svg").read_text()
+    assert "p99" in latency and "no middleware" not in latency
     # The same figures make the same file (no date, a fixed id salt).
     again = tmp_path / "again"
     subprocess.run(
