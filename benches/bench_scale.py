@@ -442,11 +442,9 @@ def percentiles(runs: dict[str, Any]) -> dict[str, dict[str, dict[str, float]]]:
     longest, in ms: what a server's latency picture shows."""
 
     def of(samples: list[float]) -> dict[str, float]:
-        ordered = sorted(samples)
-        if not ordered:
+        if not samples:
             return {}
-        at = {q: ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))] for q in (50, 90, 99)}
-        return {**{f"p{q}": v * 1e3 for q, v in at.items()}, "max": ordered[-1] * 1e3}
+        return {**{f"p{q}": pct(samples, q / 100) for q in (50, 90, 99)}, "max": max(samples) * 1e3}
 
     return {side: {"first": of(r["first"]), "warm": of(r["warm"])} for side, r in runs.items()}
 

@@ -52,6 +52,7 @@ backend, or `recall`).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import tempfile
@@ -273,11 +274,13 @@ def _measure(
     files = "\n".join(p.read_text(errors="replace") for p in root.rglob("*") if p.is_file())
     cleared = [i for i, text in originals.items() if text not in final_text]
     back = sum(1 for i in cleared if originals[i] in files or recall(state, i) == originals[i])
-    by_request = [
-        sum(c.cost("anthropic", output=False) for c in calls if c.sent <= k)
-        + sum(c.cost("anthropic") for c in summaries if c.sent <= k)
-        for k in range(1, len(users) + 1)
-    ]
+    # Each call's part of the bill, by the request it was made for, then summed so far.
+    by_request = [0.0] * (len(users) + 1)
+    for c in calls:
+        by_request[min(c.sent, len(users))] += c.cost("anthropic", output=False)
+    for c in summaries:
+        by_request[min(c.sent, len(users))] += c.cost("anthropic")
+    by_request = list(itertools.accumulate(by_request))[1:]
     outcomes = list(session.findings.values())
     findings = {"needed": len(outcomes), **{way: outcomes.count(way) for way in WAYS_BACK}}
     return Outcome(

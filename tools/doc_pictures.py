@@ -135,20 +135,21 @@ BOXES = {
 }
 BOX_W, BOX_H = 0.26, 0.3
 ARROWS = [
-    ("state", "right", "middleware", "left", "each call", (0, 0.05)),
-    ("middleware", "right", "core", "left", "messages", (0, 0.07)),
-    ("core", "left", "middleware", "right", "the plan", (0, -0.07)),
-    ("middleware", "bottom", "model", "top", "the view", (0.06, 0)),
-    ("middleware", "bottom", "archive", "top", "each span once", (-0.09, 0.02)),
-    ("model", "right", "recall", "left", "asks", (0, 0.05)),
+    # (from, its side, to, its side, label, the label's offset, the arrow's own offset)
+    ("state", "right", "middleware", "left", "each call", (0, 0.05), (0, 0)),
+    ("middleware", "right", "core", "left", "messages", (0, 0.07), (0, 0.04)),
+    ("core", "left", "middleware", "right", "the plan", (0, -0.07), (0, -0.04)),
+    ("middleware", "bottom", "model", "top", "the view", (0.06, 0), (0, 0)),
+    ("middleware", "bottom", "archive", "top", "each span once", (-0.09, 0.02), (-0.05, 0)),
+    ("model", "right", "recall", "left", "asks", (0, 0.05), (0, 0)),
 ]
 
 
-def _anchor(key: str, side: str, nudge: float) -> tuple[float, float]:
+def _anchor(key: str, side: str) -> tuple[float, float]:
     x, y, _ = BOXES[key]
     return {
-        "left": (x, y + BOX_H / 2 + nudge),
-        "right": (x + BOX_W, y + BOX_H / 2 + nudge),
+        "left": (x, y + BOX_H / 2),
+        "right": (x + BOX_W, y + BOX_H / 2),
         "top": (x + BOX_W / 2, y + BOX_H),
         "bottom": (x + BOX_W / 2, y),
     }[side]
@@ -166,13 +167,9 @@ def architecture(out: Path) -> Path:
         title, rest = text.split("\n", 1)
         ax.text(x + BOX_W / 2, y + BOX_H * 0.72, title, ha="center", va="center", fontsize=9.5, weight="bold")
         ax.text(x + BOX_W / 2, y + BOX_H * 0.36, rest, ha="center", va="center", fontsize=8)
-    for a, side_a, b, side_b, label, (dx, dy) in ARROWS:
-        # The two arrows between the middleware and the core sit apart.
-        nudge = 0.04 if {a, b} == {"middleware", "core"} and a == "middleware" else 0.0
-        nudge = -0.04 if {a, b} == {"middleware", "core"} and a == "core" else nudge
-        start, end = _anchor(a, side_a, nudge), _anchor(b, side_b, nudge)
-        if side_a == "bottom" and b == "archive":
-            start = (start[0] - 0.05, start[1])
+    for a, side_a, b, side_b, label, (dx, dy), (ax_, ay) in ARROWS:
+        (xa, ya), (xb, yb) = _anchor(a, side_a), _anchor(b, side_b)
+        start, end = (xa + ax_, ya + ay), (xb, yb + ay)
         ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=12, color="#333"))
         mid = ((start[0] + end[0]) / 2 + dx, (start[1] + end[1]) / 2 + dy)
         ax.text(*mid, label, ha="center", va="center", fontsize=8, color="#333")
