@@ -73,13 +73,13 @@ from fastcompact.config import (
 )
 
 if TYPE_CHECKING:
-    from fastcompact.agent.factories import (
+    from fastcompact.agent.middleware import CompactionMiddleware, CompactionState, WindowTooSmallError
+    from fastcompact.agent.tools import CompactionToolMiddleware, RecallMiddleware
+    from fastcompact.factories import (
         compute_compaction_defaults,
         create_compaction_middleware,
         create_compaction_tool_middleware,
     )
-    from fastcompact.agent.middleware import CompactionMiddleware, CompactionState, WindowTooSmallError
-    from fastcompact.agent.tools import CompactionToolMiddleware, RecallMiddleware
 
     __version__: str
 
@@ -112,7 +112,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(tools, name)
     if name in _FACTORIES:
-        from fastcompact.agent import factories
+        from fastcompact import factories
 
         return getattr(factories, name)
     raise AttributeError(f"module 'fastcompact' has no attribute {name!r}")

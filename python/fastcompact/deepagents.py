@@ -24,8 +24,8 @@ from typing import Any
 
 from typing_extensions import Unpack
 
-from fastcompact.agent.keywords import SummarizationOptions
 from fastcompact.agent.middleware import CompactionMiddleware
+from fastcompact.agent.setup import SummarizationOptions
 from fastcompact.agent.tools import CompactionToolMiddleware
 from fastcompact.config import CompactionConfig
 

@@ -119,7 +119,7 @@ def test_values_of_the_wrong_kind_read_as_absent_and_never_fail(stored: dict[str
 
 
 def test_the_counters_change_in_one_module() -> None:
-    # Every other module says what happened through counters.py's functions; a field
+    # Every other module says what happened through the methods of Counters; a field
     # assigned anywhere else is a second place that decides how the counters change.
     import ast
 

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from langchain.agents.middleware.types import ModelRequest
 
 import fastcompact._core as _core
-from fastcompact.agent import counters as counted
 from fastcompact.agent import fitting, summarize
 from fastcompact.agent.counters import Counters
 from fastcompact.agent.memory import MEMORY_KEY
@@ -100,8 +99,7 @@ def finish(
     info = _info(turn, draft, summary, error, usage, path, restored, judged.tokens)
     # Still over the trigger, or not committed: summarize again only when the window
     # needs it, not on every call.
-    counted.backed_off(
-        counters,
+    counters.backed_off(
         _core.backoff_after(
             under_trigger=judged.under_trigger,
             commits=judged.fits,
@@ -148,7 +146,7 @@ def _after_failure(
             cooldown=cfg.failure_cooldown_messages,
             messages=len(turn.raw),
         )
-        counted.summarizer_counted(counters, rest.failures, rest.rests_until)
+        counters.summarizer_counted(rest.failures, rest.rests_until)
     return counters
 
 
@@ -217,8 +215,7 @@ def _after_commit(
 ) -> None:
     """The counters a committed compaction leaves: the schedule's cycle and the
     memory's costs start again."""
-    counted.compaction_committed(
-        counters,
+    counters.compaction_committed(
         archive_number=draft.number if path is not None else None,
         size=judged.tokens,
         memory_tokens=memory_tokens,

@@ -17,7 +17,7 @@ from typing import Any
 from langchain.agents.middleware.types import ModelRequest
 from langchain_core.exceptions import ContextOverflowError
 
-from fastcompact.agent import commit, drafting, fitting, media, memory, schedule, storage, summarize
+from fastcompact.agent import commit, drafting, fitting, memory, schedule, storage, summarize
 from fastcompact.agent.commit import Outcome
 from fastcompact.agent.fitting import WindowTooSmallError
 from fastcompact.agent.memory import is_request
@@ -219,7 +219,7 @@ def _with_media_saved(setup: Setup, backend: Any, draft: Draft, messages: list[A
     once)."""
     if backend is None:
         return messages
-    return media.offload(backend, setup.media_folder(draft.thread), messages)
+    return storage.offload(backend, setup.media_folder(draft.thread), messages)
 
 
 def compacted(setup: Setup, request: ModelRequest, turn: Turn, *, forced: bool) -> Steps[Outcome | None]:

@@ -138,6 +138,111 @@ class Counters:
         request are replaced, never changed in place)."""
         return dataclasses.replace(self, others=dict(self.others))
 
+    # --- what happened, and how the counters change for it -----------------------
+    # Every change to a conversation's counters is one of these; the other modules
+    # read the fields and call these to say what happened.
+
+    def window_known(self, window: int | None) -> None:
+        """A call saw the agent's model window (remembered for the compaction tool)."""
+        self.window = window
+
+    def called(self, now: float, messages: int, gap_seconds: float | None) -> bool:
+        """The model is called at ``now`` with ``messages`` in the state. A pause longer
+        than ``gap_seconds`` (``None``: no idle-gap pass) since the last call marks the
+        messages seen then as idle-old, for good; whether this call marked a new gap.
+
+        Examples:
+            >>> c = Counters()
+            >>> c.called(0.0, 4, 3600.0), c.called(4000.0, 9, 3600.0), c.gap_at
+            (False, True, 4)
+        """
+        before = self.gap_at
+        if (
+            self.last_call_at is not None
+            and gap_seconds is not None
+            and now - self.last_call_at > gap_seconds
+        ):
+            self.gap_at = self.seen if self.seen is not None else messages
+        self.last_call_at = now
+        self.seen = messages
+        return self.gap_at != before
+
+    def batch_ran(self, raw_messages: int) -> None:
+        """A batch of edits rewrote older messages: usage reported before it counted
+        another view, so it is valid only from here on."""
+        self.batch_at = raw_messages
+
+    def plan_settled(self, ratio: float, offset: float, settled: int | None) -> None:
+        """A call's plan calibrated usage (``offset + ratio * estimate``) and settled its
+        batched edits up to the raw index ``settled``."""
+        self.ratio, self.offset, self.settled = ratio, offset, settled
+
+    def call_planned(self, plan: dict[str, Any]) -> None:
+        """A call was planned and sent: its plan, for telemetry and the next call's view of
+        which passes fired."""
+        self.last_plan = plan
+
+    def session_named(self, make: Callable[[], str]) -> str:
+        """The conversation's session name, made once by ``make`` when it has none."""
+        if self.session is None:
+            self.session = make()
+        return self.session
+
+    def read_grew(self, grown_reads: float, calls: int, size: float) -> None:
+        """A call read the view of ``size`` tokens: the reads paid since the last compaction
+        for what it has grown by, over ``calls`` calls; and the memory was read once more."""
+        self.grown_reads, self.calls_since_compaction = grown_reads, calls
+        if self.base_size is None:
+            self.base_size = size
+        memory = self.memory_tokens
+        if memory is not None and memory > 0:
+            self.memory_reads = float(self.memory_reads or 0.0) + float(memory)
+            self.memory_calls = (self.memory_calls or 0) + 1
+
+    def kept_priced(self, request_id: Any, price: float) -> None:
+        """The turn in progress was priced: its request's id and the price of keeping it."""
+        self.kept_price = [request_id, price]
+
+    def span_priced(self, price: float) -> None:
+        """The span's own part of a compaction's price was worked out: the next calls'
+        lower bound in this cycle."""
+        self.span_price = price
+
+    def backed_off(self, until: int | None) -> None:
+        """A judged compaction leaves no new attempt before the raw index ``until``."""
+        self.backoff_until = until
+
+    def summarizer_counted(self, failures: int, rests_until: int | None) -> None:
+        """A model summary succeeded or failed: its failures in a row, and its rest."""
+        self.failures = failures
+        if rests_until is not None:
+            self.llm_paused_until = rests_until
+
+    def compaction_committed(
+        self,
+        *,
+        archive_number: int | None,
+        size: float,
+        memory_tokens: int,
+        by_model: bool,
+        calls_summarized: int,
+    ) -> None:
+        """A compaction committed, leaving a view of ``size`` tokens with a memory of
+        ``memory_tokens``: the schedule's cycle starts again, and the memory's costs since
+        its last fold (a model summary folds it; a digest writes it anew)."""
+        if archive_number is not None:
+            self.archives = archive_number
+        self.base_size, self.grown_reads, self.calls_since_compaction = size, 0.0, 0
+        self.span_price = self.kept_price = None
+        self.memory_tokens = memory_tokens
+        if by_model:
+            self.memory_reads, self.memory_calls = 0.0, 0
+            self.memory_rewrites, self.memory_digests = 0.0, 0
+        else:
+            self.memory_rewrites = float(self.memory_rewrites or 0.0) + memory_tokens
+            self.memory_digests = (self.memory_digests or 0) + 1
+        self.calls_before = (self.calls_before or 0) + calls_summarized
+
 
 _READERS: dict[str, Callable[[Any], Any]] = {
     "window": _window,
@@ -166,117 +271,3 @@ _READERS: dict[str, Callable[[Any], Any]] = {
     "archives": _count,
     "session": _name,
 }
-
-
-# --- what happened, and how the counters change for it ---------------------------------
-# Every change to a conversation's counters is one of these; the other modules read the
-# fields and call these to say what happened.
-
-
-def window_known(c: Counters, window: int | None) -> None:
-    """A call saw the agent's model window (remembered for the compaction tool)."""
-    c.window = window
-
-
-def called(c: Counters, now: float, messages: int, gap_seconds: float | None) -> bool:
-    """The model is called at ``now`` with ``messages`` in the state. A pause longer
-    than ``gap_seconds`` (``None``: no idle-gap pass) since the last call marks the
-    messages seen then as idle-old, for good; whether this call marked a new gap.
-
-    Examples:
-        >>> c = Counters()
-        >>> called(c, 0.0, 4, 3600.0), called(c, 4000.0, 9, 3600.0), c.gap_at
-        (False, True, 4)
-    """
-    before = c.gap_at
-    if c.last_call_at is not None and gap_seconds is not None and now - c.last_call_at > gap_seconds:
-        c.gap_at = c.seen if c.seen is not None else messages
-    c.last_call_at = now
-    c.seen = messages
-    return c.gap_at != before
-
-
-def batch_ran(c: Counters, raw_messages: int) -> None:
-    """A batch of edits rewrote older messages: usage reported before it counted
-    another view, so it is valid only from here on."""
-    c.batch_at = raw_messages
-
-
-def plan_settled(c: Counters, ratio: float, offset: float, settled: int | None) -> None:
-    """A call's plan calibrated usage (``offset + ratio * estimate``) and settled its
-    batched edits up to the raw index ``settled``."""
-    c.ratio, c.offset, c.settled = ratio, offset, settled
-
-
-def call_planned(c: Counters, plan: dict[str, Any]) -> None:
-    """A call was planned and sent: its plan, for telemetry and the next call's view of
-    which passes fired."""
-    c.last_plan = plan
-
-
-def session_named(c: Counters, make: Callable[[], str]) -> str:
-    """The conversation's session name, made once by ``make`` when it has none."""
-    if c.session is None:
-        c.session = make()
-    return c.session
-
-
-def read_grew(c: Counters, grown_reads: float, calls: int, size: float) -> None:
-    """A call read the view of ``size`` tokens: the reads paid since the last compaction
-    for what it has grown by, over ``calls`` calls; and the memory was read once more."""
-    c.grown_reads, c.calls_since_compaction = grown_reads, calls
-    if c.base_size is None:
-        c.base_size = size
-    memory = c.memory_tokens
-    if memory is not None and memory > 0:
-        c.memory_reads = float(c.memory_reads or 0.0) + float(memory)
-        c.memory_calls = (c.memory_calls or 0) + 1
-
-
-def kept_priced(c: Counters, request_id: Any, price: float) -> None:
-    """The turn in progress was priced: its request's id and the price of keeping it."""
-    c.kept_price = [request_id, price]
-
-
-def span_priced(c: Counters, price: float) -> None:
-    """The span's own part of a compaction's price was worked out: the next calls'
-    lower bound in this cycle."""
-    c.span_price = price
-
-
-def backed_off(c: Counters, until: int | None) -> None:
-    """A judged compaction leaves no new attempt before the raw index ``until``."""
-    c.backoff_until = until
-
-
-def summarizer_counted(c: Counters, failures: int, rests_until: int | None) -> None:
-    """A model summary succeeded or failed: its failures in a row, and its rest."""
-    c.failures = failures
-    if rests_until is not None:
-        c.llm_paused_until = rests_until
-
-
-def compaction_committed(
-    c: Counters,
-    *,
-    archive_number: int | None,
-    size: float,
-    memory_tokens: int,
-    by_model: bool,
-    calls_summarized: int,
-) -> None:
-    """A compaction committed, leaving a view of ``size`` tokens with a memory of
-    ``memory_tokens``: the schedule's cycle starts again, and the memory's costs since
-    its last fold (a model summary folds it; a digest writes it anew)."""
-    if archive_number is not None:
-        c.archives = archive_number
-    c.base_size, c.grown_reads, c.calls_since_compaction = size, 0.0, 0
-    c.span_price = c.kept_price = None
-    c.memory_tokens = memory_tokens
-    if by_model:
-        c.memory_reads, c.memory_calls = 0.0, 0
-        c.memory_rewrites, c.memory_digests = 0.0, 0
-    else:
-        c.memory_rewrites = float(c.memory_rewrites or 0.0) + memory_tokens
-        c.memory_digests = (c.memory_digests or 0) + 1
-    c.calls_before = (c.calls_before or 0) + calls_summarized

@@ -31,16 +31,15 @@ from typing_extensions import Unpack
 
 import fastcompact._core as _core
 from fastcompact.agent import compaction, drafting, fitting, reading, schedule, steps, storage, summarize
-from fastcompact.agent import counters as counted
 from fastcompact.agent.compaction import Outcome, WindowTooSmallError
-from fastcompact.agent.keywords import (
+from fastcompact.agent.recall_tool import recall_tool
+from fastcompact.agent.setup import (
     SUMMARIZATION_KEYWORDS,
+    Setup,
     SummarizationOptions,
     config_from_summarization,
     takes_tools,
 )
-from fastcompact.agent.recall_tool import recall_tool
-from fastcompact.agent.setup import Setup
 from fastcompact.agent.state import (
     EVENT_KEY,
     STATE_KEY,
@@ -260,9 +259,9 @@ class CompactionMiddleware(AgentMiddleware):
             if p["edits"] > q["edits"]
         ]
         fired = [p["name"] for p in fired_passes]
-        counted.call_planned(counters, info)
+        counters.call_planned(info)
         if any(p["batched"] for p in fired_passes):
-            counted.batch_ran(counters, len(turn.raw))
+            counters.batch_ran(len(turn.raw))
         update[STATE_KEY] = counters.to_state()
         logger.debug("fastcompact plan: %s", info)
         if fired or (outcome is not None and outcome.committed):

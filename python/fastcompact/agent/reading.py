@@ -13,7 +13,6 @@ from typing import Any
 
 from langchain.agents.middleware.types import ModelRequest
 
-from fastcompact.agent import counters as counted
 from fastcompact.agent.counters import Counters
 from fastcompact.agent.setup import Setup, kept_by_model
 from fastcompact.agent.state import (
@@ -69,11 +68,11 @@ def read_turn(setup: Setup, request: ModelRequest, window: int | None = None) ->
     counters = Counters.from_state(state.get(STATE_KEY))
     # The agent's window, remembered for the compaction tool (which has no model).
     window = window_of(request.model) or window
-    counted.window_known(counters, window)
+    counters.window_known(window)
     now, timestamps, new_gap = _clock(setup.config, counters, raw, prior, event is not None, len(effective))
     if new_gap:
         # The gap's clearing rewrites older messages.
-        counted.batch_ran(counters, len(raw))
+        counters.batch_ran(len(raw))
     progress = progress_of(counters, event, prior)
     pricing = pricing_for(setup, request.model, raw)
     try:
@@ -130,7 +129,7 @@ def _clock(
     call marked a new gap."""
     now = _now()
     threshold = config.microcompact.gap_threshold_minutes * 60.0
-    new_gap = counted.called(counters, now, len(raw), threshold if config.microcompact.enabled else None)
+    new_gap = counters.called(now, len(raw), threshold if config.microcompact.enabled else None)
     gap_at = counters.gap_at
     if gap_at is None:
         return now, None, new_gap

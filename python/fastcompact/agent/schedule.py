@@ -16,7 +16,6 @@ from langchain.agents.middleware.types import ModelRequest
 from langchain_core.messages import HumanMessage
 
 import fastcompact._core as _core
-from fastcompact.agent import counters as counted
 from fastcompact.agent import drafting, fitting, summarize
 from fastcompact.agent.counters import Counters
 from fastcompact.agent.memory import is_request
@@ -76,7 +75,7 @@ def priced(setup: Setup, request: ModelRequest, turn: Turn) -> Draft | None:
     bound = leaving(kept)
     if bound is None:
         return None
-    counted.kept_priced(turn.counters, request_id, bound.price)
+    turn.counters.kept_priced(request_id, bound.price)
     if bound.paid < bound.price + span_price:
         return None
     if found is None:
@@ -93,7 +92,7 @@ def priced(setup: Setup, request: ModelRequest, turn: Turn) -> Draft | None:
             grown_reads=grown,
             model_may_summarize=setup.config.summarizer != "digest",
         )
-        counted.span_priced(turn.counters, span_price)
+        turn.counters.span_priced(span_price)
         if bound.paid < bound.price + span_price:
             return None
     prefix = float(fitting.true_size(request, turn, []))
@@ -218,7 +217,7 @@ def cheaper(
     if choice is None:
         return draft if not due else None
     # The span's part of the cheaper price: the next calls' lower bound.
-    counted.span_priced(turn.counters, choice.span_price)
+    turn.counters.span_priced(choice.span_price)
     if due and not choice.due:
         return None
     return dataclasses.replace(draft, use_llm=choice.model)

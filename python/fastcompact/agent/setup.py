@@ -8,13 +8,12 @@ functions of the steps (``reading.py``, ``drafting.py``, ``schedule.py``,
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import Any, Final, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, TypedDict, TypeVar
 
 import fastcompact._core as _core
-from fastcompact.agent import storage
 from fastcompact.api.passes import settings_for
-from fastcompact.config import CompactionConfig
+from fastcompact.config import CompactionConfig, ContextSize, Trigger
 
 # Models made per call are keyed by id: the caches keep a few, not every one.
 _MODELS_KEPT = 64
@@ -53,7 +52,7 @@ class Setup:
     """The middleware's settings, and what it resolved from them once.
 
     Examples:
-        >>> from fastcompact.config import CompactionConfig
+        >>> from fastcompact.config import CompactionConfig, ContextSize, Trigger
         >>> setup = Setup(CompactionConfig(trigger=("tokens", 50_000)))
         >>> setup.plan_settings(None, None).resolved["trigger"]
         [('tokens', 50000)]
@@ -88,21 +87,75 @@ class Setup:
 
     def archive_path(self, thread: str, number: int, attempt: int = 0) -> str:
         """Where the archive of a thread's compaction ``number`` goes (see
-        :func:`storage.archive_path`), or the given file's name."""
+        :func:`archive_path`), or the given file's name."""
         if self.archive_file is not None:
-            return storage.file_path(self.archive_file, attempt)
-        return storage.archive_path(self.config.history_path_prefix, thread, number, attempt)
+            return file_path(self.archive_file, attempt)
+        return archive_path(self.config.history_path_prefix, thread, number, attempt)
 
     def media_folder(self, thread: str) -> str:
         """Where the media of a thread's archives go."""
         if self.archive_file is not None:
-            return storage.media_beside(self.archive_file)
-        return storage.media_folder(self.config.history_path_prefix, thread)
+            return media_beside(self.archive_file)
+        return media_folder(self.config.history_path_prefix, thread)
 
     def summary_model_or(self, agent_model: Any) -> Any:
         """The model that writes summaries: the summary model, else the middleware's,
         else the agent's."""
         return self.summary_model or self.model or agent_model
+
+
+# --- where a thread's archives and media go -------------------------------------------
+
+
+def archive_path(prefix: str, thread: str, number: int, attempt: int = 0) -> str:
+    """``<prefix>/<thread>/<number>.md`` (``-2``, ``-3`` … when the name is taken).
+
+    Examples:
+        >>> archive_path("/conversation_history", "t1", 3)
+        '/conversation_history/t1/3.md'
+        >>> archive_path("/conversation_history/", "t1", 3, attempt=1)
+        '/conversation_history/t1/3-2.md'
+    """
+    suffix = f"-{attempt + 1}" if attempt else ""
+    return f"{prefix.rstrip('/')}/{safe_name(thread)}/{number}{suffix}.md"
+
+
+def media_folder(prefix: str, thread: str) -> str:
+    """Where the media of a thread's archived messages go.
+
+    Examples:
+        >>> media_folder("/conversation_history", "t1")
+        '/conversation_history/t1/media'
+    """
+    return f"{prefix.rstrip('/')}/{safe_name(thread)}/media"
+
+
+def file_path(file: str, attempt: int = 0) -> str:
+    """A given archive file's name (``-2``, ``-3`` … before ``.md`` when it is taken).
+
+    Examples:
+        >>> file_path("out/run.archive.md"), file_path("out/run.archive.md", attempt=1)
+        ('out/run.archive.md', 'out/run.archive-2.md')
+    """
+    if not attempt:
+        return file
+    stem = file.removesuffix(".md")
+    return f"{stem}-{attempt + 1}.md" if stem != file else f"{file}-{attempt + 1}"
+
+
+def media_beside(file: str) -> str:
+    """Where the media of a given archive file go: ``run.archive.md`` -> ``run.archive.media``.
+
+    Examples:
+        >>> media_beside("out/run.archive.md")
+        'out/run.archive.media'
+    """
+    return f"{file.removesuffix('.md')}.media"
+
+
+def safe_name(name: str) -> str:
+    """``name`` as one path segment: any character but letters, digits and ``-_.`` becomes ``_``."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "default"
 
 
 def kept_by_model(cache: dict[int, tuple[Any, T]], model: Any, make: Callable[[Any], T]) -> T:
@@ -117,3 +170,90 @@ def kept_by_model(cache: dict[int, tuple[Any, T]], model: Any, make: Callable[[A
     made = make(model)
     cache[id(model)] = (model, made)
     return made
+
+
+# --- the keywords of the peers' SummarizationMiddleware ----------------------------
+
+
+class SummarizationOptions(TypedDict, total=False):
+    """The keywords of DeepAgents' and LangChain's ``SummarizationMiddleware`` that
+    ``CompactionMiddleware`` also takes (typed, so that a misspelt one is an error
+    under a type checker, as it is at run time)."""
+
+    trigger: Trigger | Sequence[Trigger] | None
+    keep: ContextSize | None
+    token_counter: Callable[..., int] | None
+    summary_prompt: str | None
+    trim_tokens_to_summarize: int | None
+    truncate_args_settings: Mapping[str, Any] | None
+    history_path_prefix: str | None
+    max_tokens_before_summary: int | None
+    messages_to_keep: int | None
+
+
+SUMMARIZATION_KEYWORDS = tuple(SummarizationOptions.__annotations__)
+
+
+def config_from_summarization(options: Mapping[str, Any]) -> CompactionConfig:
+    """A ``CompactionConfig`` from ``SummarizationMiddleware`` keywords: ``trigger`` (a
+    size, a dict whose sizes must all be reached, or a list of either), ``keep``,
+    ``history_path_prefix``, ``truncate_args_settings`` (DeepAgents' meaning: ``None``
+    turns argument truncation off; a dict shortens ``write_file`` / ``edit_file``
+    arguments unless it says ``truncate_all_tools``), and LangChain's older
+    ``max_tokens_before_summary`` / ``messages_to_keep``.
+
+    Examples:
+        >>> cfg = config_from_summarization({"trigger": ("fraction", 0.8), "keep": ("messages", 20)})
+        >>> cfg.trigger, cfg.keep
+        (('fraction', 0.8), ('messages', 20))
+        >>> config_from_summarization({"max_tokens_before_summary": 50_000}).trigger
+        ('tokens', 50000)
+    """
+    from fastcompact.config import TruncateArgsConfig
+
+    fields: dict[str, Any] = {}
+    for old, new, kind in (
+        ("max_tokens_before_summary", "trigger", "tokens"),
+        ("messages_to_keep", "keep", "messages"),
+    ):
+        value = options.get(old)
+        if value is None:
+            continue
+        if options.get(new) is not None:
+            raise ValueError(f"give {new} or {old}, not both")
+        fields[new] = (kind, value)
+    for name in ("trigger", "keep", "history_path_prefix"):
+        if options.get(name) is not None:
+            fields[name] = options[name]
+    # Sizes may come as lists (from JSON, say); the config takes tuples.
+    if isinstance(fields.get("trigger"), list):
+        fields["trigger"] = [tuple(t) if isinstance(t, list) else t for t in fields["trigger"]]
+    if isinstance(fields.get("keep"), list):
+        fields["keep"] = tuple(fields["keep"])
+    if "truncate_args_settings" in options:
+        settings = options["truncate_args_settings"]
+        if settings is None:
+            fields["truncate_args"] = TruncateArgsConfig(trigger=None)
+        elif isinstance(settings, Mapping):
+            known = {"trigger", "keep", "max_length", "truncation_text", "truncate_all_tools"}
+            extra = sorted(set(settings) - known)
+            if extra:
+                raise ValueError(f"truncate_args_settings: unexpected key {', '.join(map(repr, extra))}")
+            given: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in settings.items()}
+            fields["truncate_args"] = TruncateArgsConfig(**{"truncate_all_tools": False, **given})
+        else:
+            raise ValueError(
+                f"truncate_args_settings: expected a dict or None, got {type(settings).__name__}"
+            )
+    return CompactionConfig(**fields)
+
+
+def takes_tools(counter: Any) -> bool:
+    """Whether a token counter takes a ``tools`` keyword (DeepAgents passes it when so)."""
+    import inspect
+
+    try:
+        params = inspect.signature(counter).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "tools" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Annotated, Any, NotRequired
 
 from langchain.agents.middleware.types import AgentState, PrivateStateAttr
 
-from fastcompact.agent import counters as counted
 from fastcompact.agent.counters import Counters
 from fastcompact.agent.storage import Read
 from fastcompact.agent.summarize import is_summary
@@ -158,7 +157,7 @@ def thread_name(counters: Counters) -> str:
         thread = None
     if thread:
         return str(thread)
-    return counted.session_named(counters, lambda: f"session-{uuid.uuid4().hex[:12]}")
+    return counters.session_named(lambda: f"session-{uuid.uuid4().hex[:12]}")
 
 
 def to_view(raw_index: int, event: Mapping[str, Any] | None, prior: int) -> int:
@@ -197,9 +196,9 @@ def progress_of(counters: Counters, event: Mapping[str, Any] | None, prior: int)
 
 def advance(counters: Counters, plan: Plan, event: Mapping[str, Any] | None, prior: int, n_raw: int) -> None:
     """Record what this turn's plan settled, in raw-state indices."""
-    counted.plan_settled(counters, plan.ratio, plan.offset, to_raw(plan.settled, event, prior))
+    counters.plan_settled(plan.ratio, plan.offset, to_raw(plan.settled, event, prior))
     if plan.batch_at is not None:
-        counted.batch_ran(counters, n_raw)
+        counters.batch_ran(n_raw)
 
 
 def calls_so_far(turn: Turn) -> int:
@@ -235,7 +234,7 @@ def grow(counters: Counters, size: float) -> None:
     """Record this call's read of what has grown since the last compaction, and of the
     memory since its last fold."""
     grown, calls = growth(counters, size)
-    counted.read_grew(counters, grown, int(calls), size)
+    counters.read_grew(grown, int(calls), size)
 
 
 def newest_request(view: list[Any]) -> int | None:
