@@ -20,14 +20,16 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from typing_extensions import Unpack
 
 from fastcompact.agent.middleware import CompactionMiddleware
-from fastcompact.agent.setup import SummarizationOptions
 from fastcompact.agent.tools import CompactionToolMiddleware
 from fastcompact.config import CompactionConfig
+
+if TYPE_CHECKING:
+    from fastcompact.agent.setup import SummarizationOptions
 
 __all__ = [
     "SummarizationMiddleware",

@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 from langchain.agents.middleware.types import ModelRequest
 
 import fastcompact._core as _core
-from fastcompact.agent import fitting, summarize
-from fastcompact.agent.counters import Counters
+from fastcompact.agent import summarize
 from fastcompact.agent.memory import MEMORY_KEY
-from fastcompact.agent.state import EVENT_KEY, STATE_KEY, Draft, Summary, Turn, sent_size
-from fastcompact.agent.storage import Restored
+from fastcompact.agent.state import EVENT_KEY, STATE_KEY, Draft, Summary, Turn, sent_size, true_size
 from fastcompact.api.counting import count_once
 
 if TYPE_CHECKING:
+    from fastcompact.agent.counters import Counters
+    from fastcompact.agent.storage import Restored
     from fastcompact.config import CompactionConfig
 
 logger = logging.getLogger("fastcompact")
@@ -159,7 +159,7 @@ def _judged(
     strict: bool,
 ) -> Judged:
     """Whether ``view`` commits, and its size."""
-    tokens = fitting.true_size(request, turn, view)
+    tokens = true_size(request, turn, view)
     # Under the trigger with the margin to spare, or a view over the window brought
     # under it, or a smaller view when priced or forced (`src/compaction/commit.rs`).
     verdict = _core.commit_verdict(

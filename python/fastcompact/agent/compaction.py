@@ -17,12 +17,11 @@ from typing import Any
 from langchain.agents.middleware.types import ModelRequest
 from langchain_core.exceptions import ContextOverflowError
 
-from fastcompact.agent import commit, drafting, fitting, memory, schedule, storage, summarize
+from fastcompact.agent import commit, drafting, memory, schedule, storage, summarize
 from fastcompact.agent.commit import Outcome
 from fastcompact.agent.fitting import WindowTooSmallError
-from fastcompact.agent.memory import is_request
 from fastcompact.agent.setup import POLICY, Setup
-from fastcompact.agent.state import Draft, Summary, Turn, window_of
+from fastcompact.agent.state import Draft, Summary, Turn, true_size, window_of
 from fastcompact.agent.steps import Io, Steps
 from fastcompact.api.counting import count_once
 
@@ -113,7 +112,7 @@ def _brief(setup: Setup, turn: Turn, draft: Draft) -> summarize.Brief:
     """What the summary of ``draft`` is asked to cover: the requests its span opens,
     those that stay verbatim beside the notes (as a fold leaves them), and the
     length the memory keeps whole."""
-    opened = sum(1 for m in draft.span if is_request(m))
+    opened = sum(1 for m in draft.span if summarize.is_request(m))
     first, last = (draft.first_number, draft.first_number + opened - 1) if opened else (None, None)
     folded = drafting.fold_of(setup, turn, draft)
     verbatim = memory.verbatim_numbers(folded.memory)
@@ -171,9 +170,7 @@ def _in_place_input(
         instruction = summarize.in_place_prompt(
             sent, len(span), setup.config.custom_instructions, brief=brief
         )
-        over = (
-            0 if turn.window is None else fitting.true_size(request, turn, [*sent, instruction]) - turn.window
-        )
+        over = 0 if turn.window is None else true_size(request, turn, [*sent, instruction]) - turn.window
         if over <= 0:
             return sent, instruction
         shorter = _without_oldest(request, turn, span, over)
@@ -191,7 +188,7 @@ def _without_oldest(request: ModelRequest, turn: Turn, span: list[Any], over: in
     start = 1 if span and summarize.is_summary(span[0]) else 0
     dropped = 0.0
     for i in range(start, len(span)):
-        if i > start and is_request(span[i]) and dropped >= over:
+        if i > start and summarize.is_request(span[i]) and dropped >= over:
             return [*span[:start], *span[i:]]
         dropped += turn.plan.ratio * count_once([span[i]], model=request.model)
     return None

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware.types import ModelRequest
 
 import fastcompact._core as _core
 from fastcompact.agent import memory, storage, summarize
-from fastcompact.agent.fitting import true_size
 from fastcompact.agent.setup import POLICY, Setup
 from fastcompact.agent.state import (
     Draft,
@@ -22,13 +21,16 @@ from fastcompact.agent.state import (
     Turn,
     calls_so_far,
     newest_request,
+    over_window,
     rewrites_per_call,
-    sent_size,
     thread_name,
+    true_size,
 )
 from fastcompact.api.counting import count_once
 from fastcompact.api.cutoffs import cutoff_once
-from fastcompact.config import ContextSize
+
+if TYPE_CHECKING:
+    from fastcompact.config import ContextSize
 
 
 def has_recall(request: ModelRequest) -> bool:
@@ -136,15 +138,11 @@ def reads_to_restore(
     if not restoration.enabled:
         return []
     cycle = (turn.counters.calls_since_compaction or 0) + 1
-    in_progress = asked or not any(memory.is_request(m) for m in after)
+    in_progress = asked or not any(summarize.is_request(m) for m in after)
     if not setup.plan_settings(turn.window, turn.pricing).restoring_pays(float(cycle), in_progress):
         return []
     last = newest_request(leaving)
     return storage.recent_reads(leaving[last or 0 :], after, restoration.max_files)
-
-
-def over_window(turn: Turn) -> bool:
-    return turn.window is not None and sent_size(turn.plan) > turn.window
 
 
 def candidates(setup: Setup, request: ModelRequest, turn: Turn, *, forced: bool) -> list[Draft]:
@@ -277,7 +275,7 @@ def memory_shares(setup: Setup, turn: Turn, draft: Draft) -> dict[str, float]:
         return draft.shares
     if turn.pricing is None or not turn.window:
         return memory.priced_shares(setup.config.memory, turn.window, None)
-    widths = sum(_core.text_width(summarize.text_of(m)) for m in turn.raw if memory.is_request(m))
+    widths = sum(_core.text_width(summarize.text_of(m)) for m in turn.raw if summarize.is_request(m))
     growth = widths / draft.widths_per_token / max(calls_so_far(turn), 1)
     settings = setup.plan_settings(turn.window, turn.pricing)
     _, longest_summary = POLICY.summary_tokens

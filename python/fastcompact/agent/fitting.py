@@ -17,9 +17,9 @@ from langchain_core.messages import ToolMessage
 
 from fastcompact.agent import storage, summarize
 from fastcompact.agent.setup import POLICY
-from fastcompact.agent.state import Turn
+from fastcompact.agent.state import Turn, true_size
 from fastcompact.agent.steps import Io, Steps
-from fastcompact.api.counting import count_once, count_tokens
+from fastcompact.api.counting import count_tokens
 
 logger = logging.getLogger("fastcompact")
 
@@ -44,13 +44,6 @@ class WindowTooSmallError(ContextOverflowError):
             f"in progress {turn:,}, with everything older summarized. Use a model with a larger "
             "window (its profile's max_input_tokens), a shorter system prompt or fewer tools."
         )
-
-
-def true_size(request: ModelRequest, turn: Turn, view: list[Any]) -> int:
-    """The size the provider will see of ``view`` with the request's system prompt
-    and tools: the estimate calibrated as the conversation's usage says."""
-    estimate = count_once(view, system=request.system_message, tools=request.tools, model=request.model)
-    return math.ceil(turn.plan.offset + estimate * turn.plan.ratio)
 
 
 def clipped(view: list[Any], backend: Any, head_chars: int = POLICY.clip_heads[0]) -> list[Any] | None:

@@ -33,12 +33,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import fastcompact._core as _core
 from fastcompact.agent.setup import POLICY
-from fastcompact.agent.summarize import is_summary, summary_text, text_of
-from fastcompact.config import MemoryConfig
+from fastcompact.agent.summarize import is_request, is_summary, summary_text, text_of
+
+if TYPE_CHECKING:
+    from fastcompact.config import MemoryConfig
 
 # Under the compaction event's "fastcompact" entry.
 MEMORY_KEY = "memory"
@@ -81,15 +83,6 @@ def earlier(event: Mapping[str, Any] | None) -> Earlier:
     file = event.get("file_path")
     return Earlier(
         text=summary_text(event.get("summary_message")), file=file if isinstance(file, str) else None
-    )
-
-
-def is_request(message: Any) -> bool:
-    """Whether a message opens a request: a user's, with text, that is not a summary."""
-    return (
-        getattr(message, "type", None) == "human"
-        and not is_summary(message)
-        and bool(text_of(message).strip())
     )
 
 
@@ -206,6 +199,7 @@ def priced_shares(
     recall id of what a pass cleared. Never above the configured shares.
 
     Examples:
+        >>> from fastcompact.config import MemoryConfig
         >>> shares = priced_shares(MemoryConfig(), 40_000, 2_000)
         >>> shares["user_share"], shares["fold_share"], shares["note_share"]
         (0.05, 0.0125, 0.0125)
@@ -228,6 +222,7 @@ def budgets(
     :func:`remember` holds them.
 
     Examples:
+        >>> from fastcompact.config import MemoryConfig
         >>> budgets(MemoryConfig(), 10_000)["notes"]
         4000
     """

@@ -30,7 +30,7 @@ from langgraph.types import Command
 from typing_extensions import Unpack
 
 import fastcompact._core as _core
-from fastcompact.agent import compaction, drafting, fitting, reading, schedule, steps, storage, summarize
+from fastcompact.agent import compaction, fitting, reading, schedule, steps, storage, summarize
 from fastcompact.agent.compaction import Outcome, WindowTooSmallError
 from fastcompact.agent.recall_tool import recall_tool
 from fastcompact.agent.setup import (
@@ -48,8 +48,10 @@ from fastcompact.agent.state import (
     emit,
     grow,
     newest_request,
+    over_window,
     plan_info,
     sent_size,
+    true_size,
 )
 from fastcompact.agent.steps import Io, Steps
 from fastcompact.config import CompactionConfig
@@ -230,7 +232,7 @@ class CompactionMiddleware(AgentMiddleware):
     # --- the hooks -----------------------------------------------------------------
 
     def _wants_summary(self, turn: Turn) -> bool:
-        if drafting.over_window(turn):
+        if over_window(turn):
             return True
         backing_off = _core.backing_off(len(turn.raw), turn.counters.backoff_until)
         return turn.plan.summary_needed and turn.plan.summary_cutoff is not None and not backing_off
@@ -280,7 +282,7 @@ class CompactionMiddleware(AgentMiddleware):
             turn = reading.read_turn(setup, request)
         outcome = None
         fitted = None
-        if drafting.over_window(turn) and turn.event is None and newest_request(turn.view) is None:
+        if over_window(turn) and turn.event is None and newest_request(turn.view) is None:
             # Nothing before the turn in progress: clipping its newest results keeps it
             # whole; a cut inside it only when that is not enough.
             try:
@@ -318,11 +320,11 @@ class CompactionMiddleware(AgentMiddleware):
                 raise fitting.too_small(
                     request,
                     turn,
-                    fitting.reported_size(e, turn.window, fitting.true_size(request, turn, view)),
+                    fitting.reported_size(e, turn.window, true_size(request, turn, view)),
                 ) from e
             view = clipped or view
             response = yield Io.either(handler, request.override(messages=view))
-            size = fitting.true_size(request, turn, view)
+            size = true_size(request, turn, view)
         return self._respond(response, turn, outcome, size)
 
     def wrap_model_call(

@@ -10,15 +10,13 @@ reach that price; the span before the turn in progress is compacted then.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware.types import ModelRequest
 from langchain_core.messages import HumanMessage
 
 import fastcompact._core as _core
-from fastcompact.agent import drafting, fitting, summarize
-from fastcompact.agent.counters import Counters
-from fastcompact.agent.memory import is_request
+from fastcompact.agent import drafting, summarize
 from fastcompact.agent.setup import Setup, kept_by_model
 from fastcompact.agent.state import (
     Draft,
@@ -27,9 +25,13 @@ from fastcompact.agent.state import (
     growth,
     newest_request,
     sent_size,
+    true_size,
 )
 from fastcompact.api.counting import counting_options
 from fastcompact.api.cutoffs import cutoff_once
+
+if TYPE_CHECKING:
+    from fastcompact.agent.counters import Counters
 
 
 def priced(setup: Setup, request: ModelRequest, turn: Turn) -> Draft | None:
@@ -95,7 +97,7 @@ def priced(setup: Setup, request: ModelRequest, turn: Turn) -> Draft | None:
         turn.counters.span_priced(span_price)
         if bound.paid < bound.price + span_price:
             return None
-    prefix = float(fitting.true_size(request, turn, []))
+    prefix = float(true_size(request, turn, []))
     if size <= prefix + kept:
         return None
     draft = _span_before(setup, request, turn, start)
@@ -182,7 +184,7 @@ def cheaper(
     assert draft.digest is not None
 
     def priced(view: list[Any], **call: float) -> tuple[float, _core.CompactionPrice | None]:
-        with_it = float(fitting.true_size(request, turn, view)) + call.pop("output", 0.0)
+        with_it = float(true_size(request, turn, view)) + call.pop("output", 0.0)
         return with_it, settings.compaction(
             size_without=size, size_with=with_it, prefix=prefix, grown_reads=grown, cycle=cycle, **call
         )
@@ -198,7 +200,9 @@ def cheaper(
     if draft.use_llm:
         ratio = turn.plan.ratio
         span = ratio * message_tokens(setup, request.model, draft.span)
-        listed = len((draft.memory or {}).get("requests") or []) + sum(1 for m in draft.span if is_request(m))
+        listed = len((draft.memory or {}).get("requests") or []) + sum(
+            1 for m in draft.span if summarize.is_request(m)
+        )
         shares = shares_cache(setup, request)
         unread = uncached(setup, request, turn) if shares else 0.0
         asked = _core.summary_call(span=span, listed=listed, size=size, uncached=unread, shares=shares)
@@ -253,7 +257,7 @@ def by_price(setup: Setup, request: ModelRequest, turn: Turn, draft: Draft) -> D
     settings = setup.plan_settings(turn.window, turn.pricing)
     size = float(sent_size(turn.plan))
     grown, cycle = growth(turn.counters, size)
-    prefix = float(fitting.true_size(request, turn, []))
+    prefix = float(true_size(request, turn, []))
     chosen = cheaper(setup, request, turn, settings, draft, size, prefix, grown, cycle, due=False)
     return chosen or draft
 

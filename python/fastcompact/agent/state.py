@@ -9,19 +9,21 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, NotRequired
 
-from langchain.agents.middleware.types import AgentState, PrivateStateAttr
+from langchain.agents.middleware.types import AgentState, ModelRequest, PrivateStateAttr
 
-from fastcompact.agent.counters import Counters
-from fastcompact.agent.storage import Read
 from fastcompact.agent.summarize import is_summary
+from fastcompact.api.counting import count_once
 from fastcompact.api.passes import Plan
 
 if TYPE_CHECKING:
     from fastcompact._core import _Progress
+    from fastcompact.agent.counters import Counters
+    from fastcompact.agent.storage import Read
 
 logger = logging.getLogger("fastcompact")
 
@@ -212,6 +214,7 @@ def rewrites_per_call(counters: Counters) -> float:
     of one: what a token kept in it costs beyond its reads.
 
     Examples:
+        >>> from fastcompact.agent.counters import Counters
         >>> rewrites_per_call(Counters(memory_digests=2, memory_calls=10))
         0.2
         >>> rewrites_per_call(Counters())
@@ -265,6 +268,18 @@ def sent_size(plan: Plan) -> int:
     """The size of the planned view as the provider will count it: anchored on usage,
     else the estimate."""
     return plan.true_tokens or plan.tokens_after
+
+
+def true_size(request: ModelRequest, turn: Turn, view: list[Any]) -> int:
+    """The size the provider will see of ``view`` with the request's system prompt
+    and tools: the estimate calibrated as the conversation's usage says."""
+    estimate = count_once(view, system=request.system_message, tools=request.tools, model=request.model)
+    return math.ceil(turn.plan.offset + estimate * turn.plan.ratio)
+
+
+def over_window(turn: Turn) -> bool:
+    """Whether the view as planned is over the model's window."""
+    return turn.window is not None and sent_size(turn.plan) > turn.window
 
 
 def plan_info(plan: Plan) -> dict[str, Any]:

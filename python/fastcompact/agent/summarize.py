@@ -12,13 +12,15 @@ import dataclasses
 import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
 import fastcompact._core as _core
 from fastcompact.agent.steps import Io, Steps
-from fastcompact.agent.storage import Restored
+
+if TYPE_CHECKING:
+    from fastcompact.agent.storage import Restored
 
 SUMMARY_SOURCE = "summarization"
 """``additional_kwargs["lc_source"]`` of a summary message, as DeepAgents marks it."""
@@ -440,9 +442,12 @@ def summary_message(
 
 
 def _file_block(restored: Restored | tuple[str, str]) -> str:
-    f = restored if isinstance(restored, Restored) else Restored(*restored)
-    lines = f' lines="{f.lines}"' if f.lines else ""
-    return f'<file path="{f.path}"{lines}>\n{f.text}\n</file>'
+    if isinstance(restored, tuple):
+        (path, text), part = restored, None
+    else:
+        path, text, part = restored.path, restored.text, restored.lines
+    lines = f' lines="{part}"' if part else ""
+    return f'<file path="{path}"{lines}>\n{text}\n</file>'
 
 
 def is_summary(message: Any) -> bool:
@@ -453,6 +458,15 @@ def is_summary(message: Any) -> bool:
         kwargs = message.get("additional_kwargs")
         return isinstance(kwargs, Mapping) and kwargs.get("lc_source") == SUMMARY_SOURCE
     return False
+
+
+def is_request(message: Any) -> bool:
+    """Whether a message opens a request: a user's, with text, that is not a summary."""
+    return (
+        getattr(message, "type", None) == "human"
+        and not is_summary(message)
+        and bool(text_of(message).strip())
+    )
 
 
 def summary_text(message: Any) -> str | None:

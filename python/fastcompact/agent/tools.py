@@ -6,7 +6,7 @@ a ``CompactionMiddleware`` gives ``recall`` itself).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware.types import AgentMiddleware, ModelRequest, ModelResponse
 from langchain.tools import ToolRuntime
@@ -14,13 +14,15 @@ from langchain_core.messages import SystemMessage, ToolMessage
 from langgraph.types import Command
 
 from fastcompact.agent import compaction, drafting, reading, steps, summarize
-from fastcompact.agent.commit import Outcome
 from fastcompact.agent.counters import Counters
 from fastcompact.agent.middleware import CompactionMiddleware
 from fastcompact.agent.recall_tool import recall_tool
 from fastcompact.agent.state import STATE_KEY, CompactionState, Draft, Turn
-from fastcompact.agent.steps import Steps
 from fastcompact.api.cutoffs import cutoff_once
+
+if TYPE_CHECKING:
+    from fastcompact.agent.commit import Outcome
+    from fastcompact.agent.steps import Steps
 
 
 class CompactionToolMiddleware(AgentMiddleware):

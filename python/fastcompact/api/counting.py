@@ -12,13 +12,15 @@ import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias, TypedDict, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, overload
 
 from typing_extensions import Unpack
 
 import fastcompact._core as _core
-from fastcompact._core import InputError
 from fastcompact.config import ContextSize
+
+if TYPE_CHECKING:
+    from fastcompact._core import InputError
 
 __all__ = [
     "ContextSize",

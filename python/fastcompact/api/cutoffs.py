@@ -6,7 +6,7 @@ the effective view (the summary in slot 0).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from typing_extensions import Unpack
 
@@ -19,7 +19,9 @@ from fastcompact.api.counting import (
     counting_options,
     normalize,
 )
-from fastcompact.config import ContextSize, Trigger
+
+if TYPE_CHECKING:
+    from fastcompact.config import ContextSize, Trigger
 
 __all__ = [
     "effective_messages",

@@ -18,7 +18,7 @@ import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain.agents.middleware.types import ModelRequest
 from langchain_core.messages import (
@@ -33,7 +33,6 @@ from langchain_core.messages import (
 from langchain_core.messages.tool import invalid_tool_call
 
 from fastcompact.agent import compaction, steps
-from fastcompact.agent.commit import Outcome
 from fastcompact.agent.counters import Counters
 from fastcompact.agent.setup import Setup
 from fastcompact.agent.state import Turn
@@ -43,6 +42,9 @@ from fastcompact.api.passes import Edit, Plan, apply_edits, result_block_of
 from fastcompact.api.passes import plan as plan_passes
 from fastcompact.api.recall import ORIGINAL_KEY, SAVED_NOTE
 from fastcompact.config import CompactionConfig
+
+if TYPE_CHECKING:
+    from fastcompact.agent.commit import Outcome
 
 
 @dataclass
