@@ -73,8 +73,13 @@ from fastcompact.config import (
 )
 
 if TYPE_CHECKING:
-    from fastcompact.agent.middleware import CompactionMiddleware, CompactionState, WindowTooSmallError
-    from fastcompact.agent.tools import CompactionToolMiddleware, RecallMiddleware
+    from fastcompact.agent.middleware import (
+        CompactionMiddleware,
+        CompactionState,
+        CompactionToolMiddleware,
+        WindowTooSmallError,
+    )
+    from fastcompact.agent.recall_tool import RecallMiddleware
     from fastcompact.factories import (
         compute_compaction_defaults,
         create_compaction_middleware,
@@ -85,8 +90,7 @@ if TYPE_CHECKING:
 
 # The middleware pulls in LangChain's agent machinery: loaded on first use, so the
 # notebook helpers and the command line start fast.
-_MIDDLEWARE = ("CompactionMiddleware", "CompactionState", "WindowTooSmallError")
-_TOOLS = ("CompactionToolMiddleware", "RecallMiddleware")
+_MIDDLEWARE = ("CompactionMiddleware", "CompactionState", "CompactionToolMiddleware", "WindowTooSmallError")
 _FACTORIES = (
     "compute_compaction_defaults",
     "create_compaction_middleware",
@@ -107,10 +111,10 @@ def __getattr__(name: str) -> Any:
         from fastcompact.agent import middleware
 
         return getattr(middleware, name)
-    if name in _TOOLS:
-        from fastcompact.agent import tools
+    if name == "RecallMiddleware":
+        from fastcompact.agent import recall_tool
 
-        return getattr(tools, name)
+        return recall_tool.RecallMiddleware
     if name in _FACTORIES:
         from fastcompact import factories
 

@@ -24,8 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from typing_extensions import Unpack
 
-from fastcompact.agent.middleware import CompactionMiddleware
-from fastcompact.agent.tools import CompactionToolMiddleware
+from fastcompact.agent.middleware import CompactionMiddleware, CompactionToolMiddleware
 from fastcompact.config import CompactionConfig
 
 if TYPE_CHECKING:

@@ -20,9 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastcompact.agent.middleware import CompactionMiddleware
+from fastcompact.agent.middleware import CompactionMiddleware, CompactionToolMiddleware
 from fastcompact.agent.state import window_of
-from fastcompact.agent.tools import CompactionToolMiddleware
 from fastcompact.config import CompactionConfig
 
 __all__ = ["compute_compaction_defaults", "create_compaction_middleware", "create_compaction_tool_middleware"]

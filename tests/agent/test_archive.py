@@ -157,15 +157,13 @@ def _media_run(backend: FilesystemBackend) -> None:
 def test_inline_media_is_saved_beside_the_archive_and_urls_stay(tmp_path: Path):
     _media_run(FilesystemBackend(root_dir=tmp_path, virtual_mode=True))
     folder = tmp_path / "conversation_history" / "m"
-    saved = list((folder / "media").iterdir())
+    saved = list((tmp_path / "conversation_history" / "media").iterdir())
     assert [p.read_bytes() for p in saved] == [PNG]
     assert saved[0].name.endswith(".png")
     archive = "\n".join(p.read_text() for p in folder.glob("*.md"))
-    reference = (
-        f"[image saved at /conversation_history/m/media/{saved[0].name} (image/png, {len(PNG)} bytes)]"
-    )
+    reference = f'<image url="/conversation_history/media/{saved[0].name}" />'
     assert archive.count(reference) == 2
-    assert archive.count("[image: https://example.org/cat.png]") == 2
+    assert archive.count('<image url="https://example.org/cat.png" />') == 2
 
 
 class NoUploads(FilesystemBackend):
@@ -178,7 +176,10 @@ class NoUploads(FilesystemBackend):
 def test_media_that_cannot_be_saved_leaves_a_placeholder_and_the_archive(tmp_path: Path):
     _media_run(NoUploads(root_dir=tmp_path, virtual_mode=True))
     archive = "\n".join(p.read_text() for p in (tmp_path / "conversation_history" / "m").glob("*.md"))
-    assert f"[image (image/png, {len(PNG)} bytes) could not be saved: permission_denied]" in archive
+    placeholder = (
+        f'<image error="failed_to_offload" mime="image/png" bytes="{len(PNG)}" reason="permission_denied" />'
+    )
+    assert placeholder in archive
     assert "Please do step 1." in archive
 
 

@@ -124,6 +124,38 @@ def make_draft(
     )
 
 
+def span_before(setup: Setup, request: ModelRequest, turn: Turn, start: int) -> Draft | None:
+    """The priced compaction of the span before the turn in progress (which starts at
+    ``start``), or ``None`` when nothing can be cut."""
+    cut = start
+    if setup.config.keep is not None:
+        # A keep the caller set is honoured: the cut falls no later than it says.
+        keep_cut = cutoff_once(turn.view, setup.config.keep, turn.window, model=request.model)
+        cut = min(cut, keep_cut) if keep_cut else cut
+    draft = make_draft(setup, request, turn, forced=False, cut=cut)
+    if draft is None:
+        return None
+    # Files only when asked to: the turn in progress stays whole, so the files are
+    # those of a finished request.
+    restored = (
+        reads_to_restore(setup, turn, draft.leaving, turn.raw[draft.state_cutoff :], asked=True)
+        if setup.config.restoration.on_schedule
+        else []
+    )
+    return dataclasses.replace(draft, priced=True, reads=restored)
+
+
+def requested(setup: Setup, request: ModelRequest, turn: Turn) -> Draft | None:
+    """The compaction the agent asks for with its tool, once the conversation has
+    reached half the trigger (it would fire on one twice this size), cut where the
+    keep policy says; ``None`` before then or when nothing can be cut."""
+    settings = setup.plan_settings(turn.window, None)
+    if not settings.trigger_fires(len(turn.view) * 2, turn.plan.tokens_after * 2.0, turn.window):
+        return None
+    cut = cutoff_once(turn.view, settings.resolved["keep"], turn.window)
+    return make_draft(setup, request, turn, forced=False, cut=cut, recall=True)
+
+
 def reads_to_restore(
     setup: Setup, turn: Turn, leaving: list[Any], after: list[Any], *, asked: bool = False
 ) -> list[storage.Read]:

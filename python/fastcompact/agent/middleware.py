@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -26,12 +26,13 @@ from langchain.agents.middleware.types import (
     ModelRequest,
     ModelResponse,
 )
+from langchain.tools import ToolRuntime
+from langchain_core.messages import SystemMessage, ToolMessage
 from langgraph.types import Command
 from typing_extensions import Unpack
 
-import fastcompact._core as _core
-from fastcompact.agent import compaction, fitting, reading, schedule, steps, storage, summarize
-from fastcompact.agent.compaction import Outcome, WindowTooSmallError
+from fastcompact.agent import compaction, fitting, reading, steps
+from fastcompact.agent.fitting import WindowTooSmallError
 from fastcompact.agent.recall_tool import recall_tool
 from fastcompact.agent.setup import (
     SUMMARIZATION_KEYWORDS,
@@ -47,14 +48,14 @@ from fastcompact.agent.state import (
     Turn,
     emit,
     grow,
-    newest_request,
-    over_window,
     plan_info,
-    sent_size,
     true_size,
 )
 from fastcompact.agent.steps import Io, Steps
 from fastcompact.config import CompactionConfig
+
+if TYPE_CHECKING:
+    from fastcompact.agent.compaction import Outcome
 
 logger = logging.getLogger("fastcompact")
 
@@ -231,12 +232,6 @@ class CompactionMiddleware(AgentMiddleware):
 
     # --- the hooks -----------------------------------------------------------------
 
-    def _wants_summary(self, turn: Turn) -> bool:
-        if over_window(turn):
-            return True
-        backing_off = _core.backing_off(len(turn.raw), turn.counters.backoff_until)
-        return turn.plan.summary_needed and turn.plan.summary_cutoff is not None and not backing_off
-
     def _respond(
         self, response: Any, turn: Turn, outcome: Outcome | None, sent: int
     ) -> ExtendedModelResponse:
@@ -280,49 +275,13 @@ class CompactionMiddleware(AgentMiddleware):
             turn = yield Io.in_thread(reading.read_turn, setup, request)
         else:
             turn = reading.read_turn(setup, request)
-        outcome = None
-        fitted = None
-        if over_window(turn) and turn.event is None and newest_request(turn.view) is None:
-            # Nothing before the turn in progress: clipping its newest results keeps it
-            # whole; a cut inside it only when that is not enough.
-            try:
-                size = sent_size(turn.plan)
-                fitted = yield from fitting.fitted(request, turn, turn.view, size, self.backend)
-            except WindowTooSmallError:
-                fitted = None
-        if fitted is None and self._wants_summary(turn):
-            outcome = yield from compaction.compacted(setup, request, turn, forced=False)
-        elif fitted is None:
-            draft = schedule.priced(setup, request, turn)
-            if draft is not None:
-                outcome = yield from compaction.compact(setup, request, turn, draft)
-        if fitted is not None:
-            view, size = fitted
-        elif outcome is not None and outcome.committed:
-            view, size = outcome.view, int(outcome.info["tokens_after"])
-        else:
-            view, size = turn.view, sent_size(turn.plan)
-        view, size = yield from fitting.fitted(request, turn, view, size, self.backend)
+        view, size, outcome = yield from compaction.view_to_send(setup, request, turn)
+        view, size = yield from fitting.fitted(request, turn, view, size, setup.backend)
         try:
             response = yield Io.either(handler, request.override(messages=view))
         except Exception as e:
             # The provider says it did not fit: compact once, then let any error through.
-            if not summarize.is_prompt_too_long(e) or (outcome is not None and outcome.committed):
-                raise
-            outcome = yield from compaction.compacted(setup, request, turn, forced=True)
-            committed = outcome is not None and outcome.committed
-            # What is left after a summary may still be the newest turn's results alone.
-            view = outcome.view if outcome is not None and outcome.committed else view
-            backend = storage.resolve_backend(self.backend, request.runtime)
-            clipped = yield Io.in_thread(fitting.clipped, view, backend)
-            if clipped is None and not committed:
-                # Nothing older to summarize and nothing to clip: the request cannot fit.
-                raise fitting.too_small(
-                    request,
-                    turn,
-                    fitting.reported_size(e, turn.window, true_size(request, turn, view)),
-                ) from e
-            view = clipped or view
+            view, outcome = yield from compaction.after_overflow(setup, request, turn, outcome, view, e)
             response = yield Io.either(handler, request.override(messages=view))
             size = true_size(request, turn, view)
         return self._respond(response, turn, outcome, size)
@@ -339,6 +298,107 @@ class CompactionMiddleware(AgentMiddleware):
     ) -> ModelResponse | ExtendedModelResponse:
         """The async form of :meth:`wrap_model_call`."""
         return await steps.arun(self._model_call(request, handler))
+
+
+class CompactionToolMiddleware(AgentMiddleware):
+    """Adds a ``compact_conversation`` tool that compacts on request, once the
+    conversation has reached half of ``mw``'s trigger. It shares ``mw``'s settings and
+    state, and answers "nothing to compact", a line with the counts, or the error.
+
+    Examples:
+        >>> from fastcompact import CompactionMiddleware, CompactionToolMiddleware
+        >>> tool_mw = CompactionToolMiddleware(CompactionMiddleware())
+        >>> [t.name for t in tool_mw.tools]  # recall comes with the CompactionMiddleware
+        ['compact_conversation']
+        >>> [t.name for t in CompactionToolMiddleware(CompactionMiddleware(recall=False)).tools]
+        ['compact_conversation', 'recall']
+    """
+
+    state_schema = CompactionState
+
+    def __init__(self, compaction: CompactionMiddleware, *, system_prompt: str | None = None) -> None:
+        super().__init__()
+        if not isinstance(compaction, CompactionMiddleware):
+            raise ValueError(f"expected a CompactionMiddleware, got {type(compaction).__name__}")
+        if system_prompt is not None and not isinstance(system_prompt, str):
+            raise ValueError(f"system_prompt: expected a str, got {type(system_prompt).__name__}")
+        self.compaction = compaction
+        # compact-middleware's name for it.
+        self._compaction = compaction
+        self.system_prompt = system_prompt
+        # The recall tool, unless the compaction middleware gives it already.
+        has_recall = any(getattr(t, "name", None) == "recall" for t in compaction.tools)
+        self.tools = [self._tool()] if has_recall else [self._tool(), recall_tool()]
+
+    def _prompted(self, request: ModelRequest) -> ModelRequest:
+        """The request with ``system_prompt`` (a nudge to compact or recall when it
+        helps) after the agent's own system prompt."""
+        if not self.system_prompt:
+            return request
+        system = request.system_message
+        text = system.text if system is not None else ""
+        joined = f"{text}\n\n{self.system_prompt}" if text else self.system_prompt
+        return request.override(system_message=SystemMessage(joined))
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        """Adds ``system_prompt`` to the model's system prompt, when given."""
+        return handler(self._prompted(request))
+
+    async def awrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
+    ) -> ModelResponse:
+        """The async twin of :meth:`wrap_model_call`."""
+        return await handler(self._prompted(request))
+
+    def _tool(self) -> Any:
+        from langchain_core.tools import StructuredTool
+
+        def compact_conversation(runtime: ToolRuntime) -> Command[Any]:
+            return steps.run(self._run(runtime))
+
+        async def acompact_conversation(runtime: ToolRuntime) -> Command[Any]:
+            return await steps.arun(self._run(runtime))
+
+        return StructuredTool.from_function(
+            func=compact_conversation,
+            coroutine=acompact_conversation,
+            name="compact_conversation",
+            description=(
+                "Summarize the older part of this conversation to free context space. "
+                "The full text stays archived. Takes no arguments."
+            ),
+        )
+
+    def _reply(
+        self, runtime: Any, turn: Turn | None, outcome: Outcome | None, error: BaseException | None
+    ) -> Command[Any]:
+        call_id = getattr(runtime, "tool_call_id", None) or ""
+        if error is not None:
+            text = f"Compaction failed: {type(error).__name__}: {error}"
+            return Command(update={"messages": [ToolMessage(text, tool_call_id=call_id, status="error")]})
+        if outcome is None or not outcome.committed:
+            return Command(
+                update={"messages": [ToolMessage("Nothing to compact yet.", tool_call_id=call_id)]}
+            )
+        i = outcome.info
+        where = f" The full text is saved at {i['file_path']}." if i["file_path"] else ""
+        text = (
+            f"Compacted {i['summarized_messages']} messages into a summary, keeping {i['kept_messages']}: "
+            f"{i['tokens_before']:,} -> {i['tokens_after']:,} tokens.{where}"
+        )
+        return Command(update={**outcome.update, "messages": [ToolMessage(text, tool_call_id=call_id)]})
+
+    def _run(self, runtime: Any) -> Steps[Command[Any]]:
+        try:
+            request, turn, draft = compaction.requested(self.compaction.setup, runtime)
+            if draft is None:
+                return self._reply(runtime, turn, None, None)
+            outcome = yield from compaction.compact(self.compaction.setup, request, turn, draft)
+        except Exception as e:
+            return self._reply(runtime, None, None, e)
+        return self._reply(runtime, turn, outcome, None)
 
 
 def _one_recall(request: ModelRequest) -> ModelRequest:

@@ -1,11 +1,13 @@
 """The ``recall`` tool the agent is given: the originals the raw state keeps, by id or by
-search (see :mod:`fastcompact.api.recall`)."""
+search (see :mod:`fastcompact.api.recall`); and :class:`RecallMiddleware`, which gives
+it on its own (a ``CompactionMiddleware`` gives it itself)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from langchain.agents.middleware.types import AgentMiddleware
 from langchain.tools import ToolRuntime
 
 from fastcompact.api.recall import RECALL_DESCRIPTION, recall
@@ -41,3 +43,19 @@ def recall_tool() -> Any:
             return f"recall could not do that: {e}"
 
     return StructuredTool.from_function(func=run, name="recall", description=RECALL_DESCRIPTION)
+
+
+class RecallMiddleware(AgentMiddleware):
+    """Adds the ``recall`` tool on its own: the full original of a cleared result, a
+    shortened argument or a summarized message, from the raw state. A
+    ``CompactionMiddleware`` gives the agent the tool itself (unless made with
+    ``recall=False``); given both, the agent is sent one.
+
+    Examples:
+        >>> [t.name for t in RecallMiddleware().tools]
+        ['recall']
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tools = [recall_tool()]

@@ -16,7 +16,7 @@ from langchain.agents.middleware.types import ModelRequest
 from langchain_core.messages import HumanMessage
 
 import fastcompact._core as _core
-from fastcompact.agent import drafting, summarize
+from fastcompact.agent import summarize
 from fastcompact.agent.setup import Setup, kept_by_model
 from fastcompact.agent.state import (
     Draft,
@@ -28,18 +28,42 @@ from fastcompact.agent.state import (
     true_size,
 )
 from fastcompact.api.counting import counting_options
-from fastcompact.api.cutoffs import cutoff_once
 
 if TYPE_CHECKING:
     from fastcompact.agent.counters import Counters
 
 
-def priced(setup: Setup, request: ModelRequest, turn: Turn) -> Draft | None:
-    """The compaction the price model says pays now, or ``None``: the span before
-    the turn in progress (its newest user message) becomes a digest or a summary,
-    whichever ``summarizer`` says (``auto``: the one that costs less over the cycle),
-    once the reads paid since the last compaction for what has grown reach its
-    price. No price model, nothing before the turn, or no saving: ``None``."""
+@dataclasses.dataclass(frozen=True)
+class Quote:
+    """What a compaction is priced against on this call: the core's settings for the
+    window and the price preset, the view's size as sent, the fixed prefix (system
+    prompt and tools), and the schedule's cycle (the reads paid for what the view
+    has grown by, and the cycle's length in calls)."""
+
+    settings: _core.PlanSettings
+    size: float
+    prefix: float
+    grown: float
+    cycle: float
+
+
+def quote(setup: Setup, request: ModelRequest, turn: Turn) -> Quote | None:
+    """This call's :class:`Quote`, or ``None`` without a price model."""
+    if turn.pricing is None:
+        return None
+    size = float(sent_size(turn.plan))
+    grown, cycle = growth(turn.counters, size)
+    prefix = float(true_size(request, turn, []))
+    return Quote(setup.plan_settings(turn.window, turn.pricing), size, prefix, grown, cycle)
+
+
+def due(setup: Setup, request: ModelRequest, turn: Turn) -> tuple[int, Quote] | None:
+    """Where the turn in progress starts (its newest user message) and this call's
+    quote, when the price model says compacting the span before it may pay now:
+    once the reads paid since the last compaction for what has grown reach the
+    price's lower bounds. Which summarizer and whether it pays in full is
+    :func:`cheaper`'s question. No price model, nothing before the turn, or no
+    saving: ``None``."""
     if turn.pricing is None:
         return None
     settings = setup.plan_settings(turn.window, turn.pricing)
@@ -100,31 +124,7 @@ def priced(setup: Setup, request: ModelRequest, turn: Turn) -> Draft | None:
     prefix = float(true_size(request, turn, []))
     if size <= prefix + kept:
         return None
-    draft = _span_before(setup, request, turn, start)
-    if draft is None:
-        return None
-    return cheaper(setup, request, turn, settings, draft, size, prefix, grown, cycle, due=True)
-
-
-def _span_before(setup: Setup, request: ModelRequest, turn: Turn, start: int) -> Draft | None:
-    """The priced compaction of the span before the turn in progress (which starts at
-    ``start``), or ``None`` when nothing can be cut."""
-    cut = start
-    if setup.config.keep is not None:
-        # A keep the caller set is honoured: the cut falls no later than it says.
-        keep_cut = cutoff_once(turn.view, setup.config.keep, turn.window, model=request.model)
-        cut = min(cut, keep_cut) if keep_cut else cut
-    draft = drafting.make_draft(setup, request, turn, forced=False, cut=cut)
-    if draft is None:
-        return None
-    # Files only when asked to: the turn in progress stays whole, so the files are
-    # those of a finished request.
-    restored = (
-        drafting.reads_to_restore(setup, turn, draft.leaving, turn.raw[draft.state_cutoff :], asked=True)
-        if setup.config.restoration.on_schedule
-        else []
-    )
-    return dataclasses.replace(draft, priced=True, reads=restored)
+    return start, Quote(settings, size, prefix, grown, cycle)
 
 
 def uncached(setup: Setup, request: ModelRequest, turn: Turn) -> float:
@@ -163,13 +163,11 @@ def cheaper(
     setup: Setup,
     request: ModelRequest,
     turn: Turn,
-    settings: _core.PlanSettings,
+    quoted: Quote,
     draft: Draft,
-    size: float,
-    prefix: float,
-    grown: float,
-    cycle: float,
     *,
+    path: str | None,
+    folded: str | None,
     due: bool,
 ) -> Draft | None:
     """``draft`` with what the session is better off with in place of the span (as
@@ -178,15 +176,21 @@ def cheaper(
     core's ``choose_summarizer``). A digest that
     would put requests into short when a model could summarize them is not an
     option: the model sees them first. With ``due``, ``None`` unless the one chosen
-    is due now."""
-    path = drafting.longest_archive_path(setup, draft)
-    draft = drafting.with_digest(setup, request, turn, draft)
+    is due now. ``draft`` comes with its digest, ``path`` is the longest name its
+    archive may get, and ``folded`` the memory a model's notes would leave (when a
+    model may summarize)."""
     assert draft.digest is not None
+    settings, size = quoted.settings, quoted.size
 
     def priced(view: list[Any], **call: float) -> tuple[float, _core.CompactionPrice | None]:
         with_it = float(true_size(request, turn, view)) + call.pop("output", 0.0)
         return with_it, settings.compaction(
-            size_without=size, size_with=with_it, prefix=prefix, grown_reads=grown, cycle=cycle, **call
+            size_without=size,
+            size_with=with_it,
+            prefix=quoted.prefix,
+            grown_reads=quoted.grown,
+            cycle=quoted.cycle,
+            **call,
         )
 
     def framed(text: str) -> list[Any]:
@@ -197,7 +201,7 @@ def cheaper(
         draft.use_llm and draft.digest.folded
     ):
         digest = priced(framed(draft.digest.text))
-    if draft.use_llm:
+    if draft.use_llm and folded is not None:
         ratio = turn.plan.ratio
         span = ratio * message_tokens(setup, request.model, draft.span)
         listed = len((draft.memory or {}).get("requests") or []) + sum(
@@ -207,8 +211,7 @@ def cheaper(
         unread = uncached(setup, request, turn) if shares else 0.0
         asked = _core.summary_call(span=span, listed=listed, size=size, uncached=unread, shares=shares)
         call = {"summary_input": asked.input, "summary_cached": asked.cached, "summary_output": asked.output}
-        folded = drafting.fold_of(setup, turn, draft)
-        fold = priced(framed(folded.text), output=asked.output, **call)
+        fold = priced(framed(folded), output=asked.output, **call)
     kept_size, kept_price = priced(list(draft.kept))
     choice = _core.choose_summarizer(
         settings,
@@ -247,19 +250,6 @@ def _memory_costs(c: Counters) -> tuple[float, float, int, float, int]:
         float(c.memory_rewrites or 0.0),
         c.memory_digests or 0,
     )
-
-
-def by_price(setup: Setup, request: ModelRequest, turn: Turn, draft: Draft) -> Draft:
-    """A trigger's ``draft`` with the summarizer the price model finds cheaper, for
-    ``auto`` (as it is otherwise)."""
-    if turn.pricing is None or setup.config.summarizer != "auto" or not draft.use_llm:
-        return draft
-    settings = setup.plan_settings(turn.window, turn.pricing)
-    size = float(sent_size(turn.plan))
-    grown, cycle = growth(turn.counters, size)
-    prefix = float(true_size(request, turn, []))
-    chosen = cheaper(setup, request, turn, settings, draft, size, prefix, grown, cycle, due=False)
-    return chosen or draft
 
 
 def shares_cache(setup: Setup, request: ModelRequest) -> bool:

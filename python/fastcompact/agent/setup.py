@@ -92,11 +92,11 @@ class Setup:
             return file_path(self.archive_file, attempt)
         return archive_path(self.config.history_path_prefix, thread, number, attempt)
 
-    def media_folder(self, thread: str) -> str:
-        """Where the media of a thread's archives go."""
+    def media_folder(self) -> str:
+        """Where the media of the archives go."""
         if self.archive_file is not None:
             return media_beside(self.archive_file)
-        return media_folder(self.config.history_path_prefix, thread)
+        return media_folder(self.config.history_path_prefix)
 
     def summary_model_or(self, agent_model: Any) -> Any:
         """The model that writes summaries: the summary model, else the middleware's,
@@ -120,14 +120,16 @@ def archive_path(prefix: str, thread: str, number: int, attempt: int = 0) -> str
     return f"{prefix.rstrip('/')}/{safe_name(thread)}/{number}{suffix}.md"
 
 
-def media_folder(prefix: str, thread: str) -> str:
-    """Where the media of a thread's archived messages go.
+def media_folder(prefix: str) -> str:
+    """Where the media of archived messages go: one folder for every thread, as
+    DeepAgents keeps them (a file is named by its content, so a thread shares a file
+    only with one that holds the same bytes).
 
     Examples:
-        >>> media_folder("/conversation_history", "t1")
-        '/conversation_history/t1/media'
+        >>> media_folder("/conversation_history")
+        '/conversation_history/media'
     """
-    return f"{prefix.rstrip('/')}/{safe_name(thread)}/media"
+    return f"{prefix.rstrip('/')}/media"
 
 
 def file_path(file: str, attempt: int = 0) -> str:

@@ -12,12 +12,14 @@ import base64
 import binascii
 import dataclasses
 import hashlib
+import html
 import logging
 import mimetypes
+import urllib.parse
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import fastcompact._core as _core
 from fastcompact.agent.setup import safe_name
@@ -175,10 +177,10 @@ class Read:
     limit: int | None = None
 
 
-@dataclasses.dataclass(frozen=True)
-class Restored:
+class Restored(NamedTuple):
     """A file restored after a compaction: its path, its text as it is now, and the
-    lines it holds when the read was of a part (``"315-588"``)."""
+    lines it holds when the read was of a part (``"315-588"``). A tuple, so that the
+    summary message takes it as it takes a plain ``(path, text)``."""
 
     path: str
     text: str
@@ -252,7 +254,7 @@ def _within_budget(found: Sequence[Restored], per_file_chars: int, total_chars: 
             break
         text = _cut(f.text, room)
         used += min(len(text), room)
-        out.append(dataclasses.replace(f, text=text))
+        out.append(f._replace(text=text))
     return out
 
 
@@ -349,21 +351,13 @@ def clip_text(
 
 
 # --- inline media in archived messages ---------------------------------------------
-# Inline media in archived messages: written as files beside the archive.
-#
 # A summarized message may carry an image, audio, a video, a PDF or another file inline
-# (base64 data or a ``data:`` URL), in LangChain's, OpenAI's or Anthropic's block shape.
+# (base64 data or a `data:` URL), in LangChain's, OpenAI's or Anthropic's block shape.
 # The text archive cannot hold those bytes, so each is written once under
-# ``<archive folder>/media/<sha256 prefix>.<ext>`` (the same content, the same file) and
-# the block becomes a text reference to that path. A URL stays as it is. A media file
-# that cannot be written becomes a placeholder saying so; the text archive is still
+# `<prefix>/media/<sha256 prefix>.<ext>` (the same content, the same file) and the
+# block becomes a reference to that path. A URL stays as it is. A media file that
+# cannot be written becomes a placeholder saying so; the text archive is still
 # written, and the message itself stays whole in the graph state.
-#
-# Examples:
-#     >>> from langchain_core.messages import HumanMessage
-#     >>> m = HumanMessage(content=[{"type": "image", "url": "https://example.org/cat.png"}])
-#     >>> offload(None, "/conversation_history/t/media", [m])[0].content
-#     [{'type': 'text', 'text': '[image: https://example.org/cat.png]'}]
 
 
 _KINDS = {"image": "image", "image_url": "image", "audio": "audio", "input_audio": "audio",
@@ -371,11 +365,20 @@ _KINDS = {"image": "image", "image_url": "image", "audio": "audio", "input_audio
 
 
 def _data_url(url: str) -> tuple[str, str] | None:
-    """(mime type, base64 data) of a ``data:`` URL."""
-    if not url.startswith("data:") or ";base64," not in url:
+    """(mime type, base64 data) of a ``data:`` URL, its data in base64 or
+    percent-encoded (``data:image/svg+xml,%3Csvg...``).
+
+    Examples:
+        >>> _data_url("data:text/plain;charset=utf-8,hi%21")
+        ('text/plain', 'aGkh')
+    """
+    if not url.startswith("data:") or "," not in url:
         return None
-    head, data = url[5:].split(";base64,", 1)
-    return head or "application/octet-stream", data
+    head, data = url[5:].split(",", 1)
+    params = head.split(";")
+    if params[-1] != "base64":
+        data = base64.b64encode(urllib.parse.unquote_to_bytes(data)).decode()
+    return params[0] or "application/octet-stream", data
 
 
 def _inline(block: Mapping[str, Any]) -> tuple[str | None, str | None, str | None]:
@@ -421,14 +424,25 @@ def _write(backend: Any, path: str, data: bytes) -> str | None:
     return str(error) if error else None
 
 
-def offload(backend: Any, folder: str, messages: Sequence[Any]) -> list[Any]:
+def offload(
+    backend: Any, folder: str, messages: Sequence[Any], saved: dict[str, str] | None = None
+) -> list[Any]:
     """``messages`` with each inline media block (inside a tool result too) written
     under ``folder`` and replaced by a reference to its file (a URL block by a
-    reference to its URL); messages without media are the same objects."""
+    reference to its URL); messages without media are the same objects. ``saved``
+    remembers what each file's block became, so that calls sharing it write a file
+    (or fail to) once.
+
+    Examples:
+        >>> from langchain_core.messages import HumanMessage
+        >>> m = HumanMessage(content=[{"type": "image", "url": "https://example.org/cat.png"}])
+        >>> offload(None, "/conversation_history/media", [m])[0].content
+        [{'type': 'text', 'text': '<image url="https://example.org/cat.png" />'}]
+    """
     out = []
     for m in messages:
         content = m.get("content") if isinstance(m, Mapping) else getattr(m, "content", None)
-        new = _offloaded(backend, folder, content)
+        new = _offloaded(backend, folder, content, {} if saved is None else saved)
         if new is None:
             out.append(m)
             continue
@@ -436,7 +450,7 @@ def offload(backend: Any, folder: str, messages: Sequence[Any]) -> list[Any]:
     return out
 
 
-def _offloaded(backend: Any, folder: str, content: Any) -> list[Any] | None:
+def _offloaded(backend: Any, folder: str, content: Any, saved: dict[str, str]) -> list[Any] | None:
     """``content`` with its media blocks saved, those in a ``tool_result`` block's
     content as well (Anthropic's shape); ``None`` when it holds none."""
     if not isinstance(content, Sequence) or isinstance(content, str):
@@ -448,7 +462,7 @@ def _offloaded(backend: Any, folder: str, content: Any) -> list[Any] | None:
             continue
         kind = block.get("type")
         if kind == "tool_result":
-            inner = _offloaded(backend, folder, block.get("content"))
+            inner = _offloaded(backend, folder, block.get("content"), saved)
             if inner is not None:
                 out[i], changed = {**block, "content": inner}, True
             continue
@@ -456,33 +470,55 @@ def _offloaded(backend: Any, folder: str, content: Any) -> list[Any] | None:
             continue
         mime, data, url = _inline(block)
         if data is not None:
-            out[i] = {"type": "text", "text": _saved(backend, folder, _KINDS[str(kind)], mime, data)}
+            out[i] = {"type": "text", "text": _saved(backend, folder, _KINDS[str(kind)], mime, data, saved)}
         elif url is not None:
-            out[i] = {"type": "text", "text": f"[{_KINDS[str(kind)]}: {url}]"}
+            out[i] = {"type": "text", "text": _tag(_KINDS[str(kind)], url=url)}
         else:
             continue
         changed = True
     return out if changed else None
 
 
-def _saved(backend: Any, folder: str, kind: str, mime: str | None, data64: str) -> str:
-    """Write one inline media block; the reference (or the placeholder) that replaces it."""
+def _saved(backend: Any, folder: str, kind: str, mime: str | None, data64: str, saved: dict[str, str]) -> str:
+    """Write one inline media block; the reference (or the placeholder) that replaces
+    it, remembered in ``saved`` by the file's path."""
     try:
         data = base64.b64decode(data64, validate=False)
     except (binascii.Error, ValueError) as e:
         _warn_media(kind, f"its data could not be decoded ({e})")
-        return f"[{kind} ({mime or 'unknown type'}) could not be decoded: {e}; it stays in the state]"
+        return _tag(kind, error=_NOT_SAVED, mime=mime, reason=f"its data could not be decoded: {e}")
     ext = mimetypes.guess_extension(mime or "") or ".bin"
     path = f"{folder.rstrip('/')}/{hashlib.sha256(data).hexdigest()[:16]}{ext}"
-    reason = None if backend is None else _write(backend, path, data)
-    if backend is None or reason is not None:
-        why = reason or "no backend"
-        if backend is None:
-            logger.warning("fastcompact: could not save a %s from the archived messages: %s", kind, why)
+    if path not in saved:
+        reason = None if backend is None else _write(backend, path, data)
+        if backend is None or reason is not None:
+            why = reason or "no backend"
+            if backend is None:
+                logger.warning("fastcompact: could not save a %s from the archived messages: %s", kind, why)
+            else:
+                _warn_media(kind, f"writing {path} failed: {why}")
+            saved[path] = _tag(kind, error=_NOT_SAVED, mime=mime, bytes=len(data), reason=why)
         else:
-            _warn_media(kind, f"writing {path} failed: {why}")
-        return f"[{kind} ({mime or 'unknown type'}, {len(data):,} bytes) could not be saved: {why}]"
-    return f"[{kind} saved at {path} ({mime or 'unknown type'}, {len(data):,} bytes)]"
+            saved[path] = _tag(kind, url=path)
+    return saved[path]
+
+
+# What a media block that could not be saved says, in DeepAgents' words.
+_NOT_SAVED = "failed_to_offload"
+
+
+def _tag(kind: str, **attrs: str | int | None) -> str:
+    """What stands in for a media block: ``<image url="..." />`` for a saved file or a
+    URL (as DeepAgents' archive shows it), ``<image error="failed_to_offload" ... />``
+    with the reason when it could not be saved; the message itself stays whole in the
+    graph state.
+
+    Examples:
+        >>> _tag("image", url="/conversation_history/media/0a1b.png")
+        '<image url="/conversation_history/media/0a1b.png" />'
+    """
+    given = " ".join(f'{k}="{html.escape(str(v))}"' for k, v in attrs.items() if v is not None)
+    return f"<{kind} {given} />"
 
 
 def _warn_media(kind: str, why: str) -> None:

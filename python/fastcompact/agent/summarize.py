@@ -12,15 +12,12 @@ import dataclasses
 import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
 import fastcompact._core as _core
 from fastcompact.agent.steps import Io, Steps
-
-if TYPE_CHECKING:
-    from fastcompact.agent.storage import Restored
 
 SUMMARY_SOURCE = "summarization"
 """``additional_kwargs["lc_source"]`` of a summary message, as DeepAgents marks it."""
@@ -400,7 +397,7 @@ def summary_message(
     summary: str,
     *,
     file_path: str | None,
-    restored_files: Sequence[Restored | tuple[str, str]] = (),
+    restored_files: Sequence[tuple[str, str] | tuple[str, str, str | None]] = (),
     todos: Sequence[Mapping[str, Any]] = (),
     suppress_follow_up_questions: bool = True,
 ) -> HumanMessage:
@@ -441,12 +438,11 @@ def summary_message(
     )
 
 
-def _file_block(restored: Restored | tuple[str, str]) -> str:
-    if isinstance(restored, tuple):
-        (path, text), part = restored, None
-    else:
-        path, text, part = restored.path, restored.text, restored.lines
-    lines = f' lines="{part}"' if part else ""
+def _file_block(restored: tuple[str, str] | tuple[str, str, str | None]) -> str:
+    """A restored file as the summary shows it: ``(path, text)``, and the lines it
+    holds when the read was of a part."""
+    path, text, *part = restored
+    lines = f' lines="{part[0]}"' if part and part[0] else ""
     return f'<file path="{path}"{lines}>\n{text}\n</file>'
 
 

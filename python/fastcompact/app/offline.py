@@ -44,7 +44,7 @@ from fastcompact.api.recall import ORIGINAL_KEY, SAVED_NOTE
 from fastcompact.config import CompactionConfig
 
 if TYPE_CHECKING:
-    from fastcompact.agent.commit import Outcome
+    from fastcompact.agent.compaction import Outcome
 
 
 @dataclass
