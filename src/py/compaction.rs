@@ -29,19 +29,6 @@ pub(super) struct SummarizerRest {
     rests_until: Option<u64>,
 }
 
-/// A compaction's price by the settings' price model.
-#[pyclass(frozen, get_all, module = "fastcompact._core")]
-pub(super) struct CompactionPrice {
-    /// What it costs now: what stays rewritten, and a summary's call.
-    pub(super) price: f64,
-    /// The reads paid since the last compaction for what has grown reach the price.
-    pub(super) due: bool,
-    /// Its cost over the cycle's calls.
-    pub(super) cost_over_cycle: f64,
-    /// The reads paid for what has grown.
-    pub(super) paid: f64,
-}
-
 /// Of a digest and a model summary, the one the session is better off with.
 #[pyclass(frozen, get_all, module = "fastcompact._core")]
 pub(super) struct SummarizerChoice {

@@ -59,13 +59,13 @@ mod _core {
     #[pymodule_export]
     use super::compaction::{
         after_summary, backing_off, backoff_after, choose_summarizer, commit_size, commit_verdict,
-        memory_room, span_floor, summary_call, CommitVerdict, CompactionPrice, SummarizerChoice,
-        SummarizerRest, SummaryCallSize,
+        memory_room, span_floor, summary_call, CommitVerdict, SummarizerChoice, SummarizerRest,
+        SummaryCallSize,
     };
     #[pymodule_export]
     use super::counting::Opts;
     #[pymodule_export]
-    use super::planning::{plan, PlanSettings};
+    use super::planning::{plan, CompactionPrice, PlanSettings};
     #[pymodule_export]
     use super::results::{Breakdown, Edit, PassStats, PlanOutcome};
     #[pymodule_export]

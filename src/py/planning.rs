@@ -6,7 +6,6 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 
 use super::cache::{self};
-use super::compaction::CompactionPrice;
 use super::counting::*;
 use super::errors::enter_core_ok;
 use super::results::{edit_fingerprint, edit_object, PlanOutcome};
@@ -18,6 +17,19 @@ use crate::plan::PlanInput;
 pub(super) fn parse_settings(resolved: &Bound<'_, PyAny>) -> PyResult<PlanConfig> {
     pythonize::depythonize(resolved)
         .map_err(|e| PyErr::from(CoreInputError::new(None, "config", e.to_string())))
+}
+
+/// A compaction's price by the settings' price model.
+#[pyclass(frozen, get_all, module = "fastcompact._core")]
+pub(super) struct CompactionPrice {
+    /// What it costs now: what stays rewritten, and a summary's call.
+    pub(super) price: f64,
+    /// The reads paid since the last compaction for what has grown reach the price.
+    pub(super) due: bool,
+    /// Its cost over the cycle's calls.
+    pub(super) cost_over_cycle: f64,
+    /// The reads paid for what has grown.
+    pub(super) paid: f64,
 }
 
 /// Resolved pass settings, read once: a caller that plans many turns with the same

@@ -135,7 +135,7 @@ PNG = base64.b64decode(
 )
 
 
-def _media_run(backend: FilesystemBackend) -> None:
+def _media_run(backend: FilesystemBackend, *, run_async: bool = False) -> None:
     model = ScriptedChatModel(profile={"max_input_tokens": 8_000})
     agent = create_deep_agent(
         model=model,
@@ -150,7 +150,11 @@ def _media_run(backend: FilesystemBackend) -> None:
         if step <= 2:
             # The same picture twice (one file), and a picture by URL.
             blocks += [image, {"type": "image", "url": "https://example.org/cat.png"}]
-        agent.invoke({"messages": [HumanMessage(content=blocks)]}, cfg)
+        given = {"messages": [HumanMessage(content=blocks)]}
+        if run_async:
+            asyncio.run(agent.ainvoke(given, cfg))
+        else:
+            agent.invoke(given, cfg)
     assert agent.get_state(cfg).values["_summarization_event"] is not None
 
 
@@ -171,6 +175,34 @@ class NoUploads(FilesystemBackend):
         from deepagents.backends.protocol import FileUploadResponse
 
         return [FileUploadResponse(path=p, error="permission_denied") for p, _ in files]
+
+
+class AsyncUploads(FilesystemBackend):
+    """Uploads only through its async method, counting them."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.uploads: list[str] = []
+
+    def upload_files(self, files: list[tuple[str, bytes]]) -> list[Any]:
+        from deepagents.backends.protocol import FileUploadResponse
+
+        return [FileUploadResponse(path=p, error="a sync upload in an async run") for p, _ in files]
+
+    async def aupload_files(self, files: list[tuple[str, bytes]]) -> list[Any]:
+        self.uploads += [p for p, _ in files]
+        return await asyncio.to_thread(FilesystemBackend.upload_files, self, files)
+
+
+def test_an_async_run_saves_media_through_the_backends_async_upload_once_a_file(tmp_path: Path):
+    backend = AsyncUploads(root_dir=tmp_path, virtual_mode=True)
+    _media_run(backend, run_async=True)
+    saved = list((tmp_path / "conversation_history" / "media").iterdir())
+    assert [p.read_bytes() for p in saved] == [PNG]
+    # The picture is in two messages, in the summary's span and in the archive: one write.
+    assert backend.uploads == [f"/conversation_history/media/{saved[0].name}"]
+    archive = "\n".join(p.read_text() for p in (tmp_path / "conversation_history" / "m").glob("*.md"))
+    assert archive.count(f'<image url="/conversation_history/media/{saved[0].name}" />') == 2
 
 
 def test_media_that_cannot_be_saved_leaves_a_placeholder_and_the_archive(tmp_path: Path):

@@ -110,7 +110,7 @@ def after_overflow(
     outcome = yield from compacted(setup, request, turn, forced=True)
     committed = outcome is not None and outcome.committed
     # What is left after a summary may still be the newest turn's results alone.
-    if outcome is not None and outcome.committed:
+    if outcome is not None and committed:
         view = outcome.view
     backend = storage.resolve_backend(setup.backend, request.runtime)
     clipped = yield Io.in_thread(fitting.clipped, view, backend)
@@ -198,7 +198,7 @@ def compact(setup: Setup, request: ModelRequest, turn: Turn, draft: Draft) -> St
         return no_use
     backend = storage.resolve_backend(setup.backend, request.runtime)
     # Inline media are saved once, before the summary and the archive both name them.
-    span, leaving = yield Io.in_thread(_with_media_saved, setup, backend, draft)
+    span, leaving = yield from _with_media_saved(setup, backend, draft)
     (notes, error, usage), restored, path = yield (
         Io.of(lambda: _summary(setup, request, turn, draft, span)),
         Io.of(lambda: _restored(setup, backend, draft)),
@@ -367,17 +367,14 @@ def _archived(setup: Setup, backend: Any, turn: Turn, draft: Draft, leaving: lis
 _EARLIER_SUMMARY = HumanMessage("(an earlier summary of the conversation, not archived again)")
 
 
-def _with_media_saved(setup: Setup, backend: Any, draft: Draft) -> tuple[list[Any], list[Any]]:
+def _with_media_saved(setup: Setup, backend: Any, draft: Draft) -> Steps[tuple[list[Any], list[Any]]]:
     """The draft's span and the messages leaving the state, with inline media saved
     beside the archive and referenced by path, so that the summary and the archive
     both name the files; each file is written once."""
     if backend is None:
         return draft.span, draft.leaving
-    folder = setup.media_folder()
-    saved: dict[str, str] = {}
-    return storage.offload(backend, folder, draft.span, saved), storage.offload(
-        backend, folder, draft.leaving, saved
-    )
+    span, leaving = yield from storage.save_media(backend, setup.media_folder(), [draft.span, draft.leaving])
+    return span, leaving
 
 
 def compacted(setup: Setup, request: ModelRequest, turn: Turn, *, forced: bool) -> Steps[Outcome | None]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import functools
 import hashlib
 import html
 import logging
@@ -411,38 +412,114 @@ def _inline(block: Mapping[str, Any]) -> tuple[str | None, str | None, str | Non
     return mime, None, None
 
 
-def _write(backend: Any, path: str, data: bytes) -> str | None:
+def save_media(backend: Any, folder: str, groups: Sequence[Sequence[Any]]) -> Steps[list[list[Any]]]:
+    """Each group of ``messages`` with its inline media blocks (inside a tool result
+    too) written under ``folder`` and replaced by a reference to the file (a URL block
+    by a reference to its URL); messages without media are the same objects. A file
+    is written once for all the groups, through the backend's async methods when the
+    caller is async; one that cannot be written leaves a placeholder with the reason.
+
+    Examples:
+        >>> from langchain_core.messages import HumanMessage
+        >>> from fastcompact.agent.steps import run
+        >>> m = HumanMessage(content=[{"type": "image", "url": "https://example.org/cat.png"}])
+        >>> [[saved]] = run(save_media(None, "/conversation_history/media", [[m]]))
+        >>> saved.content
+        [{'type': 'text', 'text': '<image url="https://example.org/cat.png" />'}]
+    """
+    files: dict[str, tuple[str, str | None, bytes]] = yield Io.in_thread(_media_files, folder, groups)
+    saved: dict[str, str] = {}
+    if files:
+        reasons = yield tuple(
+            Io.of(functools.partial(_write, backend, path, data)) for path, (_, _, data) in files.items()
+        )
+        for (path, (kind, mime, data)), reason in zip(files.items(), reasons, strict=True):
+            if reason is None:
+                saved[path] = _tag(kind, url=path)
+                continue
+            if backend is None:
+                logger.warning(
+                    "fastcompact: could not save a %s from the archived messages: %s", kind, reason
+                )
+            else:
+                _warn_media(kind, f"writing {path} failed: {reason}")
+            saved[path] = _tag(kind, error=_NOT_SAVED, mime=mime, bytes=len(data), reason=reason)
+    out: list[list[Any]] = yield Io.in_thread(_media_saved, folder, groups, saved)
+    return out
+
+
+def _write(backend: Any, path: str, data: bytes) -> Steps[str | None]:
     """Write ``data`` to ``path`` unless the same bytes are there; the reason it failed."""
+    if backend is None:
+        return "no backend"
     try:
-        found = backend.download_files([path])
+        found = yield _backend(backend, "download_files", [path])
         if found and getattr(found[0], "content", None) == data:
             return None
-        responses = backend.upload_files([(path, data)])
+        responses = yield _backend(backend, "upload_files", [(path, data)])
     except Exception as e:
         return f"{type(e).__name__}: {e}"
     error = getattr(responses[0], "error", None) if responses else "the backend returned nothing"
     return str(error) if error else None
 
 
-def offload(
-    backend: Any, folder: str, messages: Sequence[Any], saved: dict[str, str] | None = None
-) -> list[Any]:
-    """``messages`` with each inline media block (inside a tool result too) written
-    under ``folder`` and replaced by a reference to its file (a URL block by a
-    reference to its URL); messages without media are the same objects. ``saved``
-    remembers what each file's block became, so that calls sharing it write a file
-    (or fail to) once.
+_Found = Callable[[str, str | None, str], str]
 
-    Examples:
-        >>> from langchain_core.messages import HumanMessage
-        >>> m = HumanMessage(content=[{"type": "image", "url": "https://example.org/cat.png"}])
-        >>> offload(None, "/conversation_history/media", [m])[0].content
-        [{'type': 'text', 'text': '<image url="https://example.org/cat.png" />'}]
-    """
+
+def _media_files(folder: str, groups: Sequence[Sequence[Any]]) -> dict[str, tuple[str, str | None, bytes]]:
+    """The inline media files of ``groups``, by the path each goes to: its kind, its
+    mime type and its bytes."""
+    files: dict[str, tuple[str, str | None, bytes]] = {}
+
+    def found(kind: str, mime: str | None, data64: str) -> str:
+        decoded = _decoded(folder, mime, data64)
+        if decoded is not None:
+            path, data = decoded
+            files.setdefault(path, (kind, mime, data))
+        return ""
+
+    for messages in groups:
+        _rewritten(messages, found)
+    return files
+
+
+def _media_saved(folder: str, groups: Sequence[Sequence[Any]], saved: Mapping[str, str]) -> list[list[Any]]:
+    """``groups`` with each inline media block replaced by what ``saved`` says of its
+    file (or, when its data cannot be decoded, a placeholder saying so)."""
+
+    def found(kind: str, mime: str | None, data64: str) -> str:
+        try:
+            data = base64.b64decode(data64, validate=False)
+        except (binascii.Error, ValueError) as e:
+            _warn_media(kind, f"its data could not be decoded ({e})")
+            return _tag(kind, error=_NOT_SAVED, mime=mime, reason=f"its data could not be decoded: {e}")
+        return saved[_media_path(folder, mime, data)]
+
+    return [_rewritten(messages, found) for messages in groups]
+
+
+def _decoded(folder: str, mime: str | None, data64: str) -> tuple[str, bytes] | None:
+    """Where a media block's data goes, and its bytes; ``None`` when they cannot be decoded."""
+    try:
+        data = base64.b64decode(data64, validate=False)
+    except (binascii.Error, ValueError):
+        return None
+    return _media_path(folder, mime, data), data
+
+
+def _media_path(folder: str, mime: str | None, data: bytes) -> str:
+    """A media file's path: named by its content, so the same bytes are one file."""
+    ext = mimetypes.guess_extension(mime or "") or ".bin"
+    return f"{folder.rstrip('/')}/{hashlib.sha256(data).hexdigest()[:16]}{ext}"
+
+
+def _rewritten(messages: Sequence[Any], found: _Found) -> list[Any]:
+    """``messages`` with each inline media block replaced by the text ``found`` gives
+    for it, and each URL block by a reference to its URL."""
     out = []
     for m in messages:
         content = m.get("content") if isinstance(m, Mapping) else getattr(m, "content", None)
-        new = _offloaded(backend, folder, content, {} if saved is None else saved)
+        new = _blocks(content, found)
         if new is None:
             out.append(m)
             continue
@@ -450,8 +527,8 @@ def offload(
     return out
 
 
-def _offloaded(backend: Any, folder: str, content: Any, saved: dict[str, str]) -> list[Any] | None:
-    """``content`` with its media blocks saved, those in a ``tool_result`` block's
+def _blocks(content: Any, found: _Found) -> list[Any] | None:
+    """``content`` with its media blocks replaced, those in a ``tool_result`` block's
     content as well (Anthropic's shape); ``None`` when it holds none."""
     if not isinstance(content, Sequence) or isinstance(content, str):
         return None
@@ -462,7 +539,7 @@ def _offloaded(backend: Any, folder: str, content: Any, saved: dict[str, str]) -
             continue
         kind = block.get("type")
         if kind == "tool_result":
-            inner = _offloaded(backend, folder, block.get("content"), saved)
+            inner = _blocks(block.get("content"), found)
             if inner is not None:
                 out[i], changed = {**block, "content": inner}, True
             continue
@@ -470,37 +547,13 @@ def _offloaded(backend: Any, folder: str, content: Any, saved: dict[str, str]) -
             continue
         mime, data, url = _inline(block)
         if data is not None:
-            out[i] = {"type": "text", "text": _saved(backend, folder, _KINDS[str(kind)], mime, data, saved)}
+            out[i] = {"type": "text", "text": found(_KINDS[str(kind)], mime, data)}
         elif url is not None:
             out[i] = {"type": "text", "text": _tag(_KINDS[str(kind)], url=url)}
         else:
             continue
         changed = True
     return out if changed else None
-
-
-def _saved(backend: Any, folder: str, kind: str, mime: str | None, data64: str, saved: dict[str, str]) -> str:
-    """Write one inline media block; the reference (or the placeholder) that replaces
-    it, remembered in ``saved`` by the file's path."""
-    try:
-        data = base64.b64decode(data64, validate=False)
-    except (binascii.Error, ValueError) as e:
-        _warn_media(kind, f"its data could not be decoded ({e})")
-        return _tag(kind, error=_NOT_SAVED, mime=mime, reason=f"its data could not be decoded: {e}")
-    ext = mimetypes.guess_extension(mime or "") or ".bin"
-    path = f"{folder.rstrip('/')}/{hashlib.sha256(data).hexdigest()[:16]}{ext}"
-    if path not in saved:
-        reason = None if backend is None else _write(backend, path, data)
-        if backend is None or reason is not None:
-            why = reason or "no backend"
-            if backend is None:
-                logger.warning("fastcompact: could not save a %s from the archived messages: %s", kind, why)
-            else:
-                _warn_media(kind, f"writing {path} failed: {why}")
-            saved[path] = _tag(kind, error=_NOT_SAVED, mime=mime, bytes=len(data), reason=why)
-        else:
-            saved[path] = _tag(kind, url=path)
-    return saved[path]
 
 
 # What a media block that could not be saved says, in DeepAgents' words.
@@ -529,4 +582,4 @@ def _warn_media(kind: str, why: str) -> None:
         "keeps a placeholder in its place; the message stays whole in the graph state."
     )
     logger.warning(msg)
-    warnings.warn(msg, UserWarning, stacklevel=4)
+    warnings.warn(msg, UserWarning, stacklevel=2)
