@@ -427,7 +427,7 @@ def save_media(backend: Any, folder: str, groups: Sequence[Sequence[Any]]) -> St
         >>> saved.content
         [{'type': 'text', 'text': '<image url="https://example.org/cat.png" />'}]
     """
-    files: dict[str, tuple[str, str | None, bytes]] = yield Io.in_thread(_media_files, folder, groups)
+    files, placed = yield Io.in_thread(_media_files, folder, groups)
     saved: dict[str, str] = {}
     if files:
         reasons = yield tuple(
@@ -444,7 +444,7 @@ def save_media(backend: Any, folder: str, groups: Sequence[Sequence[Any]]) -> St
             else:
                 _warn_media(kind, f"writing {path} failed: {reason}")
             saved[path] = _tag(kind, error=_NOT_SAVED, mime=mime, bytes=len(data), reason=reason)
-    out: list[list[Any]] = yield Io.in_thread(_media_saved, folder, groups, saved)
+    out: list[list[Any]] = yield Io.in_thread(_media_saved, groups, placed, saved)
     return out
 
 
@@ -464,53 +464,51 @@ def _write(backend: Any, path: str, data: bytes) -> Steps[str | None]:
 
 
 _Found = Callable[[str, str | None, str], str]
+# The files of a compaction's media by path (kind, mime type, bytes), and what each
+# block's data (by mime type and base64) goes to: its file's path, or the placeholder
+# when the data cannot be decoded.
+_Files = dict[str, tuple[str, str | None, bytes]]
+_Placed = dict[tuple[str | None, str], str]
 
 
-def _media_files(folder: str, groups: Sequence[Sequence[Any]]) -> dict[str, tuple[str, str | None, bytes]]:
-    """The inline media files of ``groups``, by the path each goes to: its kind, its
-    mime type and its bytes."""
-    files: dict[str, tuple[str, str | None, bytes]] = {}
-
-    def found(kind: str, mime: str | None, data64: str) -> str:
-        decoded = _decoded(folder, mime, data64)
-        if decoded is not None:
-            path, data = decoded
-            files.setdefault(path, (kind, mime, data))
-        return ""
-
-    for messages in groups:
-        _rewritten(messages, found)
-    return files
-
-
-def _media_saved(folder: str, groups: Sequence[Sequence[Any]], saved: Mapping[str, str]) -> list[list[Any]]:
-    """``groups`` with each inline media block replaced by what ``saved`` says of its
-    file (or, when its data cannot be decoded, a placeholder saying so)."""
+def _media_files(folder: str, groups: Sequence[Sequence[Any]]) -> tuple[_Files, _Placed]:
+    """The inline media files of ``groups``, each decoded once, and where each block goes."""
+    files: _Files = {}
+    placed: _Placed = {}
 
     def found(kind: str, mime: str | None, data64: str) -> str:
+        if (mime, data64) in placed:
+            return ""
         try:
             data = base64.b64decode(data64, validate=False)
         except (binascii.Error, ValueError) as e:
             _warn_media(kind, f"its data could not be decoded ({e})")
-            return _tag(kind, error=_NOT_SAVED, mime=mime, reason=f"its data could not be decoded: {e}")
-        return saved[_media_path(folder, mime, data)]
+            why = f"its data could not be decoded: {e}"
+            placed[mime, data64] = _tag(kind, error=_NOT_SAVED, mime=mime, reason=why)
+            return ""
+        ext = mimetypes.guess_extension(mime or "") or ".bin"
+        # Named by its content, so the same bytes are one file.
+        path = f"{folder.rstrip('/')}/{hashlib.sha256(data).hexdigest()[:16]}{ext}"
+        files.setdefault(path, (kind, mime, data))
+        placed[mime, data64] = path
+        return ""
+
+    for messages in groups:
+        _rewritten(messages, found)
+    return files, placed
+
+
+def _media_saved(
+    groups: Sequence[Sequence[Any]], placed: _Placed, saved: Mapping[str, str]
+) -> list[list[Any]]:
+    """``groups`` with each inline media block replaced by what ``saved`` says of its
+    file, or the placeholder of data that could not be decoded."""
+
+    def found(kind: str, mime: str | None, data64: str) -> str:
+        where = placed[mime, data64]
+        return saved.get(where, where)
 
     return [_rewritten(messages, found) for messages in groups]
-
-
-def _decoded(folder: str, mime: str | None, data64: str) -> tuple[str, bytes] | None:
-    """Where a media block's data goes, and its bytes; ``None`` when they cannot be decoded."""
-    try:
-        data = base64.b64decode(data64, validate=False)
-    except (binascii.Error, ValueError):
-        return None
-    return _media_path(folder, mime, data), data
-
-
-def _media_path(folder: str, mime: str | None, data: bytes) -> str:
-    """A media file's path: named by its content, so the same bytes are one file."""
-    ext = mimetypes.guess_extension(mime or "") or ".bin"
-    return f"{folder.rstrip('/')}/{hashlib.sha256(data).hexdigest()[:16]}{ext}"
 
 
 def _rewritten(messages: Sequence[Any], found: _Found) -> list[Any]:
