@@ -25,9 +25,11 @@ does (the bundled session's own figures are of its unedited history). Figures:
   inside the calls (how many calls set one off, the time in them, the longest). Run
   twice: under the cache's default bound, as a server runs it (1,000 of these
   conversations weigh more than it holds, so calls find their conversation evicted),
-  and with room for every conversation;
+  and with room for every conversation; under the default bound, how many warm calls
+  found their conversation cached and how many conversations were evicted;
 - memory: the process's resident set before the first calls, after them, and after
-  the cache is cleared, per cached message (the run with room for every one);
+  the cache is cleared, per cached message, beside the weight the cache reports (the
+  run with room for every one);
 - 100,000 messages: one conversation's cold call and its warm calls;
 - threads: warm calls over 100 conversations from one thread and from eight, five
   pairs in alternating order;
@@ -277,6 +279,7 @@ def interleaved(side: str, count: int, length: int, warm_calls: int, bound: int)
     weighed = fastcompact.cache_bytes()[0]
     rng = random.Random(7)
     warm, compacting, setting_off = [], [], 0
+    stats = fastcompact.cache_stats()
     with collections_counted() as pauses:
         for n in range(warm_calls):
             k = rng.randrange(count)
@@ -287,6 +290,7 @@ def interleaved(side: str, count: int, length: int, warm_calls: int, bound: int)
             setting_off += len(pauses) > ran
             server.models[k].settle()
     warm_pauses = list(pauses)
+    after_warm = fastcompact.cache_stats()
     fastcompact.clear_cache()
     fastcompact.set_cache_capacity(bytes=DEFAULT_BOUND)
     gc.collect()
@@ -303,6 +307,10 @@ def interleaved(side: str, count: int, length: int, warm_calls: int, bound: int)
         "weighed": weighed,
         "left": rss() - before,
         "messages": count * length,
+        # Of the warm calls, those that found their conversation cached; and the
+        # conversations evicted meanwhile.
+        "served_warm": after_warm.found - stats.found,
+        "evicted": after_warm.evicted - stats.evicted,
     }
 
 
@@ -394,6 +402,11 @@ def collected(run: dict[str, Any]) -> str:
     )
 
 
+def served(run: dict[str, Any]) -> str:
+    calls = len(run["warm"]) + len(run["compacting"])
+    return f"{run['served_warm']:,} of {calls:,}; {run['evicted']:,}"
+
+
 def compactions(run: dict[str, Any]) -> str:
     done = run["compacting"]
     return f"{len(done):,} ({pct(done, 0.5):.1f})" if done else "0"
@@ -471,6 +484,10 @@ def interleaved_rows(
             lambda s: collected(d[s]),
         ),
         (
+            "the same: warm calls that found their conversation cached; conversations evicted",
+            lambda s: served(d[s]) if s == "fastcompact" else "",
+        ),
+        (
             "first call of a conversation, p50 / p99",
             lambda s: f"{pct(r[s]['first'], 0.5):.2f} / {pct(r[s]['first'], 0.99):.2f}",
         ),
@@ -537,6 +554,10 @@ def bars(r: dict[str, Any], d: dict[str, Any], k: dict[str, Any], scaled: dict[s
     share = d[fc]["warm_setting_off"] / calls
     print(f"- calls that set off a collection at most 2%: {100 * share:.1f}%")
     print(f"- 8 threads at least one thread's calls/s: {scaled[fc][2]:.2f}x")
+    grown, weighed = r[fc]["grown"] / r[fc]["messages"], r[fc]["weighed"] / r[fc]["messages"]
+    print(f"- at most 400 bytes a cached message, measured: {grown:,.0f}")
+    print(f"- the weight reported within 10% of it: {weighed:,.0f} ({100 * (weighed / grown - 1):+.0f}%)")
+    print(f"- no eviction under the default bound: {d[fc]['evicted']:,} evicted")
     first, theirs = pct(r[fc]["first"], 0.5), pct(r[da]["first"], 0.5)
     print(f"- first call p50 at most DeepAgents': {first:.2f} vs {theirs:.2f} ms")
     ours, theirs = pct(d[fc]["warm"], 0.5), pct(d[da]["warm"], 0.5)

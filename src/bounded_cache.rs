@@ -13,21 +13,11 @@ pub trait Weighed {
         let _ = caller_holds;
         false
     }
-
-    /// What it leaves behind when dropped, for the cache to recognise the caller's
-    /// objects by when they come back (see `ConversationCache::trace_of`).
-    fn trace(&self) -> Option<usize> {
-        None
-    }
 }
 
 /// Every this many puts, the cache asks its conversations whether their callers still
 /// hold what they were weighed without (see `ConversationCache::reweigh`).
 pub const REWEIGH_EVERY: u64 = 16;
-
-/// The most traces of dropped conversations kept; past it they are all forgotten (a
-/// forgotten trace only means a fuller weight, once, for a conversation come back).
-pub const TRACES_LIMIT: usize = 1 << 16;
 
 impl<T> Weighed for Vec<T> {
     fn bytes(&self) -> usize {
@@ -49,8 +39,17 @@ pub struct ConversationCache<C> {
     conversations: HashMap<u64, (u64, usize, C)>,
     /// The conversations by when they were last put, oldest first.
     order: std::collections::BTreeMap<u64, u64>,
-    /// What dropped conversations left behind (`Weighed::trace`), by conversation.
-    traces: HashMap<u64, usize>,
+    stats: Stats,
+}
+
+/// What the cache did since it was made: how often a conversation asked for was
+/// found, how often it was not (a new one, or one dropped), and how many were
+/// dropped to stay within the bounds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub found: u64,
+    pub missed: u64,
+    pub evicted: u64,
 }
 
 impl<C: Default + Weighed> ConversationCache<C> {
@@ -62,8 +61,12 @@ impl<C: Default + Weighed> ConversationCache<C> {
             tick: 0,
             conversations: HashMap::new(),
             order: std::collections::BTreeMap::new(),
-            traces: HashMap::new(),
+            stats: Stats::default(),
         }
+    }
+
+    pub fn stats(&self) -> Stats {
+        self.stats
     }
 
     pub fn len(&self) -> usize {
@@ -102,27 +105,30 @@ impl<C: Default + Weighed> ConversationCache<C> {
     pub fn clear(&mut self) {
         self.conversations.clear();
         self.order.clear();
-        self.traces.clear();
         self.bytes = 0;
-    }
-
-    /// What the conversation left behind when it was dropped to stay within the
-    /// bounds, if it was and left anything; asked once, when it is read again.
-    pub fn trace_of(&mut self, conversation: u64) -> Option<usize> {
-        self.traces.remove(&conversation)
     }
 
     /// Take a conversation out, so the caller can work on it without holding the
     /// cache, then `put` it back.
     pub fn take(&mut self, conversation: u64) -> C {
-        match self.conversations.remove(&conversation) {
-            Some((tick, weight, kept)) => {
-                self.order.remove(&tick);
-                self.bytes -= weight;
+        match self.remove(conversation) {
+            Some(kept) => {
+                self.stats.found += 1;
                 kept
             }
-            None => C::default(),
+            None => {
+                self.stats.missed += 1;
+                C::default()
+            }
         }
+    }
+
+    /// Take the conversation out, if kept, without counting it as asked for.
+    fn remove(&mut self, conversation: u64) -> Option<C> {
+        let (tick, weight, kept) = self.conversations.remove(&conversation)?;
+        self.order.remove(&tick);
+        self.bytes -= weight;
+        Some(kept)
     }
 
     /// Keep a conversation (the most recently used now); returns the bytes of the
@@ -130,7 +136,7 @@ impl<C: Default + Weighed> ConversationCache<C> {
     /// alone is over the bound in bytes.
     pub fn put(&mut self, conversation: u64, kept: C) -> usize {
         // A conversation put again without a take replaces the one kept.
-        let _ = self.take(conversation);
+        let _ = self.remove(conversation);
         if self.capacity == 0 || self.max_bytes == 0 {
             return 0;
         }
@@ -169,15 +175,10 @@ impl<C: Default + Weighed> ConversationCache<C> {
             let Some((_, oldest)) = self.order.pop_first() else {
                 break;
             };
-            if let Some((_, weight, kept)) = self.conversations.remove(&oldest) {
+            if let Some((_, weight, _)) = self.conversations.remove(&oldest) {
+                self.stats.evicted += 1;
                 self.bytes -= weight;
                 dropped += weight;
-                if let Some(trace) = kept.trace() {
-                    if self.traces.len() >= TRACES_LIMIT {
-                        self.traces.clear();
-                    }
-                    self.traces.insert(oldest, trace);
-                }
             }
         }
         dropped
@@ -261,14 +262,10 @@ mod tests {
             self.shared = false;
             true
         }
-
-        fn trace(&self) -> Option<usize> {
-            self.first
-        }
     }
 
     #[test]
-    fn a_conversation_let_go_weighs_in_full_and_a_dropped_one_leaves_its_trace() {
+    fn a_conversation_let_go_weighs_in_full() {
         let shared = |first| Shared {
             own: 10,
             callers: 50,
@@ -283,26 +280,27 @@ mod tests {
         assert_eq!(c.reweigh(&|k: &Shared| k.first == Some(11)), 0);
         assert_eq!(c.bytes(), 70);
         assert_eq!(c.reweigh(&|_: &Shared| true), 0, "weighed once");
-        // Over the bound, the oldest goes and leaves its trace, given once.
+        // Over the bound, the oldest goes.
         let alone = Shared {
             own: 60,
             ..Shared::default()
         };
         assert_eq!(c.put(3, alone), 10);
-        assert_eq!(c.trace_of(1), Some(11));
-        assert_eq!(c.trace_of(1), None);
-        assert_eq!(c.trace_of(2), None, "not dropped");
         // A reweigh that finds the cache over its bound drops the oldest.
         c.set_max_bytes(130);
         c.put(4, shared(44));
         assert_eq!(c.bytes(), 130);
         assert_eq!(c.reweigh(&|_: &Shared| false), 60);
         assert_eq!((c.len(), c.bytes()), (2, 120));
-        assert_eq!(c.trace_of(2), Some(22));
+        let stats = c.stats();
+        assert_eq!((stats.found, stats.missed, stats.evicted), (0, 0, 2));
+        let _ = c.take(4);
+        let _ = c.take(4);
+        assert_eq!((c.stats().found, c.stats().missed), (1, 1));
     }
 
     #[test]
-    fn reweighs_come_due_every_so_many_puts_and_traces_stay_bounded() {
+    fn reweighs_come_due_every_so_many_puts() {
         let mut c: ConversationCache<Shared> = ConversationCache::new(1, usize::MAX);
         let due: Vec<bool> = (0..2 * REWEIGH_EVERY)
             .map(|k| {
@@ -321,19 +319,5 @@ mod tests {
             .map(|n| n % REWEIGH_EVERY == 0)
             .collect();
         assert_eq!(due, expected);
-        // With room for one, each put drops the one before, which leaves a trace; past
-        // the limit, the old traces are forgotten.
-        assert_eq!(c.trace_of(0), Some(0));
-        for k in 0..TRACES_LIMIT as u64 + 1 {
-            c.put(
-                1_000_000 + k,
-                Shared {
-                    first: Some(1),
-                    ..Shared::default()
-                },
-            );
-        }
-        assert_eq!(c.trace_of(5), None);
-        assert_eq!(c.trace_of(1_000_000 + TRACES_LIMIT as u64 - 1), Some(1));
     }
 }

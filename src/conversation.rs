@@ -4,7 +4,7 @@
 //! the message at its place (by the identity of the Python objects); this module keeps
 //! the per-message vectors in step with the entries.
 
-use crate::passes::{Memos, Skeleton};
+use crate::passes::{Memos, Skeleton, WholeArgs};
 use crate::tokens::{CachedCounts, Encoding, HeuristicParams, Measure};
 
 /// What every cached entry carries: the counts of its message.
@@ -17,9 +17,9 @@ pub trait Counted {
         0
     }
 
-    /// The part of `heap_bytes` that is the caller's own text, read where it lies
-    /// rather than copied: while the caller holds its messages, dropping the entry
-    /// would not free it.
+    /// What the entry keeps alive of the caller's (its message object, the text read
+    /// where it lies rather than copied): while the caller holds its messages,
+    /// dropping the entry would not free it.
     fn borrowed_bytes(&self) -> usize {
         0
     }
@@ -56,13 +56,15 @@ pub struct Conversation<E> {
     /// What every entry was read for, as the binding encodes it: a call that wants no
     /// more need not ask each entry.
     pub read_for: u8,
+    /// No converted message of an entry keeps fewer arguments whole than this.
+    pub whole_args: WholeArgs,
     /// What the entries hold beyond their own size (`Counted::heap_bytes`), kept
     /// up to date as they are put and dropped.
     pub entry_heap: usize,
     /// What the binding keeps for the conversation outside the entries' estimates
     /// (edited copies of messages), as it estimates it.
     pub held_elsewhere: usize,
-    /// The part of `entry_heap` that is the caller's texts (`Counted::borrowed_bytes`).
+    /// What the entries keep alive of the caller's (`Counted::borrowed_bytes`).
     pub entry_borrowed: usize,
     /// The caller keeps these messages between calls (its last call brought back the
     /// very objects cached): their texts are the caller's, not weighed here, until
@@ -88,6 +90,7 @@ impl<E> Default for Conversation<E> {
             identities: Vec::new(),
             sweep_from: 0,
             read_for: 0,
+            whole_args: WholeArgs::EVERY,
             entry_heap: 0,
             held_elsewhere: 0,
             entry_borrowed: 0,
@@ -162,6 +165,7 @@ impl<E: Counted> Conversation<E> {
             self.tokens_of = Some((enc, *p));
         }
         self.tokens.truncate(self.entries.len());
+        with_room(&mut self.tokens, self.entries.len());
         let have = self.tokens.len();
         let more = self.entries[have..]
             .iter()
@@ -173,6 +177,7 @@ impl<E: Counted> Conversation<E> {
     /// Bring `measures` up to the entries.
     pub fn fill_measures(&mut self) {
         self.measures.truncate(self.entries.len());
+        with_room(&mut self.measures, self.entries.len());
         let have = self.measures.len();
         let more = self.entries[have..].iter().map(|e| e.counts().measure);
         self.measures.extend(more);
@@ -181,6 +186,7 @@ impl<E: Counted> Conversation<E> {
     /// Bring `usage` up to the entries (read with their usage).
     pub fn fill_usage(&mut self) {
         self.usage.truncate(self.entries.len());
+        with_room(&mut self.usage, self.entries.len());
         let have = self.usage.len();
         let more = self.entries[have..].iter().map(|e| e.counts().usage());
         self.usage.extend(more);
@@ -209,19 +215,20 @@ impl<E: Counted> Conversation<E> {
 }
 
 impl<E: Counted> crate::bounded_cache::Weighed for Conversation<E> {
-    /// The vectors as allocated, what the entries hold and what the binding keeps
-    /// beside them: what dropping the conversation would free. Not the memos' texts,
-    /// which are shared with the edits, nor the caller's texts while it shares them.
+    /// The vectors as allocated, what the entries and memos hold and what the binding
+    /// keeps beside them: what dropping the conversation would free. The caller's
+    /// messages count only once it has let go of them.
     fn bytes(&self) -> usize {
         use crate::bounded_cache::Weighed as W;
         let borrowed = if self.shared_with_caller {
-            self.entry_borrowed
-        } else {
             0
+        } else {
+            self.entry_borrowed
         };
         std::mem::size_of::<Self>()
             + self.entries.capacity() * std::mem::size_of::<E>()
-            + self.entry_heap.saturating_sub(borrowed)
+            + self.entry_heap
+            + borrowed
             + self.held_elsewhere
             + W::bytes(&self.skeletons)
             + self.memos.bytes()
@@ -239,12 +246,6 @@ impl<E: Counted> crate::bounded_cache::Weighed for Conversation<E> {
         self.shared_with_caller = false;
         true
     }
-
-    /// The identity of the first message: if the same object comes back, the caller
-    /// kept its messages while the cache did not.
-    fn trace(&self) -> Option<usize> {
-        self.identities.first().copied()
-    }
 }
 
 impl<E: Counted> Conversation<E> {
@@ -257,10 +258,8 @@ impl<E: Counted> Conversation<E> {
         self.identities.truncate(len);
         self.skeletons.truncate(len);
         self.memos.truncate(len);
-        // Room for the next turns' messages too: a conversation grows a little every
-        // turn, and growing a full vector moves every entry (the turn after a
-        // conversation is first seen would always pay for that).
-        let room = len + len / 4 + 8;
+        // Room for the next turns' messages too (see `room_for`).
+        let room = room_for(len);
         if self.entries.capacity() < len {
             self.entries.reserve_exact(room - self.entries.len());
             self.identities.reserve_exact(room - self.identities.len());
@@ -381,6 +380,21 @@ impl<E: Counted> Update<E> {
     }
 }
 
+/// The capacity a vector of `len` per-message items is given when it must grow: room
+/// for the next turns' messages too (growing a full vector moves every item, and the
+/// turn after a conversation is first seen would always pay for that), without the
+/// doubling that would leave up to half of a long conversation's vectors unused.
+fn room_for(len: usize) -> usize {
+    len + len / 4 + 8
+}
+
+/// Make room in `v` for `len` items, as `room_for` says.
+fn with_room<T>(v: &mut Vec<T>, len: usize) {
+    if v.capacity() < len {
+        v.reserve_exact(room_for(len) - v.len());
+    }
+}
+
 /// Put `value` at `i`, filling any gap before it with defaults.
 fn set_at<T: Default>(v: &mut Vec<T>, i: usize, value: T) {
     if i >= v.len() {
@@ -453,7 +467,7 @@ mod tests {
         }
         let mut conv = update.finish(ids.len());
         for i in &read {
-            let _ = conv.memos.cleared[*i].set(keyed(format!("memo {i}")));
+            let _ = conv.memos.at(*i).cleared.set(keyed(format!("memo {i}")));
         }
         conv.links_upto = ids.len();
         (conv, read)
@@ -503,7 +517,10 @@ mod tests {
         assert_eq!(ids(&conv), vec![1, 2, 3, 4]);
         // What was kept stays: the earlier links, memos and dense tokens.
         assert!(conv.skeletons[..3].iter().all(|s| s.link.is_some()));
-        assert!(conv.memos.cleared[..3].iter().all(|m| m.get().is_some()));
+        assert!((0..3).all(|i| conv
+            .memos
+            .made(i)
+            .is_some_and(|s| s.cleared.get().is_some())));
         assert_eq!(conv.tokens.len(), 3);
         assert_eq!((conv.skeletons.len(), conv.memos.len()), (4, 4));
     }
@@ -523,8 +540,11 @@ mod tests {
         // made from their calls are forgotten; those before it stay.
         assert!(conv.skeletons[0].link.is_some());
         assert!(conv.skeletons[2..].iter().all(|s| s.link.is_none()));
-        assert!(conv.memos.cleared[0].get().is_some());
-        assert!(conv.memos.cleared[2..].iter().all(|m| m.get().is_none()));
+        assert!(conv
+            .memos
+            .made(0)
+            .is_some_and(|s| s.cleared.get().is_some()));
+        assert!((2..4).all(|i| conv.memos.made(i).is_none_or(|s| s.cleared.get().is_none())));
         assert!(conv.links_upto <= 4);
     }
 
@@ -617,7 +637,5 @@ mod tests {
         // A replaced entry and a dropped one take their texts' share with them.
         let (conv, _) = read(conv, &[1, 5]);
         assert_eq!((conv.entry_heap, conv.entry_borrowed), (48, 24));
-        assert_eq!(conv.trace(), Some(1), "the first message's identity");
-        assert_eq!(Conversation::<E>::default().trace(), None);
     }
 }

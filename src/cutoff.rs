@@ -20,6 +20,21 @@ pub struct PairShape {
 }
 
 impl PairShape {
+    /// What the shape takes on the heap beyond its own size.
+    pub fn heap_bytes(&self) -> usize {
+        let calls: usize = self
+            .calls
+            .iter()
+            .map(|(id, name)| id.capacity() + name.capacity())
+            .sum();
+        let results: usize = self.results.iter().map(String::capacity).sum();
+        self.calls.capacity() * std::mem::size_of::<(String, String)>()
+            + calls
+            + self.results.capacity() * std::mem::size_of::<String>()
+            + results
+            + self.tool_name.as_ref().map_or(0, String::capacity)
+    }
+
     /// What identifies the message apart from its content, which an edit rewrites:
     /// its role, the calls it makes and the results it answers (never 0, which means
     /// "unknown"). An edit carries its message's, so that applying it to another
@@ -251,7 +266,7 @@ mod tests {
             .map(|id| ToolCall {
                 id: Some((*id).into()),
                 name: "t".into(),
-                args: json!({}),
+                args: json!({}).into(),
             })
             .collect();
         m

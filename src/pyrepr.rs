@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::message::ToolCall;
+use crate::message::{Args, ToolCall};
 use crate::printable::NON_PRINTABLE;
 
 /// Length of Python's `repr()` of LangChain's `tool_calls` list.
@@ -13,11 +13,19 @@ pub fn tool_calls_repr_len(calls: &[ToolCall]) -> usize {
     let items = calls.iter().map(|c| {
         tool_call_repr_len(
             py_str_repr_len(&c.name),
-            py_repr_len(&c.args),
+            args_repr_len(&c.args),
             c.id.as_deref().map_or(4, py_str_repr_len),
         )
     });
     py_list_repr_len(items)
+}
+
+/// Length of the `repr()` of a call's arguments, whole or as facts.
+pub fn args_repr_len(args: &Args) -> usize {
+    match args {
+        Args::Whole(v) => py_repr_len(v),
+        Args::Facts(f) => f.repr_len as usize,
+    }
 }
 
 /// Length of the `repr()` of LangChain's tool call dict
@@ -538,7 +546,7 @@ mod tests {
         let calls = [ToolCall {
             id: Some("c1".into()),
             name: "ls".into(),
-            args: json!({"path": "/"}),
+            args: json!({"path": "/"}).into(),
         }];
         let expected = "[{'name': 'ls', 'args': {'path': '/'}, 'id': 'c1', 'type': 'tool_call'}]";
         assert_eq!(tool_calls_repr_len(&calls), expected.len());

@@ -116,7 +116,7 @@ pub(crate) mod tests {
         m.tool_calls.push(ToolCall {
             id: Some(id.into()),
             name: name.into(),
-            args,
+            args: args.into(),
         });
         m
     }

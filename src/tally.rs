@@ -313,7 +313,7 @@ mod tests {
         m.tool_calls = vec![ToolCall {
             id: Some("c1".into()),
             name: "ls".into(),
-            args: json!({}),
+            args: json!({}).into(),
         }];
         let (measure, shape) = Tally::of(&m, true);
         // "ok" + "assistant" + repr of [{'name': 'ls', 'args': {}, 'id': 'c1', 'type': 'tool_call'}]
@@ -336,7 +336,7 @@ mod tests {
         m.tool_calls = vec![ToolCall {
             id: Some("c1".into()),
             name: "ls".into(),
-            args: json!({}),
+            args: json!({}).into(),
         }];
         let (measure, shape) = Tally::of(&m, true);
         let blocks: usize = m.blocks()[1..]

@@ -197,6 +197,9 @@ pub fn bpe_message_tokens(enc: Encoding, m: &Message, p: &HeuristicParams) -> u6
     }
     if matches!(m.content, Content::Text(_)) {
         for c in &m.tool_calls {
+            // Counted before a cached message keeps its arguments as facts
+            // (`passes::slim_args`), so these are whole.
+            debug_assert!(c.args.whole().is_some(), "BPE count of slimmed arguments");
             n += t(&c.name) + t(&c.args.to_string());
         }
     }

@@ -50,7 +50,7 @@ fn build(steps: &[Step]) -> Vec<Message> {
                     m.tool_calls.push(ToolCall {
                         id: Some(id),
                         name: "t".into(),
-                        args: json!({}),
+                        args: json!({}).into(),
                     });
                 }
                 out.push(m);

@@ -17,7 +17,7 @@ fn call(name: &str, id: &str, args: serde_json::Value) -> Message {
     m.tool_calls.push(ToolCall {
         id: Some(id.into()),
         name: name.into(),
-        args,
+        args: args.into(),
     });
     m
 }
@@ -273,4 +273,80 @@ proptest! {
         let msgs = session(&steps);
         prop_assert_eq!(planned_calls(&msgs, true), planned_calls(&msgs, false));
     }
+}
+
+/// The session with each call's arguments kept as a cached message keeps them.
+fn slimmed(msgs: &[Message], cfg: &PlanConfig) -> Vec<Message> {
+    let whole = fastcompact::passes::truncate_args::whole_args(&cfg.truncate_args);
+    let mut out = msgs.to_vec();
+    for m in &mut out {
+        fastcompact::passes::slim_args(m, whole);
+    }
+    out
+}
+
+#[test]
+fn slimmed_arguments_keep_what_the_passes_read() {
+    use fastcompact::message::{ArgFacts, Args};
+    use fastcompact::passes::{slim_args, WholeArgs};
+    let args = json!({"file_path": "src/app.py", "content": "abcdef"});
+    let mut m = call("write_file", "w", args.clone());
+    slim_args(&mut m, WholeArgs::longer_than(10));
+    assert_eq!(
+        m.tool_calls[0].args,
+        Args::Facts(ArgFacts {
+            key: fastcompact::message::text_key(&args.to_string()),
+            // {'file_path': 'src/app.py', 'content': 'abcdef'}
+            repr_len: 48,
+            longest: 10,
+            main: "src/app.py".into(),
+        })
+    );
+    assert_eq!(m.tool_calls[0].args.key(), Args::from(args.clone()).key());
+    // A string longer than the bound keeps them whole; so does EVERY.
+    let mut long = call("write_file", "w", args.clone());
+    slim_args(&mut long, WholeArgs::longer_than(9));
+    slim_args(&mut long, WholeArgs::EVERY);
+    assert_eq!(long.tool_calls[0].args.whole(), Some(&args));
+    assert!(WholeArgs::EVERY < WholeArgs::longer_than(0));
+    assert!(WholeArgs::longer_than(200) < WholeArgs::longer_than(usize::MAX));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn slimmed_messages_plan_as_whole_ones_do(steps in steps()) {
+        let msgs = session(&steps);
+        // Limits under which some calls keep their arguments whole and others not.
+        let limits = |mut c: PlanConfig| {
+            c.truncate_args.max_length = 100;
+            c.truncate_args.file_max_length = 40;
+            c
+        };
+        for cfg in [limits(eager()), limits(priced()), PlanConfig::default()] {
+            let slim = slimmed(&msgs, &cfg);
+            prop_assert_eq!(measure_all(&slim), measure_all(&msgs));
+            prop_assert_eq!(run(&slim, &cfg), run(&msgs, &cfg));
+            prop_assert_eq!(planned_calls_with(&slim, &cfg), planned_calls_with(&msgs, &cfg));
+        }
+    }
+}
+
+fn measure_all(msgs: &[Message]) -> Vec<fastcompact::tokens::Measure> {
+    msgs.iter().map(measure).collect()
+}
+
+/// `planned_calls` under `cfg`, the memos kept.
+fn planned_calls_with(msgs: &[Message], cfg: &PlanConfig) -> Vec<Plan> {
+    let mut memos = Memos::default();
+    let mut settled = None;
+    (1..=msgs.len())
+        .map(|n| {
+            memos.resize(n);
+            let p = run_with(&msgs[..n], cfg, settled, Some(&memos));
+            settled = Some(p.settled);
+            p
+        })
+        .collect()
 }

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastcompact._core import InputError
 from fastcompact.api.counting import (
+    CacheStats,
     ContextSize,
     CountingOptions,
     Encoding,
@@ -27,6 +28,7 @@ from fastcompact.api.counting import (
     TokenBreakdown,
     cache_bytes,
     cache_info,
+    cache_stats,
     clear_cache,
     count_text_tokens,
     count_tokens,
@@ -123,6 +125,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "CacheStats",
     "ClearingConfig",
     "CollapseConfig",
     "CompactionConfig",
@@ -156,6 +159,7 @@ __all__ = [
     "budget_tool_results",
     "cache_bytes",
     "cache_info",
+    "cache_stats",
     "clear_after_gap",
     "clear_cache",
     "clear_observations",

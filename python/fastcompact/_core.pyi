@@ -28,6 +28,7 @@ __all__ = [
     "backoff_after",
     "cache_bytes",
     "cache_info",
+    "cache_stats",
     "check_window",
     "choose_summarizer",
     "clear_cache",
@@ -900,6 +901,9 @@ def _read_each(
 
 def cache_info() -> tuple[int, int]:
     """``(conversations cached, capacity)``; the capacity is ``2**64 - 1`` unbounded."""
+
+def cache_stats() -> tuple[int, int, int]:
+    """``(conversations found, not found, dropped to stay within the bounds)``."""
 
 def cache_bytes() -> tuple[int, int]:
     """``(bytes the cached conversations weigh, bound in bytes)``."""

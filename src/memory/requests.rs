@@ -87,7 +87,7 @@ fn calls_of(m: &Message) -> Vec<Call<'_>> {
             .map(|c| Call {
                 id: c.id.as_deref(),
                 name: &c.name,
-                args: &c.args,
+                args: c.args.whole().unwrap_or(&Value::Null),
             })
             .collect();
     }
@@ -311,7 +311,7 @@ mod tests {
             a.tool_calls.push(ToolCall {
                 id: Some("c2".into()),
                 name: "read_file".into(),
-                args: json!({"file_path": "q.py"}),
+                args: json!({"file_path": "q.py"}).into(),
             });
             a
         };

@@ -66,8 +66,13 @@ pub struct Text {
     /// The first byte (0 when empty), kept so that prefix checks on a long
     /// conversation need not touch every text's storage.
     first: u8,
+    /// The storage is the caller's (a Python `str` read in place).
+    borrowed: bool,
     data: Arc<dyn AsRef<str> + Send + Sync>,
 }
+
+/// The counts an `Arc` allocates before its value.
+const ARC_HEADER: usize = 2 * std::mem::size_of::<usize>();
 
 impl Text {
     /// Text over storage whose code-point length the caller already knows.
@@ -76,7 +81,39 @@ impl Text {
     /// free from Python, which stores a string's length.
     pub fn with_len(data: Arc<dyn AsRef<str> + Send + Sync>, chars: usize) -> Self {
         let first = (*data).as_ref().as_bytes().first().copied().unwrap_or(0);
-        Text { chars, first, data }
+        Text {
+            chars,
+            first,
+            borrowed: false,
+            data,
+        }
+    }
+
+    /// Text over the caller's storage, read in place (see `with_len`).
+    pub fn borrowed(data: Arc<dyn AsRef<str> + Send + Sync>, chars: usize) -> Self {
+        Text {
+            borrowed: true,
+            ..Text::with_len(data, chars)
+        }
+    }
+
+    /// What the text takes on the heap beyond the caller's storage.
+    pub fn heap_bytes(&self) -> usize {
+        let own = if self.borrowed {
+            0
+        } else {
+            self.as_str().len()
+        };
+        ARC_HEADER + std::mem::size_of_val(&*self.data) + own
+    }
+
+    /// The caller's bytes this text reads in place.
+    pub fn borrowed_bytes(&self) -> usize {
+        if self.borrowed {
+            self.as_str().len()
+        } else {
+            0
+        }
     }
 
     /// Whether the text may start with `prefix`: `false` is certain, `true` means
@@ -198,6 +235,15 @@ pub enum Block {
 }
 
 impl Block {
+    /// What the block takes on the heap beyond its own size (see `Message::heap_bytes`).
+    fn heap_bytes(&self) -> usize {
+        match self {
+            Block::Text(t) => t.heap_bytes(),
+            Block::Other { kind, value } => kind.capacity() + value_heap_bytes(value),
+            Block::Image | Block::Document => 0,
+        }
+    }
+
     /// What kind of block this is.
     pub fn kind_of(&self) -> BlockKind {
         match self {
@@ -256,8 +302,110 @@ impl Default for Content {
 pub struct ToolCall {
     pub id: Option<String>,
     pub name: String,
+    pub args: Args,
+}
+
+/// A call's arguments: whole, or what the passes read of them. A cached message keeps
+/// only the facts of arguments no pass will rewrite (`passes::slim_args`): the
+/// caller's message holds them whole, and most of a coding agent's calls carry a file
+/// or a command as long as a result.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Args {
     /// Parsed arguments. Arguments that were not valid JSON stay a JSON string.
-    pub args: Value,
+    Whole(Box<Value>),
+    Facts(ArgFacts),
+}
+
+/// What the passes read of arguments they will not rewrite.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArgFacts {
+    /// Tells equal arguments apart from others (`Args::key`).
+    pub key: u64,
+    /// Length of their Python `repr()`, which the counts read.
+    pub repr_len: u32,
+    /// Bytes of their longest string value (saturating).
+    pub longest: u32,
+    /// The argument that names what the call did, as placeholders show it.
+    pub main: Box<str>,
+}
+
+impl ToolCall {
+    /// What the call takes on the heap beyond its own size.
+    fn heap_bytes(&self) -> usize {
+        let args = match &self.args {
+            Args::Whole(v) => std::mem::size_of::<Value>() + value_heap_bytes(v),
+            Args::Facts(f) => f.main.len(),
+        };
+        self.id.as_ref().map_or(0, String::capacity) + self.name.capacity() + args
+    }
+}
+
+impl From<Value> for Args {
+    fn from(v: Value) -> Self {
+        Args::Whole(Box::new(v))
+    }
+}
+
+impl Args {
+    /// The arguments, when held whole.
+    pub fn whole(&self) -> Option<&Value> {
+        match self {
+            Args::Whole(v) => Some(v),
+            Args::Facts(_) => None,
+        }
+    }
+
+    /// A key equal for equal arguments (SipHash of their JSON text with fixed keys, so
+    /// the same in every process): what a repeated read is recognised by.
+    pub fn key(&self) -> u64 {
+        match self {
+            Args::Whole(v) => text_key(&v.to_string()),
+            Args::Facts(f) => f.key,
+        }
+    }
+}
+
+/// What a JSON value holds on the heap, as serde_json lays it out: each string's
+/// bytes, each array's items and each object's entries (with their keys).
+pub fn value_heap_bytes(v: &Value) -> usize {
+    let value = std::mem::size_of::<Value>();
+    // An object entry: its key, its value and the order index beside them.
+    let entry = std::mem::size_of::<String>() + value + 2 * std::mem::size_of::<usize>();
+    let mut bytes = 0;
+    let mut pending = vec![v];
+    while let Some(v) = pending.pop() {
+        match v {
+            Value::String(s) => bytes += s.capacity(),
+            Value::Array(items) => {
+                bytes += items.capacity() * value;
+                pending.extend(items);
+            }
+            Value::Object(map) => {
+                bytes += map.len() * entry + map.keys().map(String::capacity).sum::<usize>();
+                pending.extend(map.values());
+            }
+            _ => {}
+        }
+    }
+    bytes
+}
+
+/// The key of arguments whose JSON text is `text` (see `Args::key`).
+pub fn text_key(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
+}
+
+impl fmt::Display for Args {
+    /// The JSON text; arguments kept as facts show as an ellipsis.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Args::Whole(v) => write!(f, "{v}"),
+            Args::Facts(_) => f.write_str("{…}"),
+        }
+    }
 }
 
 /// Provider-reported token usage of one model call: `input` is the whole prompt
@@ -456,7 +604,7 @@ impl Message {
         let Some(c) = self.tool_calls.get_mut(call) else {
             return;
         };
-        c.args = args.clone();
+        c.args = Args::from(args.clone());
         let id = c.id.clone();
         if let (Content::Blocks(blocks), Some(id)) = (&mut self.content, id) {
             for b in blocks.iter_mut() {
@@ -491,6 +639,45 @@ impl Message {
         self.blocks().iter().any(Block::is_thinking)
     }
 
+    /// What the message takes on the heap beyond its own size: its strings, content
+    /// and calls as allocated, the caller's text read in place aside.
+    pub fn heap_bytes(&self) -> usize {
+        let string = |s: &Option<String>| s.as_ref().map_or(0, String::capacity);
+        let content = match &self.content {
+            Content::Text(t) => t.heap_bytes(),
+            Content::Blocks(blocks) => {
+                blocks.capacity() * std::mem::size_of::<Block>()
+                    + blocks.iter().map(Block::heap_bytes).sum::<usize>()
+            }
+        };
+        let calls = self.tool_calls.capacity() * std::mem::size_of::<ToolCall>()
+            + self
+                .tool_calls
+                .iter()
+                .map(ToolCall::heap_bytes)
+                .sum::<usize>();
+        string(&self.role_name)
+            + string(&self.tool_call_id)
+            + string(&self.name)
+            + string(&self.id)
+            + content
+            + calls
+    }
+
+    /// The caller's bytes the message reads in place (its texts).
+    pub fn borrowed_bytes(&self) -> usize {
+        match &self.content {
+            Content::Text(t) => t.borrowed_bytes(),
+            Content::Blocks(blocks) => blocks
+                .iter()
+                .map(|b| match b {
+                    Block::Text(t) => t.borrowed_bytes(),
+                    _ => 0,
+                })
+                .sum(),
+        }
+    }
+
     /// The normalized form, as JSON: what the core understood of the message.
     pub fn to_json(&self) -> Value {
         let content = match &self.content {
@@ -510,7 +697,7 @@ impl Message {
         let calls: Vec<Value> = self
             .tool_calls
             .iter()
-            .map(|c| serde_json::json!({"id": c.id, "name": c.name, "args": c.args}))
+            .map(|c| serde_json::json!({"id": c.id, "name": c.name, "args": c.args.whole()}))
             .collect();
         serde_json::json!({
             "role": self.role.type_name(),

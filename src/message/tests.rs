@@ -45,13 +45,13 @@ fn new_arguments_reach_the_calls_block_too() {
         tool_calls: vec![ToolCall {
             id: Some("t1".into()),
             name: "w".into(),
-            args: json!({"a": "long"}),
+            args: json!({"a": "long"}).into(),
         }],
         ..Message::default()
     };
     m.set_call_args(0, &json!({"a": "short"}));
     m.set_call_args(5, &json!({"a": "nowhere"}));
-    assert_eq!(m.tool_calls[0].args, json!({"a": "short"}));
+    assert_eq!(m.tool_calls[0].args, json!({"a": "short"}).into());
     match &m.content {
         Content::Blocks(b) => assert!(
             matches!(&b[0], Block::Other { value, .. } if value["input"] == json!({"a": "short"}))
@@ -107,7 +107,7 @@ fn call_and_result_ids_cover_blocks_once() {
     ai.tool_calls.push(ToolCall {
         id: Some("a".into()),
         name: "read_file".into(),
-        args: json!({}),
+        args: json!({}).into(),
     });
     ai.content = Content::Blocks(vec![
         Block::Other {

@@ -168,7 +168,7 @@ mod tests {
                     ai.tool_calls.push(ToolCall {
                         id: Some(format!("c{t}-{c}")),
                         name: "read_file".into(),
-                        args: serde_json::json!({}),
+                        args: serde_json::json!({}).into(),
                     });
                 }
                 msgs.push(ai);

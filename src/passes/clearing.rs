@@ -34,14 +34,14 @@ pub fn run(view: &View<'_, '_>, cfg: &ClearingConfig) -> Vec<Edit> {
         if view.is_placeholder(r.index) {
             continue;
         }
-        let new = view.memo.cleared[r.index].get_or_init(|| {
+        let new = view.memo.at(r.index).cleared.get_or_init(|| {
             keyed(placeholder(
                 view.tool(r),
                 &main_arg(view.call(r)),
                 view.call_id(r),
             ))
         });
-        let tokens = *remembered(&view.memo.cleared_tokens[r.index], counted_with, || {
+        let tokens = *remembered(&view.memo.at(r.index).cleared_tokens, counted_with, || {
             view.tokens_with_keyed(r.index, new)
         });
         let saved = view.tokens[r.index] - tokens;

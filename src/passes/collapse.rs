@@ -165,7 +165,11 @@ pub fn run(view: &View<'_, '_>, cfg: &CollapseConfig) -> Vec<Edit> {
         };
         // The note follows from the messages of the run alone: remembered on its first
         // result under the serials of those messages.
-        let note = remembered(&view.memo.note[first], run_key(view, start..i), make_note);
+        let note = remembered(
+            &view.memo.at(first).note,
+            run_key(view, start..i),
+            make_note,
+        );
         let tokens = view.tokens_with_keyed(first, &note);
         batches.push(Edit::keyed(first, Pass::Collapse, &note, tokens));
         for &r in rest {
@@ -242,7 +246,7 @@ mod tests {
             ai.tool_calls.push(ToolCall {
                 id: Some(format!("c{k}")),
                 name: tool.clone(),
-                args: serde_json::json!({"file_path": format!("f{k}.py")}),
+                args: serde_json::json!({"file_path": format!("f{k}.py")}).into(),
             });
             msgs.push(ai);
             let mut r = Message::text(Role::Tool, &"line of code\n".repeat(40));
@@ -303,7 +307,7 @@ mod tests {
                     .map(|(id, name)| ToolCall {
                         id: id.map(String::from),
                         name: name.into(),
-                        args: serde_json::json!({}),
+                        args: serde_json::json!({}).into(),
                     })
                     .collect();
                 m

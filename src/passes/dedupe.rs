@@ -16,7 +16,7 @@ pub fn run(view: &View<'_, '_>, cfg: &DedupeConfig) -> Vec<Edit> {
     }
     // Candidates in the order they became candidates: when the repeat arrived. That
     // order only ever grows at its end, which keeps the batches stable.
-    let mut last: FastMap<(usize, &str), usize> = FastMap::default();
+    let mut last: FastMap<(usize, u64), usize> = FastMap::default();
     let mut batches = Batches::new(cfg.min_batch_tokens as f64);
     let listed = tool_flags(view, |t| cfg.tools.contains(t));
     for (r, listed) in view.results.iter().zip(listed) {
@@ -26,16 +26,16 @@ pub fn run(view: &View<'_, '_>, cfg: &DedupeConfig) -> Vec<Edit> {
         if r.caller.is_none() || view.is_placeholder(r.index) {
             continue;
         }
-        let read_key = &view.memo.read_key[r.index];
+        let read_key = &view.memo.at(r.index).read_key;
         let args = match read_key.get() {
-            Some(args) => args,
+            Some(args) => *args,
             None => {
                 let Some(call) = view.call(r) else { continue };
-                read_key.get_or_init(|| call.args.to_string())
+                *read_key.get_or_init(|| call.args.key())
             }
         };
-        if let Some(earlier) = last.insert((r.tool_id, args.as_str()), r.index) {
-            let new = view.memo.superseded[earlier].get_or_init(|| {
+        if let Some(earlier) = last.insert((r.tool_id, args), r.index) {
+            let new = view.memo.at(earlier).superseded.get_or_init(|| {
                 let id = view.msgs[earlier].tool_call_id.as_deref().unwrap_or("");
                 keyed(placeholder(view.tool(r), &main_arg(view.call(r)), id))
             });

@@ -89,6 +89,14 @@ pub struct Edit {
 }
 
 impl Edit {
+    /// What the edit holds beyond its own size: its text, or its arguments.
+    pub fn heap_bytes(&self) -> usize {
+        16 + match &self.change {
+            Change::Content(text) => text.len(),
+            Change::ToolArgs { args, .. } => crate::message::value_heap_bytes(args),
+        }
+    }
+
     /// A content edit, keyed by its text.
     pub fn content(index: usize, pass: Pass, text: Arc<str>, key: u64, tokens: f64) -> Self {
         Edit {

@@ -9,30 +9,56 @@ use crate::tokens::HeuristicParams;
 
 /// What the passes worked out about each message of a conversation and can reuse on
 /// later turns (a message is immutable while cached; anything that depends on
-/// settings carries the fingerprint of the settings it was made with). One vector per
-/// kind, indexed by message: a pass reads one kind for thousands of messages, and
-/// reads them in order. A result's placeholders and read key come from its call, in
-/// an earlier message: `forget_call` drops them when that may have changed.
+/// settings carries the fingerprint of the settings it was made with). A result's
+/// placeholders and read key come from its call, in an earlier message: `forget_call`
+/// drops them when that may have changed.
 #[derive(Debug, Default)]
 pub struct Memos {
-    /// Clearing's placeholder for a result, and the result's tokens with it, under the
-    /// fingerprint of the counting parameters.
-    pub cleared: Vec<OnceLock<Keyed>>,
-    pub cleared_tokens: Vec<OnceLock<(u64, f64)>>,
-    /// Dedupe's placeholder for a result, and its read key.
-    pub superseded: Vec<OnceLock<Keyed>>,
-    pub read_key: Vec<OnceLock<String>>,
-    /// Argument truncation of an AI message, under the settings fingerprinted.
-    pub truncated: Vec<OnceLock<(u64, Option<Shortened>)>>,
-    /// The collapse note on a result, under the key of the run's messages.
-    pub note: Vec<OnceLock<(u64, Keyed)>>,
+    /// Per message, its memos, made on first use: most messages (a user's, an answer,
+    /// a call with short arguments) never need any, and an empty slot is 16 bytes.
+    slots: Vec<OnceLock<Box<Slot>>>,
     /// The batched edits of the passes over the settled prefix, for the calls that
     /// keep the same prefix settled (most calls between two batches).
     settled: Mutex<Option<Arc<SettledRun>>>,
 }
 
-/// The batched edits a run of the passes made over a conversation's first `upto`
-/// messages, with what the run read besides those messages.
+/// What the passes worked out about one message.
+#[derive(Debug, Default)]
+pub struct Slot {
+    /// Clearing's placeholder for a result, and the result's tokens with it, under the
+    /// fingerprint of the counting parameters.
+    pub cleared: OnceLock<Keyed>,
+    pub cleared_tokens: OnceLock<(u64, f64)>,
+    /// Dedupe's placeholder for a result, and its read key (`Args::key`).
+    pub superseded: OnceLock<Keyed>,
+    pub read_key: OnceLock<u64>,
+    /// Argument truncation of an AI message, under the settings fingerprinted.
+    pub truncated: OnceLock<(u64, Option<Shortened>)>,
+    /// The collapse note on a result, under the key of the run's messages.
+    pub note: OnceLock<(u64, Keyed)>,
+}
+
+impl Slot {
+    /// What the memos hold beyond the slot itself: their texts and edits, which the
+    /// edits of a call share only while it runs.
+    fn heap_bytes(&self) -> usize {
+        let keyed = |k: &Keyed| ARC_HEADER + k.text.len();
+        let texts = self.cleared.get().map_or(0, keyed)
+            + self.superseded.get().map_or(0, keyed)
+            + self.note.get().map_or(0, |(_, k)| keyed(k));
+        let shortened = self.truncated.get().and_then(|(_, s)| s.as_ref());
+        let edits = shortened.map_or(0, |(edits, _)| {
+            edits.capacity() * std::mem::size_of::<Edit>()
+                + edits.iter().map(Edit::heap_bytes).sum::<usize>()
+        });
+        texts + edits
+    }
+}
+
+/// The counts an `Arc` allocates before its value.
+const ARC_HEADER: usize = 16;
+
+/// The kept run of the passes over a conversation's first messages.
 #[derive(Debug)]
 pub struct SettledRun {
     pub upto: usize,
@@ -40,36 +66,6 @@ pub struct SettledRun {
     pub key: u64,
     pub config: PlanConfig,
     pub edits: EditKeys,
-}
-
-/// Do `$op` with `$v` bound to each kind's vector in turn (`shared`: by shared
-/// reference): the one list of the kinds, so that none is left out when the vectors
-/// are sized or weighed together.
-macro_rules! each_kind {
-    (shared $memos:expr, $v:ident => $op:expr) => {
-        each_kind!(@list shared $memos, $v => $op)
-    };
-    ($memos:expr, $v:ident => $op:expr) => {
-        each_kind!(@list mutable $memos, $v => $op)
-    };
-    (@list $mode:ident $memos:expr, $v:ident => $op:expr) => {
-        each_kind!(@fields $mode $memos, $v => $op;
-            cleared, cleared_tokens, superseded, read_key, truncated, note)
-    };
-    (@fields mutable $memos:expr, $v:ident => $op:expr; $($field:ident),*) => {{
-        let memos = $memos;
-        $({
-            let $v = &mut memos.$field;
-            $op;
-        })*
-    }};
-    (@fields shared $memos:expr, $v:ident => $op:expr; $($field:ident),*) => {{
-        let memos = $memos;
-        $({
-            let $v = &memos.$field;
-            $op;
-        })*
-    }};
 }
 
 impl Memos {
@@ -81,42 +77,59 @@ impl Memos {
     }
 
     pub fn len(&self) -> usize {
-        self.cleared.len()
+        self.slots.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.cleared.is_empty()
+        self.slots.is_empty()
     }
 
     pub fn capacity(&self) -> usize {
-        self.cleared.capacity()
+        self.slots.capacity()
     }
 
-    /// The vectors as allocated (not the texts their memos share with the edits).
+    /// Message `i`'s memos, made empty on first use. `i` is one of the messages
+    /// planned, which the memos are sized to.
+    pub fn at(&self, i: usize) -> &Slot {
+        self.slots[i].get_or_init(Box::default)
+    }
+
+    /// Message `i`'s memos, if any were made.
+    pub fn made(&self, i: usize) -> Option<&Slot> {
+        self.slots.get(i)?.get().map(|s| &**s)
+    }
+
+    /// The slots as allocated, those made and what they hold.
     pub fn bytes(&self) -> usize {
-        let mut n = 0;
-        each_kind!(shared self, v => n += crate::bounded_cache::Weighed::bytes(v));
-        n
+        let made: usize = self
+            .slots
+            .iter()
+            .filter_map(OnceLock::get)
+            .map(|s| std::mem::size_of::<Slot>() + s.heap_bytes())
+            .sum();
+        crate::bounded_cache::Weighed::bytes(&self.slots) + made
     }
 
     pub fn reserve_exact(&mut self, additional: usize) {
-        each_kind!(self, v => v.reserve_exact(additional));
+        self.slots.reserve_exact(additional);
     }
 
     pub fn truncate(&mut self, n: usize) {
-        each_kind!(&mut *self, v => v.truncate(n));
+        self.slots.truncate(n);
         self.forget_settled_from(n);
     }
 
     /// Keep `n` messages' memos; new ones start empty.
     pub fn resize(&mut self, n: usize) {
-        each_kind!(self, v => v.resize_with(n, OnceLock::new));
+        self.slots.resize_with(n, OnceLock::new);
     }
 
     /// Forget everything about message `i` (it was replaced).
     pub fn reset(&mut self, i: usize) {
-        self.forget_call(i);
-        forget(&mut self.truncated, i);
+        self.forget_settled_from(i);
+        if let Some(s) = self.slots.get_mut(i) {
+            *s = OnceLock::new();
+        }
     }
 
     /// Forget what was worked out from the call message `i` answers (and its
@@ -124,11 +137,14 @@ impl Memos {
     /// next one).
     pub fn forget_call(&mut self, i: usize) {
         self.forget_settled_from(i);
-        forget(&mut self.cleared, i);
-        forget(&mut self.cleared_tokens, i);
-        forget(&mut self.superseded, i);
-        forget(&mut self.read_key, i);
-        forget(&mut self.note, i);
+        let Some(s) = self.slots.get_mut(i).and_then(OnceLock::get_mut) else {
+            return;
+        };
+        s.cleared = OnceLock::new();
+        s.cleared_tokens = OnceLock::new();
+        s.superseded = OnceLock::new();
+        s.read_key = OnceLock::new();
+        s.note = OnceLock::new();
     }
 
     /// The run kept for the first `upto` messages, if it was made under `key` and
@@ -164,13 +180,6 @@ impl Memos {
         if kept.as_ref().is_some_and(|r| i < r.upto) {
             *kept = None;
         }
-    }
-}
-
-/// Empty the memo at `i`, if there is one.
-fn forget<T>(memos: &mut [OnceLock<T>], i: usize) {
-    if let Some(m) = memos.get_mut(i) {
-        *m = OnceLock::new();
     }
 }
 

@@ -3,11 +3,20 @@
 
 use serde_json::Value;
 
-use crate::message::{Content, Message, ToolCall};
+use crate::message::{Args, Content, Message, ToolCall};
 
 /// The argument that best names what a call did, shortened: the path, pattern,
 /// command, query or URL, else the first string argument.
 pub fn main_arg(call: Option<&ToolCall>) -> String {
+    match call.map(|c| &c.args) {
+        Some(Args::Whole(v)) => main_arg_of(v),
+        Some(Args::Facts(f)) => f.main.to_string(),
+        None => String::new(),
+    }
+}
+
+/// `main_arg` of arguments held whole.
+pub fn main_arg_of(args: &Value) -> String {
     const KEYS: [&str; 8] = [
         "file_path",
         "path",
@@ -18,7 +27,7 @@ pub fn main_arg(call: Option<&ToolCall>) -> String {
         "glob",
         "file",
     ];
-    let Some(Value::Object(args)) = call.map(|c| &c.args) else {
+    let Value::Object(args) = args else {
         return String::new();
     };
     let found = KEYS

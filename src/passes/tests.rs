@@ -47,7 +47,7 @@ fn tool_results_find_near_far_repeated_and_missing_calls() {
     let call = |id: &str, name: &str| ToolCall {
         id: Some(id.into()),
         name: name.into(),
-        args: json!({}),
+        args: json!({}).into(),
     };
     let ai = |calls: Vec<ToolCall>| {
         let mut m = Message::text(Role::Ai, "");
@@ -154,36 +154,46 @@ fn batches_keep_the_edits_of_complete_batches_only() {
 fn memos_forget_a_call_but_keep_the_message_own_work() {
     let mut m = Memos::new(3);
     let set = |m: &Memos, i: usize| {
-        let _ = m.cleared[i].set(keyed("c".into()));
-        let _ = m.cleared_tokens[i].set((1, 2.0));
-        let _ = m.read_key[i].set("k".into());
-        let _ = m.truncated[i].set((1, None));
+        let _ = m.at(i).cleared.set(keyed("c".into()));
+        let _ = m.at(i).cleared_tokens.set((1, 2.0));
+        let _ = m.at(i).read_key.set(7);
+        let _ = m.at(i).truncated.set((1, None));
     };
     for i in 0..3 {
         set(&m, i);
     }
     m.forget_call(1);
-    assert!(m.cleared[1].get().is_none() && m.read_key[1].get().is_none());
     assert!(
-        m.cleared_tokens[1].get().is_none(),
+        m.made(1).is_none_or(|s| s.cleared.get().is_none())
+            && m.made(1).is_none_or(|s| s.read_key.get().is_none())
+    );
+    assert!(
+        m.made(1).is_none_or(|s| s.cleared_tokens.get().is_none()),
         "tokens with the placeholder"
     );
     assert!(
-        m.truncated[1].get().is_some(),
+        m.made(1).is_some_and(|s| s.truncated.get().is_some()),
         "the message's own arguments"
     );
     m.reset(2);
-    assert!(m.cleared[2].get().is_none() && m.truncated[2].get().is_none());
-    assert!(m.cleared_tokens[2].get().is_none());
     assert!(
-        m.cleared[0].get().is_some() && m.cleared_tokens[0].get().is_some(),
+        m.made(2).is_none_or(|s| s.cleared.get().is_none())
+            && m.made(2).is_none_or(|s| s.truncated.get().is_none())
+    );
+    assert!(m.made(2).is_none_or(|s| s.cleared_tokens.get().is_none()));
+    assert!(
+        m.made(0).is_some_and(|s| s.cleared.get().is_some())
+            && m.made(0).is_some_and(|s| s.cleared_tokens.get().is_some()),
         "others untouched"
     );
     m.forget_call(7);
     m.truncate(1);
     m.resize(2);
     assert_eq!(m.len(), 2);
-    assert!(m.cleared[0].get().is_some() && m.cleared[1].get().is_none());
+    assert!(
+        m.made(0).is_some_and(|s| s.cleared.get().is_some())
+            && m.made(1).is_none_or(|s| s.cleared.get().is_none())
+    );
 }
 
 #[test]
@@ -243,13 +253,13 @@ fn main_arg_prefers_paths_and_shortens() {
     let call = ToolCall {
         id: None,
         name: "read_file".into(),
-        args: json!({"limit": 10, "file_path": "src/a.py"}),
+        args: json!({"limit": 10, "file_path": "src/a.py"}).into(),
     };
     assert_eq!(main_arg(Some(&call)), "src/a.py");
     let long = ToolCall {
         id: None,
         name: "execute".into(),
-        args: json!({"command": "x".repeat(100)}),
+        args: json!({"command": "x".repeat(100)}).into(),
     };
     assert_eq!(main_arg(Some(&long)).chars().count(), 81);
     assert_eq!(shorten("a\nb", 10), "a…");

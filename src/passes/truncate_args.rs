@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::{remembered, Batches, Change, Edit, Pass, Remembered, Shortened, View};
+use super::{remembered, Batches, Change, Edit, Pass, Remembered, Shortened, View, WholeArgs};
 use crate::config::TruncateArgsConfig;
 use crate::cutoff::Size;
 
@@ -146,7 +146,8 @@ fn shorten_message(
             let template = cfg
                 .truncation_text
                 .replace("{id}", call.id.as_deref().unwrap_or(""));
-            let args = shorten_value(&call.args, limit_of(cfg, &call.name), &template)?;
+            // Arguments kept as facts are none longer than the shortest limit.
+            let args = shorten_value(call.args.whole()?, limit_of(cfg, &call.name), &template)?;
             Some(Edit {
                 index: i,
                 pass: Pass::TruncateArgs,
@@ -174,6 +175,15 @@ fn shorten_message(
     ))
 }
 
+/// The arguments this pass may shorten, which a cached message keeps whole: those
+/// with a string longer than the shortest limit, when the pass runs at all.
+pub fn whole_args(cfg: &TruncateArgsConfig) -> WholeArgs {
+    match cfg.trigger {
+        Some(_) => WholeArgs::longer_than(cfg.max_length.min(cfg.file_max_length)),
+        None => WholeArgs::longer_than(usize::MAX),
+    }
+}
+
 pub fn run(view: &View<'_, '_>, cfg: &TruncateArgsConfig) -> Vec<Edit> {
     let Some(trigger) = cfg.trigger else {
         return Vec::new();
@@ -195,7 +205,7 @@ pub fn run(view: &View<'_, '_>, cfg: &TruncateArgsConfig) -> Vec<Edit> {
         {
             continue;
         }
-        let shortened = remembered(&view.memo.truncated[i], Some(settings), || {
+        let shortened = remembered(&view.memo.at(i).truncated, Some(settings), || {
             shorten_message(settings, i, m, cfg, view)
         });
         // The message may sit elsewhere than when this was worked out.

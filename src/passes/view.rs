@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::*;
 use crate::cutoff::Size;
-use crate::message::{Content, Message, Role, ToolCall};
+use crate::message::{text_key, ArgFacts, Args, Content, Message, Role, ToolCall};
 use crate::tally::measure;
 use crate::tokens::{HeuristicParams, Measure};
 
@@ -47,7 +47,7 @@ impl Skeleton {
             longest_arg: saturate(
                 m.tool_calls
                     .iter()
-                    .map(|c| longest_string(&c.args))
+                    .map(|c| longest_arg(&c.args))
                     .max()
                     .unwrap_or(0),
             ),
@@ -95,6 +95,55 @@ impl Skeleton {
     /// sure); `false` is certain.
     pub fn may_be_placeholder(&self, gap_template: &str) -> bool {
         self.first == b'[' || gap_template.as_bytes().first() == Some(&self.first)
+    }
+}
+
+/// Which tool calls of a cached message keep their arguments whole: those with a
+/// string longer than a bound (argument truncation may shorten them), or every one.
+/// Ordered by what they keep: a message slimmed at one level serves any higher one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct WholeArgs(u32);
+
+impl WholeArgs {
+    /// Every call keeps its arguments whole.
+    pub const EVERY: WholeArgs = WholeArgs(0);
+
+    /// Calls with a string longer than `bytes` keep their arguments whole.
+    pub fn longer_than(bytes: usize) -> Self {
+        WholeArgs(u32::try_from(bytes).map_or(u32::MAX, |b| b.saturating_add(1)))
+    }
+
+    /// Whether a call whose longest string has `longest` bytes keeps its arguments.
+    fn keeps(self, longest: usize) -> bool {
+        self.0 == 0 || longest >= self.0 as usize
+    }
+}
+
+/// Keep, of each of `m`'s calls, only what the passes read of its arguments (their
+/// `ArgFacts`), unless `whole` keeps them whole.
+pub fn slim_args(m: &mut Message, whole: WholeArgs) {
+    let saturate = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    for c in &mut m.tool_calls {
+        let Args::Whole(v) = &c.args else { continue };
+        let longest = longest_string(v);
+        if whole.keeps(longest) {
+            continue;
+        }
+        let facts = ArgFacts {
+            key: text_key(&v.to_string()),
+            repr_len: saturate(crate::pyrepr::py_repr_len(v)),
+            longest: saturate(longest),
+            main: main_arg_of(v).into_boxed_str(),
+        };
+        c.args = Args::Facts(facts);
+    }
+}
+
+/// Bytes of the longest string value of a call's arguments.
+pub(super) fn longest_arg(args: &Args) -> usize {
+    match args {
+        Args::Whole(v) => longest_string(v),
+        Args::Facts(f) => f.longest as usize,
     }
 }
 

@@ -14,6 +14,7 @@ use crate::bounded_cache::ConversationCache;
 use crate::conversation::Counted;
 use crate::cutoff::PairShape;
 use crate::message::Message;
+use crate::passes::WholeArgs;
 use crate::tokens::{CachedCounts, Encoding};
 
 use super::read::read_message;
@@ -27,18 +28,35 @@ pub struct Entry {
     content: Option<Py<PyAny>>,
     /// The dict the content was read from (a model's `__dict__`, or the message dict).
     fields: Option<Py<PyDict>>,
+    /// What the tool calls and a list content were made of when read (`nested_print`;
+    /// 0 for a message with neither): a call's arguments or a block changed in place
+    /// are caught by it, as a content reassigned is by its address.
+    nested: u64,
     pub counts: CachedCounts,
-    /// Boxed: most calls only count, and a small entry keeps a long conversation's
-    /// cache compact.
-    pub shape: Option<Box<PairShape>>,
-    /// The converted message, when a caller (the passes) needed it.
+    /// The pair shape of a message only counted; one converted has it in its message
+    /// (`pair_shape`), which is not kept twice. Boxed: a small entry keeps a long
+    /// conversation's cache compact.
+    shape: Option<Box<PairShape>>,
+    /// The converted message, when a caller (the passes) needed it, its calls'
+    /// arguments kept as `args` says.
     pub message: Option<Arc<Message>>,
+    args: WholeArgs,
     /// The edited copy last built for this message, with the fingerprint of its
     /// edits: a later turn with the same edits reuses the same object.
     pub edited: Option<(u64, Py<PyAny>)>,
 }
 
 impl Entry {
+    /// The message's pair shape: kept, or worked out from its converted message.
+    pub fn pair_shape(&self) -> Option<std::borrow::Cow<'_, PairShape>> {
+        use std::borrow::Cow;
+        match (&self.shape, &self.message) {
+            (Some(s), _) => Some(Cow::Borrowed(&**s)),
+            (None, Some(m)) => Some(Cow::Owned(PairShape::from(&**m))),
+            (None, None) => None,
+        }
+    }
+
     /// The object this entry counted.
     pub fn object<'py>(&self, py: Python<'py>) -> &Bound<'py, PyAny> {
         self.obj.bind(py)
@@ -50,13 +68,16 @@ impl Entry {
         counts: CachedCounts,
         shape: Option<PairShape>,
     ) -> Self {
+        let nested = origin.fields.as_ref().map_or(0, nested_print);
         Entry {
             obj: item.clone().unbind(),
             content: origin.content.map(Bound::unbind),
             fields: origin.fields.map(Bound::unbind),
+            nested,
             counts,
             shape: shape.map(Box::new),
             message: None,
+            args: WholeArgs::EVERY,
             edited: None,
         }
     }
@@ -79,8 +100,10 @@ impl Entry {
         match &self.fields {
             // One dict lookup, much cheaper than resolving the attribute.
             Some(d) => {
-                let now = content_ptr(d.bind(py), content_key);
-                now == held || (held.is_null() && now == py.None().as_ptr())
+                let d = d.bind(py);
+                let now = content_ptr(d, content_key);
+                (now == held || (held.is_null() && now == py.None().as_ptr()))
+                    && (self.nested == 0 || nested_print(d) == self.nested)
             }
             // Same address as the object we hold: it is that object.
             None => {
@@ -127,6 +150,7 @@ impl Entry {
             None => content_of(item),
         };
         self.obj = item.clone().unbind();
+        self.nested = fields.as_ref().map_or(0, nested_print);
         self.fields = fields.map(Bound::unbind);
         self.content = content.map(Bound::unbind);
         true
@@ -215,6 +239,59 @@ fn content_ptr(d: &Bound<'_, PyDict>, key: &Bound<'_, PyString>) -> *mut pyo3::f
     ptr
 }
 
+/// A fingerprint of what a message's tool calls and list content are made of: the
+/// addresses of the containers and of every value in them, nested ones included,
+/// never their text (a long argument costs what a short one does). Python values
+/// are immutable or these containers, so an edit in place changes an address or a
+/// length on the way. 0 when the message has neither.
+fn nested_print(fields: &Bound<'_, PyDict>) -> u64 {
+    let py = fields.py();
+    let mut h = crate::passes::FastHasher::default();
+    let mut any = false;
+    for key in [intern!(py, "tool_calls"), intern!(py, "content")] {
+        if let Ok(Some(v)) = fields.get_item(key) {
+            if v.is_instance_of::<PyList>() && !v.cast::<PyList>().is_ok_and(|l| l.is_empty()) {
+                walk_addresses(&v, &mut h, 0);
+                any = true;
+            }
+        }
+    }
+    use std::hash::Hasher;
+    if any {
+        h.finish() | 1
+    } else {
+        0
+    }
+}
+
+/// Feed `h` the address and length of `v` and, for a list, tuple or dict, of what it
+/// holds (`MAX_NESTING` deep).
+fn walk_addresses(v: &Bound<'_, PyAny>, h: &mut crate::passes::FastHasher, depth: usize) {
+    use std::hash::Hasher;
+    const MAX_NESTING: usize = 32;
+    h.write_usize(v.as_ptr() as usize);
+    if depth >= MAX_NESTING {
+        return;
+    }
+    if let Ok(d) = v.cast::<PyDict>() {
+        h.write_usize(d.len());
+        for (k, item) in d.iter() {
+            h.write_usize(k.as_ptr() as usize);
+            walk_addresses(&item, h, depth + 1);
+        }
+    } else if let Ok(l) = v.cast::<PyList>() {
+        h.write_usize(l.len());
+        for item in l.iter() {
+            walk_addresses(&item, h, depth + 1);
+        }
+    } else if let Ok(t) = v.cast::<PyTuple>() {
+        h.write_usize(t.len());
+        for item in t.iter() {
+            walk_addresses(&item, h, depth + 1);
+        }
+    }
+}
+
 /// The content object of an item that has no field dict (strings, tuples, plain
 /// objects), for the identity check.
 fn content_of<'py>(item: &Bound<'py, PyAny>) -> Option<Bound<'py, PyAny>> {
@@ -259,24 +336,22 @@ impl Counted for Entry {
         &self.counts
     }
 
-    /// The converted message (its texts and arguments, about a byte a character as
-    /// measured in resident memory) and the pair shape.
+    /// The converted message and the pair shape, as allocated.
     fn heap_bytes(&self) -> usize {
-        let message = self.message.as_ref().map_or(0, |_| {
-            std::mem::size_of::<Message>() + self.counts.measure.chars as usize
+        let message = self.message.as_deref().map_or(0, |m| {
+            ARC_HEADER + std::mem::size_of::<Message>() + m.heap_bytes()
         });
-        let shape = self.shape.as_ref().map_or(0, |s| {
-            std::mem::size_of::<PairShape>() + 64 * (s.calls.len() + s.results.len())
-        });
+        let shape = self
+            .shape
+            .as_deref()
+            .map_or(0, |s| std::mem::size_of::<PairShape>() + s.heap_bytes());
         message + shape
     }
 
-    /// A text content is read in place from the Python string (see `read::text_of`).
+    /// The caller's message object the entry holds, with its content: dropping the
+    /// entry frees them only once the caller has let go.
     fn borrowed_bytes(&self) -> usize {
-        match self.message.as_deref().map(|m| &m.content) {
-            Some(crate::message::Content::Text(t)) => t.chars(),
-            _ => 0,
-        }
+        PY_MESSAGE_BYTES + self.counts.measure.chars as usize
     }
 }
 
@@ -291,8 +366,16 @@ pub fn caller_holds(py: Python<'_>, c: &Conversation) -> bool {
 }
 
 /// What an edited copy of a message takes on the Python heap (the copied model, its
-/// field dict and the placeholder text), as measured on LangChain messages.
-pub const EDITED_COPY_BYTES: usize = 600;
+/// field dict, its set of fields and the placeholder text), as measured on LangChain
+/// messages (`tests/test_cache_weight.py`).
+pub const EDITED_COPY_BYTES: usize = 1_350;
+
+/// What a LangChain message object takes on the Python heap, its content aside (as
+/// measured there too).
+pub const PY_MESSAGE_BYTES: usize = 700;
+
+/// The counts an `Arc` allocates before its value.
+const ARC_HEADER: usize = 2 * std::mem::size_of::<usize>();
 
 /// Messages read for this call: cached entries where the same objects were seen
 /// before, fresh ones elsewhere.
@@ -305,6 +388,27 @@ pub struct ReadSet {
     pub read_anew: usize,
 }
 
+impl ReadSet {
+    /// The BPE counts of the `fresh` messages are made: the messages kept are slimmed
+    /// as their entries say.
+    pub fn counted(&mut self) {
+        for (i, m) in std::mem::take(&mut self.fresh) {
+            drop(m);
+            let Some(e) = self.kept.entries.get_mut(i) else {
+                continue;
+            };
+            let args = e.args;
+            if let Some(m) = e.message.as_mut().and_then(Arc::get_mut) {
+                // The entry was weighed with its arguments whole.
+                let before = m.heap_bytes();
+                crate::passes::slim_args(m, args);
+                let freed = before.saturating_sub(m.heap_bytes());
+                self.kept.entry_heap = self.kept.entry_heap.saturating_sub(freed);
+            }
+        }
+    }
+}
+
 /// What a caller needs from each message.
 #[derive(Clone, Copy)]
 pub struct Want {
@@ -312,8 +416,10 @@ pub struct Want {
     pub bpe: Option<Encoding>,
     /// The pair shape (tool call and result ids).
     pub shape: bool,
-    /// The whole message (text, arguments), kept for the passes.
+    /// The converted message, kept for the passes.
     pub message: bool,
+    /// Which of its calls keep their arguments whole.
+    pub args: WholeArgs,
     /// The usage the message reports.
     pub usage: bool,
     /// Check every message's content, not only the newest and a sweep's (see
@@ -336,22 +442,20 @@ impl Want {
 
     pub(super) fn satisfied_by(&self, e: &Entry) -> bool {
         self.bpe.is_none_or(|enc| e.counts.bpe(enc).is_some())
-            && (!self.shape || e.shape.is_some())
-            && (!self.message || e.message.is_some())
+            && (!self.shape || e.shape.is_some() || e.message.is_some())
+            && (!self.message || (e.message.is_some() && e.args <= self.args))
             && (!self.usage || e.counts.usage_read())
     }
 }
 
 /// Read `items` against the conversation's cached entries, converting only messages
-/// not seen before, edited since, or lacking something `want` asks for. `trace`: what
-/// the conversation left behind if the cache dropped it (`Weighed::trace`).
+/// not seen before, edited since, or lacking something `want` asks for.
 pub fn read_with_cache(
     list: &Bound<'_, PyList>,
     mut cached: Conversation,
-    trace: Option<usize>,
     want: Want,
 ) -> Res<ReadSet> {
-    let (had, read_before) = (cached.entries.len(), cached.read_for);
+    let read_before = cached.read_for;
     // The leading entries whose objects are still the list's items, found from the
     // list alone (even when every entry is to be checked: it also tells whether the
     // caller kept its objects): only those `recheck` names are checked further.
@@ -360,7 +464,8 @@ pub fn read_with_cache(
         same,
         recheck: (!want.recheck_all).then(|| cached.rechecked(same)),
         // Every entry was read for at least what this call wants: none need be asked.
-        all_satisfy: read_before & want.bits() == want.bits(),
+        all_satisfy: read_before & want.bits() == want.bits()
+            && (!want.message || cached.whole_args <= want.args),
     };
     // Entries are updated in place: a warm turn touches only what changed.
     let mut update = cached.update(list.len(), want.message);
@@ -369,16 +474,18 @@ pub fn read_with_cache(
     // Entries skipped unread stand for items a shortened list no longer has.
     fresh.retain(|(j, _)| *j < n);
     let mut kept = update.finish(n);
-    // Every cached entry came back as the very object it was read from, or the first
-    // message is the one a dropped conversation left its trace for: the caller keeps
-    // its messages between calls. (An address reused by another object misleads only
-    // until the next reweigh.)
-    kept.shared_with_caller =
-        (had > 0 && same >= had) || trace.is_some_and(|t| item_address(list, 0) == Some(t));
+    // The caller holds the messages it passed: what the entries borrow of them is its
+    // own until a reweigh finds it let go (`caller_holds`).
+    kept.shared_with_caller = true;
     // Each entry was kept because it satisfied `want`, or read anew for it (its BPE
     // count is set from `fresh` before the conversation is stored); with none read
     // anew, what they were all read for before still holds.
     kept.read_for = want.bits() | if read_anew > 0 { 0 } else { read_before };
+    // Every entry with a message was kept because its arguments are as whole as this
+    // call wants, or read anew so.
+    if want.message {
+        kept.whole_args = want.args;
+    }
     Ok(ReadSet {
         kept,
         fresh,
@@ -477,13 +584,22 @@ fn read_entry(
         let entry = Entry::new(item, scanned.origin, scanned.counts, scanned.shape);
         return Ok((entry, crate::passes::Skeleton::default()));
     }
-    let (m, origin) = read_message(item)?;
-    let m = Arc::new(m);
-    let shape = Some(PairShape::from(&*m));
+    let (mut m, origin) = read_message(item)?;
+    // Kept apart only when the message is not (see `Entry::pair_shape`).
+    let shape = (!want.message).then(|| PairShape::from(&m));
     let mut entry = Entry::new(item, origin, CachedCounts::of(&m), shape);
     let mut skeleton = crate::passes::Skeleton::default();
     if want.message {
         skeleton = crate::passes::Skeleton::cached(&m);
+        entry.args = want.args;
+        // A BPE count reads the arguments whole: they are slimmed once it is made
+        // (`ReadSet::counted`).
+        if want.bpe.is_none() {
+            crate::passes::slim_args(&mut m, want.args);
+        }
+    }
+    let m = Arc::new(m);
+    if want.message {
         entry.message = Some(Arc::clone(&m));
     }
     if want.bpe.is_some() {

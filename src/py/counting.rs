@@ -118,25 +118,26 @@ pub(super) fn count(
     messages: &Bound<'_, PyAny>,
     opts: &Opts,
     shapes: bool,
-    messages_too: bool,
+    messages_too: Option<crate::passes::WholeArgs>,
 ) -> Result<(u64, Counted), CoreInputError> {
     let enc = opts.encoding()?;
     let p = opts.params()?;
     let list = read::as_list(messages)?;
     let key = cache::conversation_key(opts.cache_key.as_deref(), &list);
-    let (cached, trace) = if opts.remember {
+    let cached = if opts.remember {
         taken_from_cache(key)
     } else {
-        (cache::Conversation::default(), None)
+        cache::Conversation::default()
     };
     let want = cache::Want {
         bpe: (enc != Encoding::Heuristic).then_some(enc),
         shape: shapes,
-        message: messages_too,
+        message: messages_too.is_some(),
+        args: messages_too.unwrap_or(crate::passes::WholeArgs::EVERY),
         usage: opts.use_usage,
         recheck_all: opts.in_place_edits,
     };
-    let mut read = cache::read_with_cache(&list, cached, trace, want)?;
+    let mut read = cache::read_with_cache(&list, cached, want)?;
     if enc != Encoding::Heuristic && !read.fresh.is_empty() {
         count_fresh(py, &mut read, enc, &p);
     }
@@ -168,19 +169,13 @@ fn count_fresh(
             e.counts.set_bpe(enc, n);
         }
     }
+    read.counted();
 }
 
 /// The conversation's cache entry, taken out until `store` puts it back (empty when
-/// none is cached), and the trace a dropped one left (see `Weighed::trace`).
-pub(super) fn taken_from_cache(key: u64) -> (cache::Conversation, Option<usize>) {
-    let mut cache = conversation_cache();
-    let cached = cache.take(key);
-    let trace = cached
-        .entries
-        .is_empty()
-        .then(|| cache.trace_of(key))
-        .flatten();
-    (cached, trace)
+/// none is cached).
+pub(super) fn taken_from_cache(key: u64) -> cache::Conversation {
+    conversation_cache().take(key)
 }
 
 /// Tokens of the tool schemas and the system prompt the options name.
@@ -246,10 +241,11 @@ pub(super) fn breakdown(counted: &Counted) -> Option<Breakdown> {
         .kept
         .entries
         .iter()
-        .filter_map(|e| e.shape.as_deref())
+        .filter_map(cache::Entry::pair_shape)
         .collect();
     let per_message = &counted.per_message;
     (shapes.len() == per_message.len()).then(|| {
+        let shapes: Vec<&crate::cutoff::PairShape> = shapes.iter().map(|s| &**s).collect();
         let b = tokens::breakdown(&shapes, per_message);
         Breakdown::new(counted.total(), counted.fixed, per_message, b)
     })

@@ -98,7 +98,7 @@ mod _core {
         messages: &Bound<'_, PyAny>,
         opts: PyRef<'_, Opts>,
     ) -> PyResult<u64> {
-        let (key, counted) = count(py, messages, &opts, false, false)?;
+        let (key, counted) = count(py, messages, &opts, false, None)?;
         let total = counted.total() as u64;
         store(py, key, counted);
         Ok(total)
@@ -111,7 +111,7 @@ mod _core {
         messages: &Bound<'py, PyAny>,
         opts: PyRef<'_, Opts>,
     ) -> PyResult<Breakdown> {
-        let (key, counted) = count(py, messages, &opts, true, false)?;
+        let (key, counted) = count(py, messages, &opts, true, None)?;
         let b = breakdown(&counted).unwrap_or_else(|| {
             let none = tokens::Breakdown::default();
             Breakdown::new(counted.total(), counted.fixed, &counted.per_message, none)
@@ -132,13 +132,13 @@ mod _core {
     ) -> PyResult<usize> {
         let run = || -> Result<usize, CoreInputError> {
             let keep = sizes::read_size(keep, "keep")?;
-            let (key, counted) = count(py, messages, &opts, true, false)?;
+            let (key, counted) = count(py, messages, &opts, true, None)?;
             let shapes: Vec<_> = counted
                 .read
                 .kept
                 .entries
                 .iter()
-                .filter_map(|e| e.shape.as_deref())
+                .filter_map(super::cache::Entry::pair_shape)
                 .collect();
             let cut = cutoff::find_cutoff(&shapes, &counted.per_message, keep, max_input_tokens);
             store(py, key, counted);
@@ -159,7 +159,7 @@ mod _core {
     ) -> PyResult<bool> {
         let run = || -> Result<bool, CoreInputError> {
             let clauses = sizes::read_triggers(triggers, "trigger")?;
-            let (key, counted) = count(py, messages, &opts, false, false)?;
+            let (key, counted) = count(py, messages, &opts, false, None)?;
             let n = counted.per_message.len();
             let fired = cutoff::any_clause_fires(&clauses, n, counted.total(), max_input_tokens);
             store(py, key, counted);
@@ -567,6 +567,13 @@ mod _core {
     fn cache_info() -> (usize, usize) {
         let c = conversation_cache();
         (c.len(), c.capacity())
+    }
+
+    /// (conversations found, not found, and dropped to stay within the bounds).
+    #[pyfunction]
+    fn cache_stats() -> (u64, u64, u64) {
+        let s = conversation_cache().stats();
+        (s.found, s.missed, s.evicted)
     }
 
     /// (bytes the cached conversations weigh, bound in bytes).

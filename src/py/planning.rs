@@ -197,10 +197,11 @@ pub(super) fn plan<'py>(
         keep_counts: make_edited.is_none(),
     };
     // The heuristic counts (cached) and the converted messages (cached too).
-    let (key, mut counted) = count(py, messages, &opts, false, true)?;
+    let whole = crate::passes::truncate_args::whole_args(&cfg.truncate_args);
+    let (key, mut counted) = count(py, messages, &opts, false, Some(whole))?;
     let long = counted.read.kept.entries.len() >= DETACH_FROM_MESSAGES
         || counted.read.read_anew >= DETACH_FROM_READ;
-    let input = plan_input(&mut counted, &cfg, given);
+    let input = plan_input(&mut counted, given);
     let result = enter_core_ok(py, long, || crate::plan::plan(input, cfg.as_ref()))?;
     let out = outcome(py, &mut counted, &result, make_edited)?;
     store(py, key, counted);
@@ -223,11 +224,10 @@ struct Given {
 /// The plan's input from the counted conversation: everything the passes need from
 /// the cached entries, which line up with the messages only when every entry is
 /// planned (otherwise the plan works them out afresh).
-fn plan_input<'a>(counted: &'a mut Counted, cfg: &PlanConfig, given: Given) -> PlanInput<'a, 'a> {
+fn plan_input(counted: &mut Counted, given: Given) -> PlanInput<'_, '_> {
     counted.read.kept.fill_measures();
     let fixed = counted.fixed;
     let tokens = counted.counts_for_plan(given.keep_counts);
-    let before = fixed + tokens.iter().sum::<f64>();
     let kept = &mut counted.read.kept;
     let n = kept.entries.len();
     let entries = &kept.entries;
@@ -242,7 +242,9 @@ fn plan_input<'a>(counted: &'a mut Counted, cfg: &PlanConfig, given: Given) -> P
         .unwrap_or_else(|| times_of(skeletons, &msgs));
     let progress = given.progress;
     PlanInput {
-        shapes: shapes_if_due(entries, cfg, before, given.max_input_tokens),
+        // Worked out from the messages by the plan, when a summary is due: the
+        // entries keep no second copy of them.
+        shapes: None,
         measures: whole.then_some(kept.measures.as_slice()),
         skeletons,
         memos: whole.then_some(&kept.memos),
@@ -299,23 +301,6 @@ fn times_of(skeletons: Option<&[crate::passes::Skeleton]>, msgs: &[&Message]) ->
         Some(s) => timestamps_if_any(s.iter().map(|s| s.timestamp)),
         None => timestamps_if_any(msgs.iter().map(|m| m.timestamp)),
     }
-}
-
-/// The pair shapes, which only matter when a summary may be needed: the view before
-/// the passes tells, as they never add tokens (should one ever, the plan works the
-/// shapes out itself).
-fn shapes_if_due<'a>(
-    entries: &'a [cache::Entry],
-    cfg: &PlanConfig,
-    before: f64,
-    max_input_tokens: Option<u64>,
-) -> Option<Vec<&'a crate::cutoff::PairShape>> {
-    let n = entries.len();
-    crate::plan::summary_due(&cfg.trigger, n, before, max_input_tokens).then(|| {
-        let mut shapes = Vec::with_capacity(n);
-        shapes.extend(entries.iter().filter_map(|e| e.shape.as_deref()));
-        shapes
-    })
 }
 
 /// The plan as Python sees it: the model view built with `make_edited`, or the edits

@@ -25,7 +25,7 @@ impl AsRef<str> for PyText {
 pub(super) fn text_of(s: &Bound<'_, PyString>) -> Res<Text> {
     let chars = s.len().map_err(|e| py_err("content", e))?;
     match PyBackedStr::try_from(s.clone()) {
-        Ok(backed) => Ok(Text::with_len(Arc::new(PyText(backed)), chars)),
+        Ok(backed) => Ok(Text::borrowed(Arc::new(PyText(backed)), chars)),
         // Lone surrogates cannot be UTF-8: keep a lossy copy (same length in code points).
         Err(_) => Ok(Text::with_len(
             Arc::new(s.to_string_lossy().into_owned()),
@@ -164,7 +164,11 @@ fn with_args(calls: &[CallSrc<'_>], heads: Vec<(Option<String>, String)>) -> Res
                 Some(v) if c.in_content() => to_value(&v),
                 _ => read_args(args).map_err(place)?,
             };
-            Ok(ToolCall { id, name, args })
+            Ok(ToolCall {
+                id,
+                name,
+                args: args.into(),
+            })
         })
         .collect()
 }

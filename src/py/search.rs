@@ -142,15 +142,17 @@ fn fresh_index(language: &str) -> PyResult<Index> {
 /// The conversation's messages, read through its cache entry (taken out of the cache
 /// until the search puts it back).
 fn read_through_cache(list: &Bound<'_, PyList>, key: u64) -> PyResult<Conversation> {
-    let (cached, trace) = taken_from_cache(key);
+    let cached = taken_from_cache(key);
     let want = Want {
         bpe: None,
         shape: false,
         message: true,
+        // The index reads every argument.
+        args: crate::passes::WholeArgs::EVERY,
         usage: false,
         recheck_all: false,
     };
-    Ok(read_with_cache(list, cached, trace, want)?.kept)
+    Ok(read_with_cache(list, cached, want)?.kept)
 }
 
 /// A hit as Python gets it.

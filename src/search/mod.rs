@@ -135,8 +135,8 @@ fn argument_text(value: &Value, out: &mut String) {
 /// The argument text of all of a message's calls.
 pub fn arguments_of(m: &Message) -> String {
     let mut out = String::new();
-    for c in &m.tool_calls {
-        argument_text(&c.args, &mut out);
+    for c in m.tool_calls.iter().filter_map(|c| c.args.whole()) {
+        argument_text(c, &mut out);
     }
     out
 }
@@ -231,7 +231,10 @@ impl Index {
                 skipped = names.iter().all(|n| *n == RECALL_TOOL) && text.trim().is_empty();
                 for c in &m.tool_calls {
                     let mut args = String::new();
-                    argument_text(&c.args, &mut args);
+                    // Search reads its messages with their arguments whole.
+                    if let Some(v) = c.args.whole() {
+                        argument_text(v, &mut args);
+                    }
                     let ids = self.term_ids(&args);
                     fields[ARGS].extend(&ids);
                     if let Some(id) = &c.id {

@@ -102,52 +102,72 @@ def cache() -> Iterator[None]:
         fastcompact.set_cache_capacity(before[0], bytes=before[1])
 
 
-def test_texts_the_caller_keeps_are_not_weighed_as_the_caches(cache: None):
+def test_the_callers_messages_weigh_as_the_caches_only_once_it_lets_go(cache: None):
     msgs = _copies(coding_session(120, seed=3), 0)
-    view = fastcompact.model_view(msgs, max_input_tokens=200_000)
-    full = fastcompact.cache_bytes()[0]
-    # The same objects back: the caller keeps them, so dropping the entries would not
-    # free their texts.
+    # The caller holds what it passes: the cache weighs what it adds, from the first call.
     view = fastcompact.model_view(msgs, max_input_tokens=200_000)
     light = fastcompact.cache_bytes()[0]
-    assert full - light == _texts(msgs) > 0
-    # Equal copies instead (as a checkpointer hands them back): only the cache keeps
-    # these alive between calls.
-    fastcompact.model_view([m.model_copy() for m in msgs], max_input_tokens=200_000)
-    assert fastcompact.cache_bytes()[0] == full
-    # The caller's own objects again: adopted (the copies go), then seen kept.
-    fastcompact.model_view(msgs, max_input_tokens=200_000)
-    assert fastcompact.cache_bytes()[0] == full
-    fastcompact.model_view(msgs, max_input_tokens=200_000)
+    view = fastcompact.model_view(msgs, max_input_tokens=200_000)
     assert fastcompact.cache_bytes()[0] == light
-    # Other calls go on; while the caller holds the messages the weight stands, and
-    # once it lets them go the cache weighs their texts as its own within a few puts.
+    # Equal copies (as a checkpointer hands them back) are adopted, the same weight.
+    copies = [m.model_copy() for m in msgs]
+    fastcompact.model_view(copies, max_input_tokens=200_000)
+    assert fastcompact.cache_bytes()[0] == light
+    # Other calls go on; once the caller lets the copies go, only the cache keeps them
+    # alive, and within a few puts it weighs them (objects and texts) as its own.
     fastcompact.count_tokens(["another conversation"], cache_key="other")
     small = fastcompact.cache_bytes()[0] - light
     for _ in range(200):
         fastcompact.count_tokens(["another conversation"], cache_key="other")
     assert fastcompact.cache_bytes()[0] == light + small
-    del msgs, view
+    del copies
     for _ in range(200):
         fastcompact.count_tokens(["another conversation"], cache_key="other")
-    assert fastcompact.cache_bytes()[0] == full + small
-
-
-def test_a_conversation_dropped_and_brought_back_is_known_by_its_first_message(cache: None):
-    msgs = _copies(coding_session(120, seed=4), 1)
-    for _ in range(2):
-        fastcompact.model_view(msgs, max_input_tokens=200_000)
-    light = fastcompact.cache_bytes()[0]
-    fastcompact.set_cache_capacity(1)
-    # Another conversation takes the only place; this one comes back as the same
-    # objects, and is weighed as the caller's at once.
-    fastcompact.model_view(_copies(msgs, 2), max_input_tokens=200_000)
+    theirs = fastcompact.cache_bytes()[0] - light - small
+    assert _texts(msgs) < theirs < 2 * (_texts(msgs) + 1_000 * len(msgs))
+    # The caller's own objects again: adopted, and its own once more.
     fastcompact.model_view(msgs, max_input_tokens=200_000)
-    assert fastcompact.cache_bytes()[0] == light
-    # Dropped again and back as new objects: weighed in full.
-    fastcompact.model_view(_copies(msgs, 3), max_input_tokens=200_000)
-    fastcompact.model_view(_copies(msgs, 1), max_input_tokens=200_000)
-    assert fastcompact.cache_bytes()[0] == light + _texts(msgs)
+    assert fastcompact.cache_bytes()[0] == light + small
+    del view
+
+
+_WEIGHED = r"""
+import gc, json, os, tracemalloc, fastcompact
+from fastcompact.samples import coding_session
+
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+fastcompact.set_cache_capacity(bytes=2**40)
+base = coding_session(1_000, seed=6)
+conversations = [[m.model_copy(update={"id": f"c{k}-{m.id}"}) for m in base] for k in range(20)]
+gc.collect()
+before = rss()
+for msgs in conversations:
+    fastcompact.plan(msgs, max_input_tokens=200_000)
+gc.collect()
+planned = {"grown": rss() - before, "weighed": fastcompact.cache_bytes()[0]}
+tracemalloc.start()
+start = tracemalloc.get_traced_memory()[0]
+for msgs in conversations:
+    fastcompact.model_view(msgs, max_input_tokens=200_000)
+gc.collect()
+copies = {"grown": tracemalloc.get_traced_memory()[0] - start,
+          "weighed": fastcompact.cache_bytes()[0] - planned["weighed"]}
+print(json.dumps({"planned": planned, "copies": copies}))
+"""
+
+
+def test_the_weight_reported_is_the_memory_the_cache_takes():
+    """A known load, in a process of its own: what the converted messages and the
+    passes' memos weigh against the growth of the resident set, and what the edited
+    copies of the model views weigh against the growth of the Python heap."""
+    out = subprocess.run([sys.executable, "-c", _WEIGHED], capture_output=True, text=True, check=True)
+    r = json.loads(out.stdout)
+    for part in ("planned", "copies"):
+        grown, weighed = r[part]["grown"], r[part]["weighed"]
+        assert weighed > 0 and abs(weighed - grown) <= 0.15 * grown, r
 
 
 def test_edited_copies_the_cache_keeps_are_out_of_the_collectors_sight(cache: None):

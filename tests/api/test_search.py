@@ -261,3 +261,22 @@ def test_the_command_line_searches_a_transcript_and_an_archive_folder(tmp_path: 
     assert r.returncode == 0, r.stderr
     rows = json.loads(r.stdout)
     assert rows and "dropped messages on retry" in rows[0]["excerpt"] and rows[0]["where"].endswith("[60]")
+
+
+def test_arguments_a_plan_kept_only_as_facts_are_searched_whole() -> None:
+    """The plan keeps of most calls' arguments only what its passes read; a search of
+    the same conversation (the same cache entry) reads them whole."""
+    msgs: list[BaseMessage] = [HumanMessage("tidy the parser", id="h1")]
+    for k in range(30):
+        path = "src/zanzibar_parser.py" if k == 3 else f"src/mod{k}.py"
+        msgs.append(
+            AIMessage(
+                "", id=f"a{k}", tool_calls=[{"name": "read_file", "args": {"file_path": path}, "id": f"c{k}"}]
+            )
+        )
+        msgs.append(ToolMessage(f"contents {k}\n" * 40, tool_call_id=f"c{k}", id=f"t{k}"))
+    fastcompact.plan(msgs, max_input_tokens=200_000)
+    after = fastcompact.search(msgs, "zanzibar")
+    # The same messages never planned: their own cache entry, read whole.
+    cold = fastcompact.search([m.model_copy(update={"id": f"cold-{m.id}"}) for m in msgs], "zanzibar")
+    assert [m.index for m in after] == [m.index for m in cold] == [8, 7]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import fastcompact
 from fastcompact import CompactionConfig, _core, cache_info, find_cutoff
 from fastcompact.api.counting import count_once, counting_options
 from fastcompact.api.cutoffs import cutoff_once
@@ -141,3 +142,57 @@ def test_one_off_counts_and_cuts_take_no_place_in_the_cache():
     assert cutoff_once(msgs, ("messages", 10)) == find_cutoff(msgs, ("messages", 10), cache_key="cut")
     # Only the conversation `find_cutoff` (and the cold count) named were kept.
     assert cache_info()[0] == 2
+
+
+def _seen(view: list[Any]) -> list[tuple[Any, ...]]:
+    """What the model reads of each message of a view."""
+    return [(m.type, repr(m.content), repr(getattr(m, "tool_calls", None)), m.id) for m in view]
+
+
+def _edit_in_place(msgs: list[Any], op: str, pick: int) -> list[Any]:
+    """One edit a caller may make to its own messages between calls."""
+    m = msgs[pick % len(msgs)]
+    calls = [x for x in msgs if getattr(x, "tool_calls", None)]
+    if op == "content":
+        m.content = f"rewritten {pick} " * (pick % 50)
+    elif op == "content_list":
+        m.content = [{"type": "text", "text": f"block {pick} " * (pick % 30)}]
+    elif op == "args" and calls:
+        call = calls[pick % len(calls)].tool_calls[0]
+        call["args"] = {**call["args"], "file_path": f"moved/{pick}.py", "content": "y" * (pick % 500)}
+    elif op == "args_key" and calls:
+        calls[pick % len(calls)].tool_calls[0]["args"]["pattern"] = f"p{pick}"
+    elif op == "repeat":
+        return [*msgs, m]
+    return msgs
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["content", "content_list", "args", "args_key", "repeat", "share"]),
+            st.integers(0, 10**6),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_a_view_after_edits_in_place_repeats_and_shared_objects_is_the_cold_one(ops: list[Any]) -> None:
+    """A caller that edits its messages in place (contents, content lists, a call's
+    arguments replaced or changed inside), repeats a message object, or shares objects
+    with another conversation gets, warm, the view a cold call builds."""
+    msgs = coding_session(400, seed=7)
+    other = list(msgs[:200])
+    view = fastcompact.model_view(msgs, max_input_tokens=30_000, cache_key="edited")[0]
+    for op, pick in ops:
+        if op == "share":
+            other = [*other, msgs[pick % len(msgs)]]
+            warm = fastcompact.model_view(other, max_input_tokens=30_000, cache_key="edited-other")[0]
+            cold = fastcompact.model_view(other, max_input_tokens=30_000, cache_key=f"cold-{next(_fresh)}")[0]
+            assert _seen(warm) == _seen(cold)
+        else:
+            msgs = _edit_in_place(msgs, op, pick)
+        view = fastcompact.model_view(msgs, max_input_tokens=30_000, cache_key="edited")[0]
+        cold = fastcompact.model_view(msgs, max_input_tokens=30_000, cache_key=f"cold-{next(_fresh)}")[0]
+        assert _seen(view) == _seen(cold)

@@ -12,7 +12,7 @@ import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, overload
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeAlias, TypedDict, overload
 
 from typing_extensions import Unpack
 
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from fastcompact._core import InputError
 
 __all__ = [
+    "CacheStats",
     "ContextSize",
     "CountingOptions",
     "Encoding",
@@ -30,6 +31,7 @@ __all__ = [
     "TokenBreakdown",
     "cache_bytes",
     "cache_info",
+    "cache_stats",
     "clear_cache",
     "count_text_tokens",
     "count_tokens",
@@ -429,6 +431,36 @@ def cache_bytes() -> tuple[int, int]:
         True
     """
     return _core.cache_bytes()
+
+
+class CacheStats(NamedTuple):
+    """What the per-conversation cache did since the process started (see
+    :func:`cache_stats`)."""
+
+    found: int
+    """Calls that found their conversation cached and read only what changed."""
+    missed: int
+    """Calls that found none: a new conversation, or one dropped to stay within the
+    bounds, read in full."""
+    evicted: int
+    """Conversations dropped to stay within the bounds."""
+
+
+def cache_stats() -> CacheStats:
+    """How often a call found its conversation in the cache, how often not, and how
+    many conversations were dropped to stay within its bounds: a server whose
+    ``evicted`` keeps growing reads conversations anew that it would otherwise have
+    served warm, and may want a larger bound (:func:`set_cache_capacity`).
+
+    Examples:
+        >>> before = cache_stats()
+        >>> _ = count_tokens(["hi"], cache_key="stats-example")
+        >>> _ = count_tokens(["hi", "again"], cache_key="stats-example")
+        >>> now = cache_stats()
+        >>> now.found - before.found >= 1, now.missed - before.missed >= 1
+        (True, True)
+    """
+    return CacheStats(*_core.cache_stats())
 
 
 # More than any machine holds: a larger bound is surely a mistake.
