@@ -72,7 +72,7 @@ pub struct Text {
 }
 
 /// The counts an `Arc` allocates before its value.
-const ARC_HEADER: usize = 2 * std::mem::size_of::<usize>();
+pub const ARC_HEADER: usize = 2 * std::mem::size_of::<usize>();
 
 impl Text {
     /// Text over storage whose code-point length the caller already knows.
@@ -307,8 +307,8 @@ pub struct ToolCall {
 
 /// A call's arguments: whole, or what the passes read of them. A cached message keeps
 /// only the facts of arguments no pass will rewrite (`passes::slim_args`): the
-/// caller's message holds them whole, and most of a coding agent's calls carry a file
-/// or a command as long as a result.
+/// caller's message holds them whole, and a coding agent's writes and edits carry
+/// whole files.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Args {
     /// Parsed arguments. Arguments that were not valid JSON stay a JSON string.

@@ -91,10 +91,11 @@ pub struct Edit {
 impl Edit {
     /// What the edit holds beyond its own size: its text, or its arguments.
     pub fn heap_bytes(&self) -> usize {
-        16 + match &self.change {
-            Change::Content(text) => text.len(),
-            Change::ToolArgs { args, .. } => crate::message::value_heap_bytes(args),
-        }
+        crate::message::ARC_HEADER
+            + match &self.change {
+                Change::Content(text) => text.len(),
+                Change::ToolArgs { args, .. } => crate::message::value_heap_bytes(args),
+            }
     }
 
     /// A content edit, keyed by its text.

@@ -42,7 +42,7 @@ impl Slot {
     /// What the memos hold beyond the slot itself: their texts and edits, which the
     /// edits of a call share only while it runs.
     fn heap_bytes(&self) -> usize {
-        let keyed = |k: &Keyed| ARC_HEADER + k.text.len();
+        let keyed = |k: &Keyed| crate::message::ARC_HEADER + k.text.len();
         let texts = self.cleared.get().map_or(0, keyed)
             + self.superseded.get().map_or(0, keyed)
             + self.note.get().map_or(0, |(_, k)| keyed(k));
@@ -55,10 +55,8 @@ impl Slot {
     }
 }
 
-/// The counts an `Arc` allocates before its value.
-const ARC_HEADER: usize = 16;
-
-/// The kept run of the passes over a conversation's first messages.
+/// The batched edits a run of the passes made over a conversation's first `upto`
+/// messages, with what the run read besides those messages.
 #[derive(Debug)]
 pub struct SettledRun {
     pub upto: usize,

@@ -13,7 +13,7 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use crate::bounded_cache::ConversationCache;
 use crate::conversation::Counted;
 use crate::cutoff::PairShape;
-use crate::message::Message;
+use crate::message::{Message, ARC_HEADER};
 use crate::passes::WholeArgs;
 use crate::tokens::{CachedCounts, Encoding};
 
@@ -367,15 +367,12 @@ pub fn caller_holds(py: Python<'_>, c: &Conversation) -> bool {
 
 /// What an edited copy of a message takes on the Python heap (the copied model, its
 /// field dict, its set of fields and the placeholder text), as measured on LangChain
-/// messages (`tests/test_cache_weight.py`).
+/// messages (`tests/api/test_cache_memory.py` holds the weight to what it measures).
 pub const EDITED_COPY_BYTES: usize = 1_350;
 
 /// What a LangChain message object takes on the Python heap, its content aside (as
 /// measured there too).
 pub const PY_MESSAGE_BYTES: usize = 700;
-
-/// The counts an `Arc` allocates before its value.
-const ARC_HEADER: usize = 2 * std::mem::size_of::<usize>();
 
 /// Messages read for this call: cached entries where the same objects were seen
 /// before, fresh ones elsewhere.
@@ -457,8 +454,7 @@ pub fn read_with_cache(
 ) -> Res<ReadSet> {
     let read_before = cached.read_for;
     // The leading entries whose objects are still the list's items, found from the
-    // list alone (even when every entry is to be checked: it also tells whether the
-    // caller kept its objects): only those `recheck` names are checked further.
+    // list alone: only those `recheck` names are checked further.
     let same = cached.unchanged_prefix(|i| item_address(list, i));
     let skip = Skip {
         same,
