@@ -117,14 +117,24 @@ impl Entry {
     /// Whether `item`, a different object at this entry's position, is an equal copy of
     /// the message counted here (a conversation reloaded from a checkpointer arrives as
     /// new objects). If so the entry adopts it and keeps its counts, conversion and
-    /// edited copy: equal fields give equal results.
-    pub(super) fn adopt_equal(&mut self, item: &Bound<'_, PyAny>) -> bool {
+    /// edited copy: equal fields give equal results. `content_key` is `"content"`.
+    pub(super) fn adopt_equal(
+        &mut self,
+        item: &Bound<'_, PyAny>,
+        content_key: &Bound<'_, PyString>,
+    ) -> bool {
         let py = item.py();
-        let old = self.obj.bind(py);
+        let old = self.obj.bind(py).clone();
         // The same object with a reassigned content is not a copy: it was changed.
         if old.is(item) || !old.get_type().is(item.get_type()) {
             return false;
         }
+        // The old object edited in place since it was read: what the entry holds is of
+        // what it was, whatever it equals now.
+        if !self.still_matches(&old, content_key) {
+            return false;
+        }
+        let old = &old;
         // Models compare by their field dicts (C-level equality, without the model's
         // own __eq__); dicts, tuples and strings by value.
         let equal = match (instance_dict(old), instance_dict(item)) {
@@ -560,7 +570,7 @@ fn still_holds(
     if e.still_matches(item, content_key) {
         return true;
     }
-    if e.adopt_equal(item) {
+    if e.adopt_equal(item, content_key) {
         update.adopted(i, item.as_ptr() as usize);
         return true;
     }

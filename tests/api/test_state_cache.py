@@ -196,3 +196,20 @@ def test_a_view_after_edits_in_place_repeats_and_shared_objects_is_the_cold_one(
         view = fastcompact.model_view(msgs, max_input_tokens=30_000, cache_key="edited")[0]
         cold = fastcompact.model_view(msgs, max_input_tokens=30_000, cache_key=f"cold-{next(_fresh)}")[0]
         assert _seen(view) == _seen(cold)
+
+
+def test_a_copy_equal_to_a_message_edited_since_it_was_read_is_read_anew() -> None:
+    """A message edited in place after its last call, then handed back as equal copies
+    (as a checkpointer does): the copies equal the edited message, not what the cache
+    read of it, so they are read anew."""
+    msgs = coding_session(300, seed=8)
+    fastcompact.model_view(msgs, max_input_tokens=30_000, cache_key="reloaded")
+    results = [m for m in msgs if m.type == "tool"]
+    results[3].content = "a much longer result, edited in place " * 400
+    reloaded = [m.model_copy(deep=True) for m in msgs]
+    warm, warm_plan = fastcompact.model_view(reloaded, max_input_tokens=30_000, cache_key="reloaded")
+    cold, cold_plan = fastcompact.model_view(
+        reloaded, max_input_tokens=30_000, cache_key=f"cold-{next(_fresh)}"
+    )
+    assert _seen(warm) == _seen(cold)
+    assert warm_plan.tokens_before == cold_plan.tokens_before
