@@ -1,6 +1,7 @@
 //! Token counters: the LangChain-compatible heuristic, exact BPE (o200k_base,
 //! cl100k_base), usage anchoring, and the per-message counts a cached conversation keeps.
 
+use std::borrow::Borrow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
@@ -283,7 +284,7 @@ pub struct Breakdown {
     pub per_tool: std::collections::BTreeMap<String, f64>,
 }
 
-pub fn breakdown(shapes: &[&PairShape], per_message: &[f64]) -> Breakdown {
+pub fn breakdown<S: Borrow<PairShape>>(shapes: &[S], per_message: &[f64]) -> Breakdown {
     let mut out = Breakdown {
         roles: Vec::with_capacity(shapes.len()),
         tool_names: Vec::with_capacity(shapes.len()),
@@ -296,6 +297,7 @@ pub fn breakdown(shapes: &[&PairShape], per_message: &[f64]) -> Breakdown {
     let mut per_tool: FastMap<&str, f64> = FastMap::default();
     let mut call_names: FastMap<&str, &str> = FastMap::default();
     for (shape, tokens) in shapes.iter().zip(per_message) {
+        let shape: &PairShape = shape.borrow();
         for (id, name) in &shape.calls {
             call_names.insert(id, name);
         }

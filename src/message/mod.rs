@@ -107,15 +107,6 @@ impl Text {
         ARC_HEADER + std::mem::size_of_val(&*self.data) + own
     }
 
-    /// The caller's bytes this text reads in place.
-    pub fn borrowed_bytes(&self) -> usize {
-        if self.borrowed {
-            self.as_str().len()
-        } else {
-            0
-        }
-    }
-
     /// Whether the text may start with `prefix`: `false` is certain, `true` means
     /// look at the text.
     pub fn may_start_with(&self, prefix: &str) -> bool {
@@ -662,20 +653,6 @@ impl Message {
             + string(&self.id)
             + content
             + calls
-    }
-
-    /// The caller's bytes the message reads in place (its texts).
-    pub fn borrowed_bytes(&self) -> usize {
-        match &self.content {
-            Content::Text(t) => t.borrowed_bytes(),
-            Content::Blocks(blocks) => blocks
-                .iter()
-                .map(|b| match b {
-                    Block::Text(t) => t.borrowed_bytes(),
-                    _ => 0,
-                })
-                .sum(),
-        }
     }
 
     /// The normalized form, as JSON: what the core understood of the message.

@@ -245,7 +245,6 @@ pub(super) fn breakdown(counted: &Counted) -> Option<Breakdown> {
         .collect();
     let per_message = &counted.per_message;
     (shapes.len() == per_message.len()).then(|| {
-        let shapes: Vec<&crate::cutoff::PairShape> = shapes.iter().map(|s| &**s).collect();
         let b = tokens::breakdown(&shapes, per_message);
         Breakdown::new(counted.total(), counted.fixed, per_message, b)
     })

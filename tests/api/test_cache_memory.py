@@ -192,3 +192,28 @@ def test_edited_copies_the_cache_keeps_are_out_of_the_collectors_sight(cache: No
     assert one.content == text
     fastcompact.clear_cache()
     assert sys.getrefcount(one) == 2
+
+
+def test_a_plan_counting_with_a_bpe_encoding_keeps_its_messages_as_slim(cache: None):
+    """The BPE count reads a message's arguments whole; once it is made, the message is
+    kept as slim as with the heuristic count, and weighed so (the memos differ a little:
+    other counts, other placeholders; the arguments kept whole would be tens of KB)."""
+    msgs = _copies(coding_session(300, seed=9), 4)
+    weights = []
+    for encoding in ("heuristic", "o200k_base"):
+        fastcompact.clear_cache()
+        fastcompact.plan(msgs, max_input_tokens=200_000, encoding=encoding)
+        weights.append(fastcompact.cache_bytes()[0])
+    assert weights[0] > 0 and abs(weights[1] - weights[0]) < 0.01 * weights[0], weights
+
+
+def test_a_planned_conversation_is_cut_and_broken_down_as_a_counted_one(cache: None):
+    """A planned conversation's entries keep no pair shapes of their own (their messages
+    have them): a cut and a breakdown read through the same entries agree with fresh
+    ones."""
+    msgs = _copies(coding_session(300, seed=10), 5)
+    fresh = fastcompact.token_breakdown(msgs, cache_key="fresh-breakdown")
+    cut = fastcompact.find_cutoff(msgs, ("messages", 40), cache_key="fresh-cut")
+    fastcompact.plan(msgs, max_input_tokens=200_000, cache_key="planned")
+    assert fastcompact.token_breakdown(msgs, cache_key="planned") == fresh
+    assert fastcompact.find_cutoff(msgs, ("messages", 40), cache_key="planned") == cut
