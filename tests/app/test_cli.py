@@ -427,7 +427,7 @@ def test_results_cut_by_the_budget_are_saved_whole_and_named(tmp_path: Path):
     assert len(result) < 10_000
     # Nowhere to save them: that is said.
     r = run("compact", str(src), "-o", "-")
-    unsaved = "the whole text of the cut or cleared results are not saved with the output"
+    unsaved = "the whole text of the cut, cleared or shortened messages are not saved with the output"
     assert r.returncode == 0 and unsaved in r.stderr
 
 
@@ -565,10 +565,51 @@ def test_every_result_an_output_clears_resolves_through_it_in_every_shape(tmp_pa
             assert fastcompact.recall(out, f"c{i}") == files[f"/src/m{i}.py"], (name, i)
         # On stdout there is nowhere beside it: a provider's shape loses them, and says so.
         r = run("compact", str(src), "-o", "-", "--max-input-tokens", "60000")
-        unsaved = "the whole text of the cut or cleared results are not saved with the output"
+        unsaved = "the whole text of the cut, cleared or shortened messages are not saved with the output"
         assert r.returncode == 0 and (unsaved in r.stderr) == (name != "messages_to_dict"), r.stderr
         if name != "messages_to_dict":
             assert cleared.endswith(" Its whole text is saved at out.results/18.txt.")
+
+
+def test_every_argument_an_output_shortens_resolves_through_it_in_every_shape(tmp_path: Path):
+    """Forty files written through a shell call, compacted to a file in each shape
+    with room for the writes only once shortened: every call's whole arguments come
+    back from the output by ``<id>/args`` (LangChain's shapes inline, a provider's shape
+    in a file beside it that the shortened argument names)."""
+    msgs: list[Any] = []
+    for i in range(40):
+        body = "".join(f"line {j} of module_{i} value={i * j}\n" for j in range(150))
+        command = f"cat > mod_{i}.py << 'EOF'\n{body}EOF"
+        msgs += [
+            HumanMessage(f"Write module {i}."),
+            AIMessage("", tool_calls=[{"name": "bash", "args": {"command": command}, "id": f"c{i}"}]),
+            ToolMessage(f"wrote mod_{i}.py", tool_call_id=f"c{i}", name="bash"),
+        ]
+    for name in sorted(SHAPES):
+        src = tmp_path / name / "in.json"
+        src.parent.mkdir()
+        given = SHAPES[name](msgs)
+        src.write_text(json.dumps(given))
+        out = tmp_path / name / "out.json"
+        r = run("compact", str(src), "-o", str(out), "--max-input-tokens", "40000")
+        assert r.returncode == 0, r.stderr
+        assert out.read_text().count("[shortened from") >= 20, name
+        for i in range(40):
+            assert fastcompact.recall(out, f"c{i}/args") == fastcompact.recall(given, f"c{i}/args"), (name, i)
+        if name in ("openai", "anthropic"):
+            assert f"calls' arguments saved whole in {out.parent / 'out.results'}" in r.stdout
+
+
+def test_the_input_is_never_the_output(tmp_path: Path):
+    """Writing the compacted conversation over its input would lose what the passes cut
+    for good: refused, with --overwrite too, and the input is left as it was."""
+    src = _seed(tmp_path / "s.json", "coding")
+    before = src.read_bytes()
+    for target in (str(src), str(tmp_path / "." / "s.json"), f"{tmp_path}/"):
+        r = run("compact", str(src), "-o", target, "--max-input-tokens", "20000", "--overwrite")
+        assert r.returncode == 2, r.stderr
+        assert "is the input" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert src.read_bytes() == before
 
 
 def _summary_text(message: dict[str, Any]) -> str:

@@ -173,7 +173,8 @@ def _request(messages: Sequence[Any], number: int) -> int | None:
 # How an output's text names the file beside it that holds a result whole: the note a
 # result of a provider's shape ends with, and (in the core) the budget pass's marker.
 SAVED_NOTE = " Its whole text is saved at {path}."
-_SAVED_AT = re.compile(r"(?:whole text is|full output is) saved at (\S+)")
+# A path ends at a space or, inside a call's arguments given as JSON, at a quote.
+_SAVED_AT = re.compile(r'(?:whole text is|full output is) saved at ([^\s"\\]+)')
 
 
 def _recall_in_file(path: Path, ref: str) -> str:

@@ -273,7 +273,7 @@ def _compact_messages(
     if result.summarized and archive is None:
         unkept.append(f"the {plural(result.summarized, 'summarized message')}")
     if plan.results is None and kept_elsewhere(messages, result.plan.edits):
-        unkept.append("the whole text of the cut or cleared results")
+        unkept.append("the whole text of the cut, cleared or shortened messages")
     return {
         "file": plan.source,
         "output": "-" if plan.target is None else str(plan.target),
@@ -314,7 +314,12 @@ def _line(r: dict[str, Any], note: str) -> str:
         what = f"cheap passes only ({r['reason']})"
     if r["results"]:
         where = Path(r["results"][0]).parent
-        what += f"; {plural(len(r['results']), 'tool result')} saved whole in {where}"
+        args = sum(1 for path in r["results"] if path.endswith(".args.json"))
+        kept = [
+            plural(len(r["results"]) - args, "tool result"),
+            plural(args, "call's arguments", "calls' arguments"),
+        ]
+        what += f"; {' and '.join(k for k in kept if not k.startswith('0 '))} saved whole in {where}"
     return (
         f"{r['file']}: {r['messages_before']:,} -> {plural(r['messages_after'], 'message')}, "
         f"{r['tokens_before']:,} -> {r['tokens_after']:,} tokens; {what}; wrote {r['output']}{note}"

@@ -132,6 +132,10 @@ def plan_outputs(files: list[str], output: str, overwrite: bool, archive: str | 
             plan = Output(src, target, _archive_of(target), _results_of(target), note)
             taken |= set(plan.paths())
             plans.append(plan)
+    for plan in plans:
+        for path in plan.paths():
+            if plan.source != "-" and os.path.realpath(path) == os.path.realpath(plan.source):
+                raise CliError(f"{path} is the input; write the compacted conversation elsewhere")
     if not overwrite:
         for plan in plans:
             for path in plan.paths():

@@ -167,12 +167,67 @@ def _summary_in_shape(message: Any, like: Any) -> Any:
 
 
 def kept_elsewhere(raw: Sequence[Any], edits: Sequence[Edit]) -> list[int]:
-    """The edited results whose whole text only a file beside the output can keep:
-    those whose final edit is the budget pass's cut (its marker names the file), and
-    those of a provider's own shape that another pass edited (the shape has no place
-    for what a message was)."""
+    """The edited messages whose whole text only a file beside the output can keep:
+    results whose final edit is the budget pass's cut (its marker names the file), and
+    messages of a provider's own shape whose content or call arguments a pass edited
+    (the shape has no place for what a message was)."""
+    results = _results_kept_elsewhere(raw, edits)
+    return sorted({*results, *(e.index for e in _provider_arg_edits(raw, edits))})
+
+
+def _results_kept_elsewhere(raw: Sequence[Any], edits: Sequence[Edit]) -> list[int]:
+    """The messages of :func:`kept_elsewhere` whose content was edited."""
     last = _last_content_pass(edits)
     return [i for i, name in last.items() if name == "budget" or _fields(raw[i]) is None]
+
+
+def _provider_arg_edits(raw: Sequence[Any], edits: Sequence[Edit]) -> list[Edit]:
+    """The edits of call arguments in messages of a provider's own shape."""
+    return [e for e in edits if e.field == "tool_args" and _fields(raw[e.index]) is None]
+
+
+def _args_kept_whole(
+    raw: list[Any], edits: list[Edit], results_dir: str
+) -> tuple[list[Edit], list[tuple[int, str, str]]]:
+    """The edits with each shortened argument of a provider-shaped call naming the file
+    that keeps the call's whole arguments, and (index, path, text) of those files: the
+    text is what :func:`~fastcompact.recall` returns for ``<id>/args``."""
+    from fastcompact.api.recall import ARGS_SUFFIX, recall
+
+    shortened = {id(e) for e in _provider_arg_edits(raw, edits)}
+    if not shortened:
+        return edits, []
+    indices = sorted({e.index for e in edits if id(e) in shortened})
+    calls_of = dict(zip(indices, normalize([raw[i] for i in indices]), strict=True))
+    out: list[Edit] = []
+    saved = []
+    for e in edits:
+        if id(e) not in shortened or e.call is None:
+            out.append(e)
+            continue
+        path = f"{results_dir}/{e.index}.{e.call}.args.json"
+        call = calls_of[e.index]["tool_calls"][e.call]
+        try:
+            whole = recall([raw[e.index]], f"{call.get('id')}{ARGS_SUFFIX}")
+        except KeyError:  # a call without an id: its arguments as recall would give them
+            whole = json.dumps({"name": call.get("name"), "args": call.get("args")}, ensure_ascii=False)
+        saved.append((e.index, path, whole))
+        value = _noted_args(e.value, call.get("args"), SAVED_NOTE.format(path=path))
+        out.append(Edit(e.index, e.pass_name, e.field, value, e.call, 0, e.target))
+    return out, saved
+
+
+def _noted_args(args: Any, before: Any, note: str) -> Any:
+    """``args`` with ``note`` after each string a pass changed from ``before``."""
+    if isinstance(args, str):
+        return args if args == before else args + note
+    if isinstance(args, Mapping):
+        fields = before if isinstance(before, Mapping) else {}
+        return {k: _noted_args(v, fields.get(k), note) for k, v in args.items()}
+    if isinstance(args, list):
+        items = before if isinstance(before, list) and len(before) == len(args) else [None] * len(args)
+        return [_noted_args(v, w, note) for v, w in zip(args, items, strict=True)]
+    return args
 
 
 def _last_content_pass(edits: Sequence[Edit]) -> dict[int, str]:
@@ -187,7 +242,7 @@ def _kept_whole(
     under ``results_dir``, with the view: a result another pass than the budget's
     edited gains the path in its text (the budget's marker names it already)."""
     last = _last_content_pass(edits)
-    kept = kept_elsewhere(raw, edits)
+    kept = _results_kept_elsewhere(raw, edits)
     originals = normalize([raw[i] for i in kept])
     out = list(view)
     saved = []
@@ -366,10 +421,14 @@ def compact(
     # Every message gets a path; the budget pass names it only in the results it cuts.
     paths = None if results_dir is None else [f"{results_dir}/{i}.txt" for i in range(len(msgs))]
     plan = plan_passes(msgs, cfg, max_input_tokens=max_input_tokens, archive_paths=paths, encoding=encoding)
-    view = with_originals(msgs, apply_edits(msgs, plan.edits))
+    edits, cut_args = plan.edits, list[tuple[int, str, str]]()
+    if results_dir is not None:
+        edits, cut_args = _args_kept_whole(msgs, edits, results_dir)
+    view = with_originals(msgs, apply_edits(msgs, edits))
     cut_results: list[tuple[int, str, str]] = []
     if results_dir is not None:
         view, cut_results = _kept_whole(msgs, view, plan.edits, results_dir)
+        cut_results += cut_args
     before = plan.tokens_before
     if not (plan.summary_needed or force):
         reason = f"no summary needed: {plan.tokens_after:,} tokens after the cheap passes, under the trigger"
