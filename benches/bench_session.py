@@ -90,7 +90,12 @@ class PassThrough(AgentMiddleware):
 
 
 def _stack(
-    side: str, summarizer: BilledModel, backend: Any, trigger: float | None = None, restore: bool = False
+    side: str,
+    summarizer: BilledModel,
+    backend: Any,
+    trigger: float | None = None,
+    restore: bool = False,
+    window: int = WINDOW,
 ) -> tuple[list[Any], Callable[..., Any]]:
     """The middleware list of one side, and how it gets a cleared result back (or None)."""
     if side == "none":
@@ -114,7 +119,7 @@ def _stack(
         )
 
         return [
-            ContextEditingMiddleware(edits=[ClearToolUsesEdit(trigger=WINDOW // 2, keep=3)]),
+            ContextEditingMiddleware(edits=[ClearToolUsesEdit(trigger=window // 2, keep=3)]),
             SummarizationMiddleware(model=summarizer, trigger=("fraction", 0.85), keep=("fraction", 0.10)),
         ], _no_recall
     if side == "fastcompact":
@@ -180,7 +185,9 @@ class Outcome:
     bill_by_request: list[float] = field(default_factory=list)
 
 
-def run(session: Session, side: str, trigger: float | None = None, restore: bool = False) -> Outcome:
+def run(
+    session: Session, side: str, trigger: float | None = None, restore: bool = False, window: int = WINDOW
+) -> Outcome:
     started = time.perf_counter()
     root = Path(tempfile.mkdtemp(prefix=f"fc-session-{session.name}-"))
     for path, text in session.files.items():
@@ -188,11 +195,11 @@ def run(session: Session, side: str, trigger: float | None = None, restore: bool
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
     backend = (LocalShellBackend if session.shell else FilesystemBackend)(root_dir=root, virtual_mode=True)
-    profile = {"max_input_tokens": WINDOW}
-    provider = Provider(window=WINDOW, user_texts=session.requests)
+    profile = {"max_input_tokens": window}
+    provider = Provider(window=window, user_texts=session.requests)
     model = BilledModel(provider=provider, script=session.script, profile=profile)
     summarizer = BilledModel(provider=provider, summarizer=True, profile=profile)
-    middleware, recall = _stack(side, summarizer, backend, trigger, restore)
+    middleware, recall = _stack(side, summarizer, backend, trigger, restore, window)
     agent = create_deep_agent(
         model=model,
         backend=backend,
@@ -360,6 +367,7 @@ def main() -> None:
     parser.add_argument("--sessions", nargs="*", default=list(SESSIONS), choices=list(SESSIONS))
     parser.add_argument("--sides", nargs="*", default=SIDES, choices=SIDES)
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--window", type=int, default=WINDOW, help="the model's window, in tokens")
     parser.add_argument(
         "--fastcompact-trigger", type=float, help="fastcompact's summary trigger, a fraction of the window"
     )
@@ -375,7 +383,11 @@ def main() -> None:
         for side in args.sides:
             ours = side == "fastcompact"
             o = run(
-                session, side, args.fastcompact_trigger if ours else None, ours and args.fastcompact_restore
+                session,
+                side,
+                args.fastcompact_trigger if ours else None,
+                ours and args.fastcompact_restore,
+                args.window,
             )
             outcomes.append(o)
             print(

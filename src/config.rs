@@ -259,6 +259,10 @@ impl Default for CollapseConfig {
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct MemoryConfig {
+    /// The ledger of what binds (the user's standing statements and the agent's pinned
+    /// notes): it has the first claim on the memory's room, and is pressed to its key
+    /// words and terms past this share, never dropped.
+    pub ledger_share: f64,
     /// The newest user messages, verbatim.
     pub user_share: f64,
     /// The agent's newest steps, a line each.
@@ -278,6 +282,7 @@ pub struct MemoryConfig {
 impl Default for MemoryConfig {
     fn default() -> Self {
         MemoryConfig {
+            ledger_share: 0.10,
             user_share: 0.20,
             step_share: 0.01,
             head_share: 0.05,
@@ -309,11 +314,13 @@ impl MemoryConfig {
         let widths = window.unwrap_or(ASSUMED_WINDOW) as f64 * per_token;
         let of = |share: f64| (widths * share.clamp(0.0, 1.0)) as usize;
         crate::memory::Budgets {
+            ledger: of(self.ledger_share),
             users: of(self.user_share),
             steps: of(self.step_share),
             heads: of(self.head_share),
             notes: of(self.note_share),
             folded_users: of(self.fold_share.min(self.user_share)),
+            room: None,
         }
     }
 }

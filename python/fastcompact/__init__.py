@@ -75,6 +75,7 @@ from fastcompact.config import (
 )
 
 if TYPE_CHECKING:
+    from fastcompact.agent.memory import add_binding_cues
     from fastcompact.agent.middleware import (
         CompactionMiddleware,
         CompactionState,
@@ -117,6 +118,10 @@ def __getattr__(name: str) -> Any:
         from fastcompact.agent import recall_tool
 
         return recall_tool.RecallMiddleware
+    if name == "add_binding_cues":
+        from fastcompact.agent import memory
+
+        return memory.add_binding_cues
     if name in _FACTORIES:
         from fastcompact import factories
 
@@ -154,6 +159,7 @@ __all__ = [
     "TruncateArgsConfig",
     "WindowTooSmallError",
     "__version__",
+    "add_binding_cues",
     "add_short_forms",
     "apply_edits",
     "budget_tool_results",

@@ -5,6 +5,7 @@ from typing import Any, NotRequired, TypedDict, final
 
 __all__ = [
     "ESSENTIAL_SECTION_WORDS",
+    "PIN_TOOL",
     "PRICING_PRESETS",
     "SUMMARY_SECTIONS",
     "WIDTHS_PER_TOKEN",
@@ -22,6 +23,7 @@ __all__ = [
     "SummarizerRest",
     "SummaryCallSize",
     "_read_each",
+    "add_binding_cues",
     "add_short_forms",
     "after_summary",
     "backing_off",
@@ -45,6 +47,8 @@ __all__ = [
     "memory_room",
     "normalize",
     "pass_defaults",
+    "pin_change",
+    "pinned_result",
     "plan",
     "read_size",
     "read_triggers",
@@ -59,6 +63,7 @@ __all__ = [
     "summary_call",
     "text_width",
     "token_breakdown",
+    "unpinned_result",
 ]
 
 PRICING_PRESETS: list[str]
@@ -67,6 +72,8 @@ WIDTHS_PER_TOKEN: float
 """Widths a token, as the memory's budgets assume when a conversation has not said."""
 SUMMARY_SECTIONS: list[str]
 """The titles of the summary's sections, in order."""
+PIN_TOOL: str
+"""The name of the tool the agent pins its notes to the ledger with."""
 ESSENTIAL_SECTION_WORDS: list[str]
 """Words in the headings of the sections kept whole when notes are cut for space."""
 WIDTHS_PER_TOKEN_BOUNDS: tuple[float, float]
@@ -732,6 +739,7 @@ def remember(
     notes: str | None = None,
     earlier_file: str | None = None,
     notes_file: str | None = None,
+    kept: Any = None,
 ) -> tuple[dict[str, Any], int, str | None]:
     """The memory after a compaction.
 
@@ -748,6 +756,8 @@ def remember(
         notes: A model's notes on all of it: the older requests fold beside them.
         earlier_file: The archive file the earlier summary names.
         notes_file: Where notes cut for space are to be written whole.
+        kept: The messages that stay in view: what they state replaces what the
+            ledger held, and is not added to it.
 
     Returns:
         The memory, how many requests left the verbatim layer, and the notes to write
@@ -768,6 +778,7 @@ def digest_and_fold(
     widths_per_token: float = ...,  # WIDTHS_PER_TOKEN
     room: int | None = None,
     earlier_file: str | None = None,
+    kept: Any = None,
 ) -> tuple[tuple[dict[str, Any], int, str | None], tuple[dict[str, Any], int, str | None]]:
     """The digest and the fold of one span, the span taken in once: each as
     :func:`remember` returns it, without notes and beside empty notes.
@@ -783,6 +794,7 @@ def digest_and_fold(
         widths_per_token: What a token of this conversation measures in widths.
         room: The widths the memory may take in all, when the window leaves less.
         earlier_file: The archive file the earlier summary names.
+        kept: The messages that stay in view (see :func:`remember`).
 
     Returns:
         The digest and the fold, each as the memory, how many requests left the
@@ -800,6 +812,32 @@ def memory_budgets(
     Raises:
         ValueError: ``config`` is not a memory config.
     """
+
+def add_binding_cues(text: str) -> int:
+    """Add lines of binding cue words to every later reading of the ledger in this
+    process.
+
+    Args:
+        text: One group a line, ``kind: cue, cue`` (kinds: ``rule``, ``limit``,
+            ``preference``, ``fact``, ``goal``, ``update``); blank lines and ``#``
+            comments skipped.
+
+    Returns:
+        How many lines it took.
+
+    Raises:
+        InputError: naming the first line it cannot read; nothing is added then.
+    """
+
+def pinned_result(number: int, note: str) -> str:
+    """What the pin tool answers when it pins ``note`` as number ``number``."""
+
+def unpinned_result(number: int) -> str:
+    """What the pin tool answers when it unpins number ``number``."""
+
+def pin_change(result: str) -> tuple[int, str | None] | None:
+    """A pin tool's result read: the number it pinned (with its note) or unpinned
+    (``None`` for the note); ``None`` for any other text."""
 
 def add_short_forms(text: str) -> int:
     """Add groups of short forms to every later search in this process.

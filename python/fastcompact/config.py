@@ -405,7 +405,10 @@ MEMORY_MAX_SHARE = 0.80
 @dataclass
 class MemoryConfig(_Watched):
     """How much of the window the compacted conversation's memory may take, by layer
-    (fractions of the window): the newest user messages verbatim (``user_share``), the
+    (fractions of the window): the ledger of what binds, the user's standing rules,
+    limits, preferences, facts and goal in their own words and the notes the agent
+    pinned (``ledger_share``: it has the first claim on the room, and past its share is
+    pressed to key words and terms, never dropped), the newest user messages verbatim (``user_share``), the
     agent's newest steps a line each (``step_share``), older requests in short
     (``head_share``), and a model's notes on them (``note_share``). What does not fit
     goes into the next layer down, so a session of any length stays inside the window;
@@ -423,9 +426,10 @@ class MemoryConfig(_Watched):
         >>> MemoryConfig(user_share=0.6, note_share=0.3)
         Traceback (most recent call last):
         ...
-        ValueError: MemoryConfig: the shares add up to 0.96 of the window; keep them within 0.80
+        ValueError: MemoryConfig: the shares add up to 1.06 of the window; keep them within 0.80
     """
 
+    ledger_share: float = _core("memory", "ledger_share")
     user_share: float = _core("memory", "user_share")
     step_share: float = _core("memory", "step_share")
     head_share: float = _core("memory", "head_share")
@@ -434,7 +438,7 @@ class MemoryConfig(_Watched):
 
     def __post_init__(self) -> None:
         o = "MemoryConfig"
-        shares = ("user_share", "step_share", "head_share", "note_share")
+        shares = ("ledger_share", "user_share", "step_share", "head_share", "note_share")
         for name in (*shares, "fold_share"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 1:

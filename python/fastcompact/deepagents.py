@@ -125,12 +125,12 @@ def create_summarization_tool_middleware(
     model: Any, backend: Any, *, system_prompt: str | None = None
 ) -> SummarizationToolMiddleware:
     """The manual-compaction tool over a fresh ``SummarizationMiddleware`` (which gives
-    the agent ``recall``; give the agent both, as with DeepAgents).
+    the agent ``recall`` and ``pin``; give the agent both, as with DeepAgents).
 
     Examples:
         >>> tool_mw = create_summarization_tool_middleware("openai:gpt-5", None)
         >>> [t.name for t in tool_mw.tools], [t.name for t in tool_mw.compaction.tools]
-        (['compact_conversation'], ['recall'])
+        (['compact_conversation'], ['recall', 'pin'])
     """
     return SummarizationToolMiddleware(
         create_summarization_middleware(model, backend), system_prompt=system_prompt

@@ -13,7 +13,7 @@ Examples:
     'SummarizationMiddleware'
     >>> tool_mw = create_compaction_tool_middleware("anthropic:claude-sonnet-4-6", None)
     >>> [t.name for t in tool_mw.tools], [t.name for t in tool_mw._compaction.tools]
-    (['compact_conversation'], ['recall'])
+    (['compact_conversation'], ['recall', 'pin'])
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@
 //! and their archive file, and then consecutive requests on one subject share a line that
 //! still names each request's terms. Never a bare range of numbers.
 
+use crate::memory::ledger::STATED_ABOVE;
 use crate::memory::text::{head, width};
 use crate::memory::Head;
 
@@ -266,6 +267,10 @@ pub fn line(h: &Head) -> String {
 /// word before it (the line's opening says what they are about); a request with none
 /// keeps a few of its words.
 fn member(h: &Head) -> String {
+    if h.keys.is_empty() && h.text == STATED_ABOVE {
+        // The line's opening says it.
+        return format!("R{}", h.number);
+    }
     if h.keys.is_empty() {
         return format!("R{} {}", h.number, head(&h.text, SHORT_OPENING).0);
     }

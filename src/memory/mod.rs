@@ -1,5 +1,8 @@
 //! The memory of a compacted conversation, in layers, each within its budget, so that a
 //! session of any length fits its window:
+//! - first, the ledger of what binds (see [`ledger`]): the user's rules, limits,
+//!   preferences, facts and goal, the latest of each, in their words, and the agent's
+//!   pinned notes; the last thing to shrink, and never folded;
 //! - requests verbatim, numbered and in order, each followed by the agent's steps for
 //!   it (the newest steps within their own budget, the newest requests within theirs);
 //! - the oldest layer: a model's notes on the older requests, and every request the
@@ -11,14 +14,17 @@
 //! [`Memory`]) and is rendered as the summary message's text ([`render`]).
 
 pub mod heads;
+pub mod ledger;
 pub mod notes;
+pub mod parse;
 pub mod render;
 pub mod requests;
 pub mod text;
 
 use serde::{Deserialize, Serialize};
 
-use crate::message::Message;
+use crate::message::{Message, Role};
+use crate::render::content_text;
 use text::{head, width};
 /// What a verbatim request takes beside its text: its heading, and the line saying how
 /// many of its steps were left out.
@@ -79,11 +85,18 @@ pub struct Range {
     pub first_file: Option<String>,
     #[serde(default)]
     pub last_file: Option<String>,
+    /// What its requests were about (their subjects, first seen first): a run is never
+    /// a bare range of numbers.
+    #[serde(default)]
+    pub subjects: Vec<String>,
 }
 
 /// The layered memory; see the module's documentation.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Memory {
+    /// What binds later work, oldest first (see [`ledger`]).
+    #[serde(default)]
+    pub ledger: Vec<ledger::Entry>,
     /// A model's notes on the requests in short (or an earlier summary not made here).
     #[serde(default)]
     pub notes: Option<String>,
@@ -99,11 +112,18 @@ pub struct Memory {
     /// Every archive file written so far, oldest first.
     #[serde(default)]
     pub files: Vec<String>,
+    /// Shown in the fewest words (no reading guide, the archive in a line): the room
+    /// left nothing more to give.
+    #[serde(default)]
+    pub terse: bool,
 }
 
-/// Each layer's budget, in widths (see [`text::width`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Each layer's budget, in widths (see [`text::width`]), and the room the whole memory
+/// must fit (`None`: no window known).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Budgets {
+    /// The ledger's: it has the first claim on the room.
+    pub ledger: usize,
     /// The verbatim requests' texts.
     pub users: usize,
     /// Their steps' lines.
@@ -114,22 +134,40 @@ pub struct Budgets {
     pub notes: usize,
     /// The verbatim requests a model summary leaves (the older ones fold beside it).
     pub folded_users: usize,
+    /// What the whole memory's text must fit, in widths.
+    pub room: Option<usize>,
 }
 
 impl Budgets {
-    /// These budgets scaled down to fit `room` widths in all.
+    /// These budgets with the whole memory held to `room` widths, the layers after the
+    /// ledger scaled down to fit what the ledger leaves of it (see [`Budgets::after`]).
     pub fn within(self, room: usize) -> Budgets {
+        Budgets {
+            room: Some(room),
+            ..self
+        }
+        .after(0)
+    }
+
+    /// The layers' budgets once the ledger takes `ledger` widths of the room: scaled
+    /// down, when they would not fit beside it, to what is left.
+    pub fn after(self, ledger: usize) -> Budgets {
+        let Some(room) = self.room else {
+            return self;
+        };
+        let left = room.saturating_sub(ledger);
         let total = self.users + self.steps + self.heads + self.notes;
-        if total <= room || total == 0 {
+        if total <= left || total == 0 {
             return self;
         }
-        let scale = |b: usize| (b as u128 * room as u128 / total as u128) as usize;
+        let scale = |b: usize| (b as u128 * left as u128 / total as u128) as usize;
         Budgets {
             users: scale(self.users),
             steps: scale(self.steps),
             heads: scale(self.heads),
             notes: scale(self.notes),
             folded_users: scale(self.folded_users),
+            ..self
         }
     }
 }
@@ -137,6 +175,12 @@ impl Budgets {
 /// How many times their budget the requests in short may take, their terms kept, before
 /// the oldest give way to runs: a session of any length still fits its window.
 pub const HEADS_CEILING: usize = 4;
+
+/// The subjects a run keeps when the room leaves it no more.
+const RUN_SUBJECTS_AT_LEAST: usize = 4;
+
+/// What the run of requests an earlier summary (made elsewhere) replaced is about.
+pub const EARLIER_SUBJECT: &str = "what the notes above say";
 
 /// What ends notes cut for space when no archive file holds them whole.
 const NOTES_CUT: &str = "(Cut here for space.)";
@@ -171,11 +215,16 @@ impl Memory {
                 last: before,
                 first_file: file.clone(),
                 last_file: file.clone(),
+                subjects: vec![EARLIER_SUBJECT.to_owned()],
             }]
         } else {
             Vec::new()
         };
+        // What it says still binds is in the ledger, as a user's statements are.
+        let mut ledger = Vec::new();
+        ledger::take_in(&mut ledger, 0, None, text);
         Memory {
+            ledger,
             notes: Some(text.trim_end().to_owned()).filter(|t| !t.is_empty()),
             ranges,
             files: file.into_iter().collect(),
@@ -195,8 +244,10 @@ impl Memory {
     }
 
     /// Take in a span of messages, its requests numbered from `first_number`, archived
-    /// in `file`.
+    /// in `file`: its requests and steps, and into the ledger what they state that binds
+    /// and what the agent pinned.
     pub fn remember(&mut self, msgs: &[&Message], first_number: u32, file: Option<&str>) {
+        self.read_ledger(msgs, first_number, true);
         let span = requests::split(msgs, first_number);
         if !span.continued.is_empty() {
             match self.requests.last_mut() {
@@ -225,6 +276,57 @@ impl Memory {
         }
     }
 
+    /// The ledger with what `msgs` state (their requests numbered from
+    /// `first_number`) and the agent pinned among them; with `keep_new` false, only
+    /// what they replace or unpin leaves it (they are still in view).
+    fn read_ledger(&mut self, msgs: &[&Message], first_number: u32, keep_new: bool) {
+        let mut number = first_number;
+        for m in msgs {
+            let text = content_text(m);
+            if m.role == Role::Human && !m.is_tool_result() && requests::says_something(&text) {
+                let gone = if keep_new {
+                    ledger::take_in(&mut self.ledger, number, m.id.as_deref(), &text)
+                } else {
+                    ledger::superseded_by(&mut self.ledger, &text)
+                };
+                for e in gone {
+                    self.supersede(&e, if keep_new { number } else { 0 });
+                }
+                number += 1;
+            } else if m.role == Role::Tool && m.name.as_deref() == Some(ledger::PIN_TOOL) {
+                let current = number.saturating_sub(1);
+                ledger::pin_result(&mut self.ledger, current, &text, keep_new);
+            }
+        }
+    }
+
+    /// A replaced statement out of the rest of the memory too: out of its request's text
+    /// while that is verbatim (a mark naming what replaced it in its place), and its
+    /// terms out of its request in short.
+    fn supersede(&mut self, e: &ledger::Entry, by: u32) {
+        for r in self.requests.iter_mut().filter(|r| r.number == e.number) {
+            if let Some(t) = r.text.as_mut().filter(|t| t.contains(&e.text)) {
+                *t = t.replacen(&e.text, &ledger::superseded_mark(by), 1);
+            }
+        }
+        let terms = heads::key_terms(&e.text);
+        for h in self.heads.iter_mut().filter(|h| h.number == e.number) {
+            h.keys.retain(|k| !terms.contains(k));
+            let opening = h.text.trim_end_matches('…').trim();
+            let shows = terms.iter().any(|t| h.text.contains(t.as_str()))
+                || (!opening.is_empty() && e.text.contains(opening));
+            if shows {
+                h.text = format!("{} {}", ledger::superseded_mark(by), ledger::gist(&e.text));
+            }
+        }
+    }
+
+    /// What the messages that stay in view (`kept`) replace or unpin leaves the ledger,
+    /// so no value they changed stands beside them.
+    pub fn superseded_by(&mut self, kept: &[&Message]) {
+        self.read_ledger(kept, self.next_number(), false);
+    }
+
     /// How many of the verbatim requests must go, oldest first, for the rest to fit
     /// `budget` widths (the newest is kept when it alone fits).
     pub fn overflow(&self, budget: usize) -> usize {
@@ -244,13 +346,78 @@ impl Memory {
     /// [`notes::fit`]), and the requests they no longer name show in short again.
     /// `notes_file` is where notes cut here are to be saved whole.
     pub fn fit(&mut self, b: &Budgets, notes_file: Option<&str>) -> Fitted {
+        let b = self.fit_ledger(b);
         self.fit_steps(b.steps);
         let folded = self.overflow(b.users);
         self.fold(folded);
         let to_save = self.fit_notes(b.notes, notes_file);
         self.mark_named();
-        self.fit_heads(b.heads);
-        Fitted { folded, to_save }
+        self.fit_heads(b.heads, HEADS_CEILING);
+        self.fit_room(&b, notes_file, Fitted { folded, to_save })
+    }
+
+    /// The ledger pressed (from whole) to fit its budget within the room; the other
+    /// layers' budgets in what it leaves.
+    fn fit_ledger(&mut self, b: &Budgets) -> Budgets {
+        for e in &mut self.ledger {
+            e.pressed = ledger::press::WHOLE;
+        }
+        let budget = b.room.map_or(b.ledger, |r| b.ledger.min(r));
+        let used = ledger::fit(&mut self.ledger, budget);
+        b.after(used)
+    }
+
+    /// The whole memory's text held to the room, when held to the layers' budgets it is
+    /// still over (the requests in short keep their terms whatever their budget): the
+    /// layers give way, a halving at a time, the requests in short to runs named by
+    /// their subjects; then the ledger presses to its terms; the runs go last.
+    fn fit_room(&mut self, b: &Budgets, notes_file: Option<&str>, mut done: Fitted) -> Fitted {
+        self.terse = false;
+        let Some(room) = b.room else {
+            return done;
+        };
+        let over = |m: &Memory| width(&render::render(m, render::Ways { recall: true })) > room;
+        let mut share = 1;
+        while over(self) && share <= 1 << 10 {
+            share *= 2;
+            self.fit_steps(b.steps / share);
+            let n = self.overflow(b.users / share);
+            self.fold(n);
+            done.folded += n;
+            if let Some(t) = self.fit_notes(b.notes / share, notes_file) {
+                done.to_save = Some(t);
+            }
+            self.mark_named();
+            self.fit_heads(b.heads / share, 1);
+        }
+        if over(self) {
+            ledger::fit(&mut self.ledger, 0);
+        }
+        if over(self) {
+            self.one_run();
+        }
+        self.terse = over(self);
+        done
+    }
+
+    /// The runs of requests in short as one, its subjects cut to the first few.
+    fn one_run(&mut self) {
+        let (Some(first), Some(last)) = (self.ranges.first(), self.ranges.last()) else {
+            return;
+        };
+        let mut run = Range {
+            first: first.first,
+            last: last.last,
+            first_file: first.first_file.clone(),
+            last_file: last.last_file.clone(),
+            subjects: Vec::new(),
+        };
+        for s in self.ranges.iter().flat_map(|r| &r.subjects) {
+            if run.subjects.len() < RUN_SUBJECTS_AT_LEAST && !run.subjects.contains(s) {
+                run.subjects.push(s.clone());
+            }
+        }
+        self.ranges = vec![run];
     }
 
     /// A model's summary of all of it: `notes` in place of the earlier notes. The newest
@@ -259,6 +426,7 @@ impl Memory {
     /// the notes do not name by all its terms stays in short beside them (a summary
     /// never makes the user's words disappear). Then all of it is held to `b`.
     pub fn fold_all(&mut self, notes: &str, b: &Budgets, notes_file: Option<&str>) -> Fitted {
+        let b = self.fit_ledger(b);
         self.fit_steps(b.steps);
         let folded = self.overflow(b.folded_users.min(b.users));
         self.fold(folded);
@@ -272,8 +440,8 @@ impl Memory {
         self.notes_file = None;
         let to_save = self.fit_notes(b.notes, notes_file);
         self.mark_named();
-        self.fit_heads(b.heads);
-        Fitted { folded, to_save }
+        self.fit_heads(b.heads, HEADS_CEILING);
+        self.fit_room(&b, notes_file, Fitted { folded, to_save })
     }
 
     /// Which requests in short the notes, as they now stand in view, name.
@@ -356,7 +524,17 @@ impl Memory {
                     }
                 }
                 _ => {
-                    let (text, keys) = heads::of_request(r.number, r.text.as_deref());
+                    // What its ledger entries show it need not show again, nor what a later
+                    // statement replaced (a mark stands there).
+                    let rest = r
+                        .text
+                        .as_deref()
+                        .map(|t| ledger::beside_ledger(&self.ledger, r.number, t));
+                    let (text, keys) = heads::of_request(r.number, rest.as_deref());
+                    let keys = match &rest {
+                        Some(t) => heads::key_terms(&ledger::without_marks(t)),
+                        None => keys,
+                    };
                     self.heads.push(Head {
                         number: r.number,
                         id: r.id,
@@ -372,10 +550,10 @@ impl Memory {
     }
 
     /// The requests in short within `budget`, shortened as they must be (their terms
-    /// kept); only past [`HEADS_CEILING`] times it do the oldest join the runs.
-    fn fit_heads(&mut self, budget: usize) {
+    /// kept); only past `ceiling` times it do the oldest join the runs.
+    fn fit_heads(&mut self, budget: usize, ceiling: usize) {
         let used = heads::shorten(&mut self.heads, budget);
-        let ceiling = budget.saturating_mul(HEADS_CEILING);
+        let ceiling = budget.saturating_mul(ceiling);
         let mut gone = 0;
         if used > ceiling {
             // A twentieth at a time: this is a session far past its window's measure.
@@ -388,11 +566,18 @@ impl Memory {
             return;
         }
         for h in self.heads.drain(..gone) {
+            // What it was about: its first plain words, else (all terms) its opening.
+            let about = Some(heads::subject(&h.text))
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| head(&h.text, heads::SHORT_OPENING).0);
             match self.ranges.last_mut() {
                 Some(r) if r.last + 1 >= h.number => {
                     r.last = r.last.max(h.number);
                     if h.file.is_some() {
                         r.last_file = h.file;
+                    }
+                    if !about.is_empty() && !r.subjects.contains(&about) {
+                        r.subjects.push(about);
                     }
                 }
                 _ => self.ranges.push(Range {
@@ -400,6 +585,7 @@ impl Memory {
                     last: h.number,
                     first_file: h.file.clone(),
                     last_file: h.file,
+                    subjects: (!about.is_empty()).then_some(about).into_iter().collect(),
                 }),
             }
         }
@@ -422,20 +608,28 @@ pub struct Files<'a> {
     pub notes: Option<&'a str>,
 }
 
+/// What a compaction takes into the memory: the messages leaving the view (their
+/// requests numbered from `first_number`), and those that stay (`kept`), whose newer
+/// statements replace what the ledger held.
+#[derive(Clone, Copy, Debug)]
+pub struct Span<'a> {
+    pub msgs: &'a [&'a Message],
+    pub first_number: u32,
+    pub kept: &'a [&'a Message],
+}
+
 /// The memory a compaction leaves: `previous` (else what `earlier` stands for) with the
-/// span `msgs` taken in, its requests numbered from `first_number` and archived in
-/// `files.archive`; then held to `b`, or, with a model's `notes` on all of it, folded
-/// beside them (see [`Memory::fold_all`]).
+/// `span` taken in, archived in `files.archive`; then held to `b`, or, with a model's
+/// `notes` on all of it, folded beside them (see [`Memory::fold_all`]).
 pub fn after_compaction(
     previous: Option<Memory>,
     earlier: Option<Earlier<'_>>,
-    msgs: &[&Message],
-    first_number: u32,
+    span: Span<'_>,
     files: Files<'_>,
     b: &Budgets,
     notes: Option<&str>,
 ) -> (Memory, Fitted) {
-    let mut memory = taken_in(previous, earlier, msgs, first_number, files.archive);
+    let mut memory = taken_in(previous, earlier, span, files.archive);
     let fitted = match notes {
         Some(n) => memory.fold_all(n, b, files.notes),
         None => memory.fit(b, files.notes),
@@ -449,34 +643,42 @@ pub fn after_compaction(
 pub fn digest_and_fold(
     previous: Option<Memory>,
     earlier: Option<Earlier<'_>>,
-    msgs: &[&Message],
-    first_number: u32,
+    span: Span<'_>,
     files: Files<'_>,
     b: &Budgets,
 ) -> ((Memory, Fitted), (Memory, Fitted)) {
-    let mut digest = taken_in(previous, earlier, msgs, first_number, files.archive);
+    let mut digest = taken_in(previous, earlier, span, files.archive);
     let mut fold = digest.clone();
     let fitted = digest.fit(b, files.notes);
     let folded = fold.fold_all("", b, files.notes);
     ((digest, fitted), (fold, folded))
 }
 
-/// `previous` (else the memory an earlier summary's text stands for) with `msgs`
+/// `previous` (else the memory an earlier summary's text stands for) with `span`
 /// taken in, before it is held to its budgets.
 fn taken_in(
     previous: Option<Memory>,
     earlier: Option<Earlier<'_>>,
-    msgs: &[&Message],
-    first_number: u32,
+    span: Span<'_>,
     archive: Option<&str>,
 ) -> Memory {
+    let mut first = span.first_number;
     let mut memory = match (previous, earlier) {
         (Some(m), _) => m,
-        // The requests before the span are those the earlier summary replaced.
-        (None, Some(e)) => Memory::from_summary(e.text, e.file, first_number.saturating_sub(1)),
+        // Our own summary whose state is gone is read back, and its numbering goes on;
+        // another summarizer's stands for the requests before the span, the ones it
+        // replaced.
+        (None, Some(e)) => match parse::parse(e.text) {
+            Some(m) => {
+                first = m.next_number().max(first);
+                m
+            }
+            None => Memory::from_summary(e.text, e.file, first.saturating_sub(1)),
+        },
         (None, None) => Memory::default(),
     };
-    memory.remember(msgs, first_number, archive);
+    memory.remember(span.msgs, first, archive);
+    memory.superseded_by(span.kept);
     memory
 }
 

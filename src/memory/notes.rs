@@ -11,8 +11,9 @@ const SECTION_CUT: &str = "[…]";
 
 /// The sections the summary prompt asks for, in order (the prompt's text names them
 /// so: this is their one source).
-pub const SECTIONS: [&str; 9] = [
+pub const SECTIONS: [&str; 10] = [
     "Primary request and intent",
+    "Standing instructions and current values",
     "Key technical concepts",
     "Files and code",
     "Errors and fixes",
@@ -24,9 +25,10 @@ pub const SECTIONS: [&str; 9] = [
 ];
 
 /// Words in the heading of a section the model needs to carry on (compared without
-/// case): the request and its intent, what is pending, the current work. The summary
-/// prompt's sections name them so; DeepAgents' prompt's do too ("SESSION INTENT").
-pub const ESSENTIAL: [&str; 3] = ["intent", "pending", "current work"];
+/// case): the request and its intent, what still holds, what is pending, the current
+/// work. The summary prompt's sections name them so; DeepAgents' prompt's do too
+/// ("SESSION INTENT").
+pub const ESSENTIAL: [&str; 4] = ["intent", "standing instructions", "pending", "current work"];
 
 /// Words in the heading of the sections that go last of all: what the user asked, and
 /// the next step ("NEXT STEPS" in DeepAgents' prompt).
@@ -270,7 +272,7 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(i, t)| {
-                let body = if i == 2 {
+                let body = if *t == "Files and code" {
                     "- a file line\n".repeat(long)
                 } else {
                     format!("- the {t} body\n")
@@ -288,17 +290,18 @@ mod tests {
         assert!(width(&out) <= 900, "{}", width(&out));
         for kept in [
             "1. Primary request and intent:\n- the Primary request and intent body",
-            "7. Pending tasks:\n- the Pending tasks body",
-            "8. Current work:\n- the Current work body",
-            "9. Next step:\n- the Next step body",
+            "2. Standing instructions and current values:\n- the Standing instructions and current values body",
+            "8. Pending tasks:\n- the Pending tasks body",
+            "9. Current work:\n- the Current work body",
+            "10. Next step:\n- the Next step body",
         ] {
             assert!(out.contains(kept), "{kept} missing from\n{out}");
         }
         // The long section keeps its heading and a head, marked as cut.
-        assert!(out.contains("3. Files and code:\n- a file line\n"));
+        assert!(out.contains("4. Files and code:\n- a file line\n"));
         assert!(out.contains(SECTION_CUT));
         // The short sections beside it stay whole.
-        assert!(out.contains("4. Errors and fixes:\n- the Errors and fixes body"));
+        assert!(out.contains("5. Errors and fixes:\n- the Errors and fixes body"));
         assert!(out.ends_with("(whole notes in n.md)"));
     }
 

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::memory::{heads, Memory, Range, Request};
+use crate::memory::{heads, ledger, Memory, Range, Request};
 
 /// How the memory tells the agent to get things back: by `recall` (when it has the
 /// tool), and from the archive files (when there are some).
@@ -12,12 +12,14 @@ pub struct Ways {
     pub recall: bool,
 }
 
-pub const INTRO: &str = "What came before, kept in layers: the oldest requests in short, \
-then the newer ones verbatim, numbered in order, each followed by the steps the agent \
-took for it.";
+pub const INTRO: &str = "What came before, kept in layers: what the user said that still \
+holds, the oldest requests in short, then the newer ones verbatim, numbered in order, each \
+followed by the steps the agent took for it.";
 pub const RECALL_HINT: &str = "recall(\"<id>\") returns any message or step named here in \
 full, recall(\"R<n>\") request n as the user wrote it; recall(query=\"a few words\") \
 searches everything said and done in this session.";
+pub const LEDGER_HEADING: &str = "## What still holds, in the user's words";
+pub const PINS_HEADING: &str = "## Notes you pinned";
 pub const NOTES_HEADING: &str = "## Notes on the earlier work";
 pub const HEADS_HEADING: &str = "## Earlier requests, in short";
 pub const REQUESTS_HEADING: &str = "## Requests";
@@ -67,11 +69,16 @@ fn numbers(first: u32, last: u32) -> String {
 fn range_line(r: &Range) -> String {
     let numbers = numbers(r.first, r.last);
     let files = match (&r.first_file, &r.last_file) {
-        (Some(a), Some(b)) if a != b => format!(": in {} to {}", base(a), base(b)),
-        (Some(a), _) | (None, Some(a)) => format!(": in {}", base(a)),
+        (Some(a), Some(b)) if a != b => format!(" (in {} to {})", base(a), base(b)),
+        (Some(a), _) | (None, Some(a)) => format!(" (in {})", base(a)),
         (None, None) => String::new(),
     };
-    format!("- {numbers}{files}")
+    let about = if r.subjects.is_empty() {
+        "requests in short".to_owned()
+    } else {
+        r.subjects.join(", ")
+    };
+    format!("- {numbers}: {about}{files}")
 }
 
 fn request_block(out: &mut String, r: &Request, ways: Ways) {
@@ -136,14 +143,27 @@ pub fn file_runs(files: &[String]) -> String {
     parts.join(", ")
 }
 
+/// How a memory pressed to the least it can be opens (see [`Memory::terse`]).
+pub const TERSE_INTRO: &str = "What came before, kept in layers.";
+
 /// The memory's text.
 pub fn render(m: &Memory, ways: Ways) -> String {
-    let mut out = String::from(INTRO);
-    if ways.recall {
+    let mut out = String::from(if m.terse { TERSE_INTRO } else { INTRO });
+    if ways.recall && !m.terse {
         out.push(' ');
         out.push_str(RECALL_HINT);
     }
     out.push('\n');
+    let (pins, said): (Vec<_>, Vec<_>) = m.ledger.iter().partition(|e| e.pin.is_some());
+    for (heading, entries) in [(LEDGER_HEADING, said), (PINS_HEADING, pins)] {
+        if !entries.is_empty() {
+            let _ = write!(out, "\n{heading}\n");
+            for e in entries {
+                out.push_str(&ledger::line(e));
+                out.push('\n');
+            }
+        }
+    }
     if let Some(notes) = m.notes.as_deref().filter(|n| !n.trim().is_empty()) {
         let _ = write!(out, "\n{NOTES_HEADING}\n{}\n", notes.trim_end());
     }
@@ -170,9 +190,35 @@ pub fn render(m: &Memory, ways: Ways) -> String {
         }
     }
     if !m.files.is_empty() {
-        let _ = write!(out, "\n{ARCHIVE_HEADING}\n{}\n", archive_line(&m.files));
+        let line = if m.terse {
+            terse_archive_line(&m.files)
+        } else {
+            archive_line(&m.files)
+        };
+        let _ = write!(out, "\n{ARCHIVE_HEADING}\n{line}\n");
     }
     out
+}
+
+/// Where a folder's files are: under it, or (a path without a folder) beside the
+/// conversation.
+fn place(dir: &str) -> String {
+    if dir.is_empty() {
+        "beside this conversation".to_owned()
+    } else {
+        format!("under {dir}")
+    }
+}
+
+/// The archive files in the fewest words: one folder's runs (the files of other
+/// folders by their whole paths).
+fn terse_archive_line(files: &[String]) -> String {
+    let dir = folder(&files[0]);
+    if files.iter().all(|f| folder(f) == dir) {
+        let place = place(dir);
+        return format!("Saved {place}, oldest first: {}.", file_runs(files));
+    }
+    format!("Saved, oldest first: {}.", files.join(", "))
 }
 
 /// Where the archive files are, oldest first: in one folder, or (when an earlier
@@ -187,15 +233,16 @@ fn archive_line(files: &[String]) -> String {
     }
     if let [(dir, group)] = groups.as_slice() {
         return format!(
-            "Every compacted message is saved under {dir}, one file a compaction, oldest \
+            "Every compacted message is saved {}, one file a compaction, oldest \
              first: {}. Each request names its file; read it, or grep the folder, for a \
              detail.",
+            place(dir),
             file_runs(group)
         );
     }
     let places: Vec<String> = groups
         .iter()
-        .map(|(dir, group)| format!("under {dir}, {}", file_runs(group)))
+        .map(|(dir, group)| format!("{}, {}", place(dir), file_runs(group)))
         .collect();
     format!(
         "Every compacted message is saved, oldest first: {}. Each request names its \

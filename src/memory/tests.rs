@@ -7,6 +7,8 @@ use proptest::prelude::*;
 use serde_json::json;
 
 const WIDE: Budgets = Budgets {
+    ledger: 100_000,
+    room: None,
     users: 100_000,
     steps: 100_000,
     heads: 100_000,
@@ -165,6 +167,8 @@ fn each_layer_keeps_its_budget_oldest_first() {
         );
     }
     let b = Budgets {
+        ledger: 1_000,
+        room: None,
         users: 600,
         steps: 200,
         heads: 900,
@@ -294,8 +298,11 @@ fn an_earlier_summarizers_requests_and_file_keep_their_numbers() {
     let (m, _) = after_compaction(
         None,
         Some(earlier),
-        &refs(&msgs),
-        12,
+        Span {
+            msgs: &refs(&msgs),
+            first_number: 12,
+            kept: &[],
+        },
         Files {
             archive: Some("/conversation_history/sw/1.md"),
             notes: None,
@@ -305,7 +312,9 @@ fn an_earlier_summarizers_requests_and_file_keep_their_numbers() {
     );
     let text = render(&m, Ways { recall: true });
     assert!(
-        text.contains("## Earlier requests, in short\n- R1-R11: in session_9.md\n"),
+        text.contains(
+            "## Earlier requests, in short\n- R1-R11: what the notes above say (in session_9.md)\n"
+        ),
         "{text}"
     );
     assert!(text.contains("### R11 (continued)\n- ls"));
@@ -357,14 +366,24 @@ fn budgets_scale_down_to_the_room() {
         heads: 200,
         notes: 400,
         folded_users: 200,
+        ..Budgets::default()
     };
-    assert_eq!(b.within(10_000), b);
+    assert_eq!(
+        b.within(10_000),
+        Budgets {
+            room: Some(10_000),
+            ..b
+        }
+    );
     let small = b.within(800);
     assert_eq!(small.folded_users, 100);
     assert_eq!(
         (small.users, small.steps, small.heads, small.notes),
         (400, 100, 100, 200)
     );
+    // What the ledger takes of the room is not the other layers'.
+    let beside = b.within(1_000).after(200);
+    assert_eq!((beside.users, beside.notes), (400, 200));
 }
 
 #[test]
@@ -387,7 +406,7 @@ proptest! {
         per_span in 1usize..12,
         fold_every in 0usize..6,
     ) {
-        let b = Budgets { users: 2_000, steps: 800, heads: 1_200, notes: 400, folded_users: 500 };
+        let b = Budgets { users: 2_000, steps: 800, heads: 1_200, notes: 400, folded_users: 500, ..Budgets::default() };
         let mut m = Memory::default();
         let mut number = 1u32;
         for (k, chunk) in lengths.chunks(per_span).enumerate() {
@@ -427,7 +446,7 @@ proptest! {
         before in 0usize..10,
         users in 200usize..4_000,
     ) {
-        let b = Budgets { users, steps: 800, heads: 1_200, notes: 400, folded_users: users / 4 };
+        let b = Budgets { users, steps: 800, heads: 1_200, notes: 400, folded_users: users / 4, ..Budgets::default() };
         let earlier: Vec<Message> =
             (1..=before).flat_map(|n| turn(n, &"old ".repeat(n * 7))).collect();
         let mut previous = Memory::default();
@@ -440,9 +459,108 @@ proptest! {
             .flat_map(|(i, &len)| turn(before + 1 + i, &"word ".repeat(len / 5 + 1)))
             .collect();
         let files = || Files { archive: Some("/h/2.md"), notes: Some("/h/2.notes.md") };
-        let alone = |notes| after_compaction(Some(previous.clone()), None, &refs(&msgs), first, files(), &b, notes);
-        let (digest, fold) = digest_and_fold(Some(previous.clone()), None, &refs(&msgs), first, files(), &b);
+        let taken = refs(&msgs);
+        let span = Span { msgs: &taken, first_number: first, kept: &[] };
+        let alone = |notes| after_compaction(Some(previous.clone()), None, span, files(), &b, notes);
+        let (digest, fold) = digest_and_fold(Some(previous.clone()), None, span, files(), &b);
         prop_assert_eq!(digest, alone(None));
         prop_assert_eq!(fold, alone(Some("")));
     }
+}
+
+proptest! {
+    /// Whatever the room, the memory fits it, or has given all it can: nothing is left
+    /// but a terse opening, the ledger pressed to its terms (never dropped), one run
+    /// named by its subjects, the notes' cut line and the archive line.
+    #[test]
+    fn the_memory_fits_any_room_it_can(
+        lengths in prop::collection::vec(0usize..400, 1..60),
+        rules in 0usize..12,
+        room in 0usize..6_000,
+        fold in proptest::bool::ANY,
+    ) {
+        let msgs: Vec<Message> = lengths
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &len)| {
+                let rule = if i < rules { format!("Never touch module m{i}. ") } else { String::new() };
+                turn(i + 1, &format!("{rule}{}", "word ".repeat(len / 5 + 1)))
+            })
+            .collect();
+        let b = Budgets {
+            ledger: 2_000,
+            users: 4_000,
+            steps: 800,
+            heads: 1_200,
+            notes: 400,
+            folded_users: 1_000,
+            room: Some(room),
+        };
+        let mut m = Memory::default();
+        m.remember(&refs(&msgs), 1, Some("/h/1.md"));
+        if fold {
+            m.fold_all(&"note ".repeat(300), &b, Some("/h/1.notes.md"));
+        } else {
+            m.fit(&b, None);
+        }
+        let text = render(&m, Ways { recall: true });
+        if width(&text) > room {
+            prop_assert!(m.terse, "{}", text);
+            prop_assert!(m.requests.is_empty() && m.heads.is_empty() && m.ranges.len() <= 1, "{}", text);
+            prop_assert!(m.ledger.iter().all(|e| e.pressed == ledger::press::TERMS));
+        }
+        // Every rule's module stays in view, whatever the room.
+        for i in 0..rules.min(lengths.len()) {
+            let module = format!("m{i}");
+            prop_assert!(text.contains(&module), "{} lost from {}", module, text);
+        }
+        // A run is never a bare range.
+        prop_assert!(m.ranges.iter().all(|r| !r.subjects.is_empty()));
+    }
+}
+
+#[test]
+fn a_replaced_statement_leaves_every_layer() {
+    let mut m = Memory::default();
+    let first = [
+        user(
+            "u1",
+            "Keep the monthly spend under $318. Also check the logs.",
+        ),
+        answer("a1", "ok"),
+        user("u2", "Our region is eu-west-1."),
+        answer("a2", "ok"),
+    ];
+    m.remember(&refs(&first), 1, Some("/h/1.md"));
+    // R2 goes into short; R1 stays verbatim.
+    m.fit(&WIDE, None);
+    let region = m.requests.iter().position(|r| r.number == 2).expect("R2");
+    let moved = m.requests.remove(region);
+    m.heads.push(Head {
+        number: 2,
+        text: heads::of_request(2, moved.text.as_deref()).0,
+        keys: heads::key_terms(moved.text.as_deref().unwrap_or("")),
+        ..Head::default()
+    });
+    let later = [
+        user("u3", "From now on the monthly spend stays under $547."),
+        answer("a3", "ok"),
+        user("u4", "Our region is ap-south-9."),
+    ];
+    m.remember(&refs(&later), 3, Some("/h/2.md"));
+    let text = render(&m, Ways { recall: true });
+    assert!(
+        !text.contains("318") && !text.contains("eu-west-1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("### R1\n(superseded: see R3) Also check the logs."),
+        "{text}"
+    );
+    assert!(text.contains("- R2: (superseded: see R4) region"), "{text}");
+    assert!(text.contains("- [R3] From now on the monthly spend stays under $547."));
+    // Words still in view replace what the ledger held, and add nothing.
+    m.superseded_by(&refs(&[user("u5", "Correction: our region is us-east-2.")]));
+    assert!(!m.ledger.iter().any(|e| e.text.contains("ap-south-9")));
+    assert!(!m.ledger.iter().any(|e| e.text.contains("us-east-2")));
 }

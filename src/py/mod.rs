@@ -11,6 +11,7 @@ mod collector;
 mod compaction;
 mod counting;
 mod errors;
+mod ledger;
 mod planning;
 mod read;
 mod reprlen;
@@ -36,7 +37,7 @@ mod _core {
     use super::sizes;
     use crate::config::MAX_WINDOW;
     use crate::cutoff;
-    use crate::memory::{after_compaction, Earlier, Files};
+    use crate::memory::{after_compaction, Earlier, Files, Span};
     use crate::message::InputError as CoreInputError;
     use crate::message::Message;
 
@@ -65,6 +66,8 @@ mod _core {
     #[pymodule_export]
     use super::counting::Opts;
     #[pymodule_export]
+    use super::ledger::{add_binding_cues, pin_change, pinned_result, unpinned_result};
+    #[pymodule_export]
     use super::planning::{plan, CompactionPrice, PlanSettings};
     #[pymodule_export]
     use super::results::{Breakdown, Edit, PassStats, PlanOutcome};
@@ -78,6 +81,7 @@ mod _core {
         m.add("PRICING_PRESETS", presets)?;
         m.add("WIDTHS_PER_TOKEN", crate::config::WIDTHS_PER_TOKEN)?;
         m.add("SUMMARY_SECTIONS", crate::memory::notes::SECTIONS.to_vec())?;
+        m.add("PIN_TOOL", crate::memory::ledger::PIN_TOOL)?;
         // The sections notes keep whole while others are cut: the essential ones and
         // those that go last.
         let kept: Vec<&str> = crate::memory::notes::ESSENTIAL
@@ -340,7 +344,7 @@ mod _core {
     /// memory, how many requests left the verbatim layer, and the notes to write whole
     /// to `notes_file` when they were cut for space (else `None`).
     #[pyfunction]
-    #[pyo3(signature = (previous, earlier, messages, first_number, file, config, window, widths_per_token=crate::config::WIDTHS_PER_TOKEN, room=None, notes=None, earlier_file=None, notes_file=None))]
+    #[pyo3(signature = (previous, earlier, messages, first_number, file, config, window, widths_per_token=crate::config::WIDTHS_PER_TOKEN, room=None, notes=None, earlier_file=None, notes_file=None, kept=None))]
     #[allow(clippy::too_many_arguments)]
     fn remember<'py>(
         py: Python<'py>,
@@ -356,9 +360,11 @@ mod _core {
         notes: Option<String>,
         earlier_file: Option<String>,
         notes_file: Option<String>,
+        kept: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Remembered<'py>> {
         let (previous, msgs, budgets) =
             span_inputs(previous, messages, config, window, widths_per_token, room)?;
+        let kept = kept_messages(kept)?;
         let earlier = earlier_summary(earlier.as_deref(), earlier_file.as_deref());
         let files = Files {
             archive: file.as_deref(),
@@ -366,25 +372,31 @@ mod _core {
         };
         let (memory, fitted) = enter_core_ok(py, true, || {
             let refs: Vec<&Message> = msgs.iter().collect();
-            let notes = notes.as_deref();
-            after_compaction(
-                previous,
-                earlier,
-                &refs,
+            let kept: Vec<&Message> = kept.iter().collect();
+            let span = Span {
+                msgs: &refs,
                 first_number,
-                files,
-                &budgets,
-                notes,
-            )
+                kept: &kept,
+            };
+            after_compaction(previous, earlier, span, files, &budgets, notes.as_deref())
         })?;
         Ok((pythonized(py, &memory)?, fitted.folded, fitted.to_save))
+    }
+
+    /// The messages that stay in view beside a compaction's span, read (none given:
+    /// none).
+    fn kept_messages(kept: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Message>> {
+        match kept.filter(|k| !k.is_none()) {
+            Some(k) => Ok(read::read_all(k)?),
+            None => Ok(Vec::new()),
+        }
     }
 
     /// The digest and the fold of one span, with the span taken in once (see
     /// `memory::digest_and_fold`): each as `remember` returns it without notes and with
     /// empty notes, for a price check to weigh.
     #[pyfunction]
-    #[pyo3(signature = (previous, earlier, messages, first_number, file, config, window, widths_per_token=crate::config::WIDTHS_PER_TOKEN, room=None, earlier_file=None))]
+    #[pyo3(signature = (previous, earlier, messages, first_number, file, config, window, widths_per_token=crate::config::WIDTHS_PER_TOKEN, room=None, earlier_file=None, kept=None))]
     #[allow(clippy::too_many_arguments)]
     fn digest_and_fold<'py>(
         py: Python<'py>,
@@ -398,9 +410,11 @@ mod _core {
         widths_per_token: f64,
         room: Option<usize>,
         earlier_file: Option<String>,
+        kept: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<(Remembered<'py>, Remembered<'py>)> {
         let (previous, msgs, budgets) =
             span_inputs(previous, messages, config, window, widths_per_token, room)?;
+        let kept = kept_messages(kept)?;
         let earlier = earlier_summary(earlier.as_deref(), earlier_file.as_deref());
         let files = Files {
             archive: file.as_deref(),
@@ -408,7 +422,13 @@ mod _core {
         };
         let (digest, fold) = enter_core_ok(py, true, || {
             let refs: Vec<&Message> = msgs.iter().collect();
-            crate::memory::digest_and_fold(previous, earlier, &refs, first_number, files, &budgets)
+            let kept: Vec<&Message> = kept.iter().collect();
+            let span = Span {
+                msgs: &refs,
+                first_number,
+                kept: &kept,
+            };
+            crate::memory::digest_and_fold(previous, earlier, span, files, &budgets)
         })?;
         let python = |(m, f): (crate::memory::Memory, crate::memory::Fitted)| {
             Ok::<_, PyErr>((pythonized(py, &m)?, f.folded, f.to_save))

@@ -86,7 +86,7 @@ def test_chained_memories_keep_every_user_message_or_its_way_back(
         verbatim = any(r["text"] == u for r in kept["requests"])
         if verbatim:
             assert u in text
-        short = re.search(rf"(?m)^- R{number}: |[:;] R{number} ", text) is not None
+        short = re.search(rf"(?m)^- R{number}: |[:;] R{number}(?: |;|$)", text) is not None
         in_run = any(number in r for r in runs)
         assert verbatim or short or in_run
         assert fastcompact.recall(msgs, f"u{i}") == u
@@ -132,8 +132,9 @@ def test_the_memory_of_a_span_exactly():
     made = memory.remember(None, None, msgs, config=MemoryConfig(), window=40_000, file="/h/t/1.md")
     assert made.folded == 0
     assert memory.text(made.memory, recall=True) == (
-        "What came before, kept in layers: the oldest requests in short, then the newer ones "
-        "verbatim, numbered in order, each followed by the steps the agent took for it. "
+        "What came before, kept in layers: what the user said that still holds, the oldest requests "
+        "in short, then the newer ones verbatim, numbered in order, each followed by the steps the "
+        "agent took for it. "
         'recall("<id>") returns any message or step named here in full, recall("R<n>") request n as '
         'the user wrote it; recall(query="a few words") searches everything said and done in this '
         "session.\n\n"

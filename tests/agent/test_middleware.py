@@ -500,7 +500,7 @@ def test_seed_usage_constructs_unchanged_apart_from_the_import():
     mw = CompactionMiddleware(model="anthropic:claude-sonnet-4-6", backend=backend)
     tool_mw = CompactionToolMiddleware(mw)
     assert [t.name for t in tool_mw.tools] == ["compact_conversation"]
-    assert [t.name for t in mw.tools] == ["recall"]
+    assert [t.name for t in mw.tools] == ["recall", "pin"]
     config = CompactionConfig(
         trigger=("fraction", 0.80),
         keep=("messages", 10),

@@ -397,4 +397,4 @@ def test_the_summary_prompt_names_every_essential_section():
     for number in summarize.ESSENTIAL_SECTIONS:
         title = fastcompact._core.SUMMARY_SECTIONS[number - 1]
         assert f"{number}. {title}: " in summarize.SUMMARY_SECTIONS
-    assert summarize.ESSENTIAL_SECTIONS == (1, 6, 7, 8, 9)
+    assert summarize.ESSENTIAL_SECTIONS == (1, 2, 7, 8, 9, 10)

@@ -162,7 +162,7 @@ def test_the_drop_in_alone_gives_the_recall_tool_its_placeholders_name(tmp_path:
         fastcompact.recall(state, ref)  # every one resolves
     # A subagent given its own middleware gets the tool with it.
     sub = CompactionMiddleware(backend=backend)
-    assert [t.name for t in sub.tools] == ["recall"]
+    assert [t.name for t in sub.tools] == ["recall", "pin"]
     # Given recall twice (RecallMiddleware beside it), the model is sent it once.
     both = ScriptedChatModel(profile={"max_input_tokens": 12_000})
     seen: list[list[str]] = []

@@ -116,7 +116,7 @@ def after_overflow(
     clipped = yield Io.in_thread(fitting.clipped, view, backend)
     if clipped is None and not committed:
         size = fitting.reported_size(error, turn.window, true_size(request, turn, view))
-        raise fitting.too_small(request, turn, size) from error
+        raise fitting.too_small(request, turn, size, view) from error
     return clipped or view, outcome
 
 

@@ -99,7 +99,10 @@ def make_draft(
     restoration = setup.config.restoration
     leaving = turn.raw[turn.prior_cutoff : state_cutoff]
     paused_until = turn.counters.llm_paused_until or 0
-    earlier = memory.earlier(turn.event)
+    # Without an event of its own, a conversation that opens with a summary (saved and
+    # compacted again, or a thread whose state was lost) carries that summary's memory.
+    opening = turn.raw[0] if turn.event is None and turn.raw else None
+    earlier = memory.earlier(turn.event) if opening is None else memory.earlier_message(opening)
     return Draft(
         state_cutoff=state_cutoff,
         leaving=leaving,
@@ -284,6 +287,7 @@ def _memory_options(setup: Setup, turn: Turn, draft: Draft, path: str | None) ->
         "widths_per_token": draft.widths_per_token,
         "room": draft.room,
         "earlier_file": draft.earlier_file,
+        "kept": draft.kept,
     }
 
 

@@ -30,19 +30,26 @@ class WindowTooSmallError(ContextOverflowError):
     prompt, the tool schemas and that turn alone are over it. Raised instead of sending
     a request known to be too large; its message names the sizes and what to change.
 
+    The memory of what came before (the summary message) is counted apart from the turn
+    (``memory``): it was pressed to the least it can be before this was raised.
+
     Examples:
-        >>> e = WindowTooSmallError(window=6_000, system=3_900, tools=2_400, turn=700)
-        >>> e.window, e.system + e.tools + e.turn
+        >>> e = WindowTooSmallError(window=6_000, system=3_900, tools=2_400, turn=600, memory=100)
+        >>> e.window, e.system + e.tools + e.turn + e.memory
         (6000, 7000)
     """
 
-    def __init__(self, *, window: int, system: int, tools: int, turn: int) -> None:
+    def __init__(self, *, window: int, system: int, tools: int, turn: int, memory: int = 0) -> None:
         self.window, self.system, self.tools, self.turn = window, system, tools, turn
+        self.memory = memory
+        kept = (
+            f", the memory of what came before {memory:,} (pressed to the least it can be)" if memory else ""
+        )
         super().__init__(
-            f"this request needs {system + tools + turn:,} tokens, over the model's {window:,}-token "
-            f"window: the system prompt is {system:,} tokens, the tool schemas {tools:,} and the turn "
-            f"in progress {turn:,}, with everything older summarized. Use a model with a larger "
-            "window (its profile's max_input_tokens), a shorter system prompt or fewer tools."
+            f"this request needs {system + tools + turn + memory:,} tokens, over the model's "
+            f"{window:,}-token window: the system prompt is {system:,} tokens, the tool schemas {tools:,}, "
+            f"the turn in progress {turn:,}{kept}, with everything older summarized. Use a model with "
+            "a larger window (its profile's max_input_tokens), a shorter system prompt or fewer tools."
         )
 
 
@@ -106,12 +113,14 @@ def fitted(
             view, size = cut, true_size(request, turn, cut)
             if size <= window:
                 return view, size
-    raise too_small(request, turn, size)
+    raise too_small(request, turn, size, view)
 
 
-def too_small(request: ModelRequest, turn: Turn, size: int) -> WindowTooSmallError:
-    """The error for a request of ``size`` tokens that cannot be made to fit, with
-    the sizes of its parts."""
+def too_small(
+    request: ModelRequest, turn: Turn, size: int, view: list[Any] | None = None
+) -> WindowTooSmallError:
+    """The error for a request of ``size`` tokens that cannot be made to fit (its
+    messages ``view``, the turn's when not given), with the sizes of its parts."""
     window = turn.window or 0
     ratio = turn.plan.ratio
     system = request.system_message
@@ -127,11 +136,19 @@ def too_small(request: ModelRequest, turn: Turn, size: int) -> WindowTooSmallErr
         # The provider counted more than the estimate: each part, in proportion.
         system_tokens = math.ceil(system_tokens * size / estimate)
         tools_tokens = math.ceil(tools_tokens * size / estimate)
+    sent = turn.view if view is None else view
+    memory = 0
+    if sent and summarize.is_summary(sent[0]):
+        memory = math.ceil(ratio * count_tokens([sent[0]], model=request.model))
+        if size > estimate > 0:
+            memory = math.ceil(memory * size / estimate)
+    rest = max(size - system_tokens - tools_tokens, 0)
     return WindowTooSmallError(
         window=window,
         system=system_tokens,
         tools=tools_tokens,
-        turn=max(size - system_tokens - tools_tokens, 0),
+        turn=max(rest - memory, 0),
+        memory=min(memory, rest),
     )
 
 

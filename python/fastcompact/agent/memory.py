@@ -32,6 +32,7 @@ Examples:
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
 
 # Under the compaction event's "fastcompact" entry.
 MEMORY_KEY = "memory"
+# The tool the agent pins its own notes to the ledger with (the core reads its results).
+PIN_TOOL = _core.PIN_TOOL
 # Widths a token, as the budgets assume when a conversation has not said, and the
 # bounds of what one may say (the core's, which holds the budgets to them).
 WIDTHS_PER_TOKEN = _core.WIDTHS_PER_TOKEN
@@ -86,6 +89,13 @@ def earlier(event: Mapping[str, Any] | None) -> Earlier:
     )
 
 
+def earlier_message(message: Any) -> Earlier:
+    """What a summary message at a conversation's head left (its text, read back into
+    the memory it shows when it is ours); nothing when the message is not a summary."""
+    text = summary_text(message)
+    return Earlier() if text is None else Earlier(text=text)
+
+
 def next_number(memory: Mapping[str, Any] | None, before: Sequence[Any]) -> int:
     """The number the next request takes: after the memory's last, else after the
     requests among ``before`` (the messages an earlier summary made elsewhere replaced)."""
@@ -113,6 +123,7 @@ def remember(
     notes: str | None = None,
     earlier_file: str | None = None,
     notes_file: str | None = None,
+    kept: Sequence[Any] = (),
 ) -> Remembered:
     """``previous`` (or, without one, an earlier summary's text and the archive file it
     names, ``earlier_file``) with ``span`` taken in: its requests numbered from
@@ -123,7 +134,8 @@ def remember(
     verbatim within their share and the older ones fold beside the notes; notes over
     their share are cut where it hurts least (what the agent needs to carry on stays),
     naming ``notes_file`` as where they are whole: ``notes_to_save`` is then what that
-    file must take."""
+    file must take. What the messages that stay in view (``kept``) state replaces what
+    the ledger held."""
     messages, number = _taken_in(previous, span, first_number)
     memory, folded, to_save = _core.remember(
         previous,
@@ -138,6 +150,7 @@ def remember(
         notes,
         earlier_file,
         notes_file,
+        _binding(kept),
     )
     return Remembered(memory=memory, folded=folded, notes_to_save=to_save)
 
@@ -154,6 +167,7 @@ def digest_and_fold(
     widths_per_token: float = WIDTHS_PER_TOKEN,
     room: int | None = None,
     earlier_file: str | None = None,
+    kept: Sequence[Any] = (),
 ) -> tuple[Remembered, Remembered]:
     """:func:`remember` without notes and beside empty notes (a model's, yet to be
     written), with the span taken in once: the two a price check weighs."""
@@ -169,8 +183,15 @@ def digest_and_fold(
         widths_per_token,
         room,
         earlier_file,
+        _binding(kept),
     )
     return Remembered(*digest), Remembered(*fold)
+
+
+def _binding(kept: Sequence[Any]) -> list[Any]:
+    """Of the messages that stay in view, those whose words may replace what the ledger
+    holds: the user's requests and the pin tool's results."""
+    return [m for m in kept if is_request(m) or getattr(m, "name", None) == PIN_TOOL]
 
 
 def _taken_in(
@@ -256,6 +277,37 @@ def widths_per_token(span: Sequence[Any]) -> float:
         return WIDTHS_PER_TOKEN
     low, high = WIDTHS_PER_TOKEN_BOUNDS
     return min(max(_core.text_width(sample) / tokens, low), high)
+
+
+def add_binding_cues(cues: str | os.PathLike[str]) -> int:
+    """Teach the ledger of what binds more cue words, for every later compaction in this
+    process: a sentence of the user's holding one of them is kept in the ledger, in
+    their words. ``cues`` is the text of the lines, or the path of a file holding it (a
+    ``pathlib.Path``), in the shape of the built-in list: one line a group,
+    ``kind: cue, cue``, with kind one of ``rule``, ``limit``, ``preference``, ``fact``,
+    ``goal`` (what it binds) or ``update`` (it replaces an earlier statement); English
+    cues match whole words, Chinese and Japanese ones anywhere; blank lines and ``#``
+    comments are skipped. A limit and a fact bind only with a value beside their cue.
+    Returns how many lines it took. Raises :class:`~fastcompact.InputError` naming the
+    first line it cannot read (and then adds nothing).
+
+    Examples:
+        >>> from langchain_core.messages import HumanMessage
+        >>> from fastcompact.config import MemoryConfig
+        >>> span = [HumanMessage("Sign every letter off with Tally-ho, per protocol.")]
+        >>> def ledger():
+        ...     made = remember(None, None, span, config=MemoryConfig(), window=40_000)
+        ...     return [e["text"] for e in made.memory["ledger"]]
+        >>> ledger()
+        []
+        >>> add_binding_cues("rule: per protocol")
+        1
+        >>> ledger()
+        ['Sign every letter off with Tally-ho, per protocol.']
+    """
+    from fastcompact.api.counting import text_or_file
+
+    return _core.add_binding_cues(text_or_file(cues, "cues"))
 
 
 def text(memory: Mapping[str, Any], *, recall: bool) -> str:

@@ -33,6 +33,7 @@ from typing_extensions import Unpack
 
 from fastcompact.agent import compaction, fitting, reading, steps
 from fastcompact.agent.fitting import WindowTooSmallError
+from fastcompact.agent.pin_tool import pin_tool
 from fastcompact.agent.recall_tool import recall_tool
 from fastcompact.agent.setup import (
     SUMMARIZATION_KEYWORDS,
@@ -113,6 +114,9 @@ class CompactionMiddleware(AgentMiddleware):
         recall: Give the agent the ``recall`` tool that every placeholder and every
             line of the memory names (default). ``False`` when another middleware
             gives it (:class:`RecallMiddleware`).
+        pin: Give the agent the ``pin`` tool (default): a note it pins (a decision, a
+            correction, the plan) stays in view through every compaction, beside what
+            the user said still holds, until it unpins it.
 
     It also takes the keywords of DeepAgents' and LangChain's ``SummarizationMiddleware``
     (``trigger``, including dict clauses, ``keep``, ``token_counter``,
@@ -152,11 +156,13 @@ class CompactionMiddleware(AgentMiddleware):
         backend: Any = None,
         config: CompactionConfig | None = None,
         recall: bool = True,
+        pin: bool = True,
         **summarization: Unpack[SummarizationOptions],
     ) -> None:
         super().__init__()
-        if not isinstance(recall, bool):
-            raise ValueError(f"recall: expected a bool, got {type(recall).__name__}")
+        for label, flag in (("recall", recall), ("pin", pin)):
+            if not isinstance(flag, bool):
+                raise ValueError(f"{label}: expected a bool, got {type(flag).__name__}")
         if config is not None and not isinstance(config, CompactionConfig):
             raise ValueError(f"config: expected a fastcompact.CompactionConfig, got {type(config).__name__}")
         unknown = sorted(set(summarization) - set(SUMMARIZATION_KEYWORDS))
@@ -204,8 +210,9 @@ class CompactionMiddleware(AgentMiddleware):
             counter_takes_tools=counter is not None and takes_tools(counter),
         )
         # Every placeholder and memory line names recall("<id>"): the agent gets the tool
-        # with the middleware, in each agent and subagent it is given to.
-        self.tools = [recall_tool()] if recall else []
+        # with the middleware, in each agent and subagent it is given to; and the pin
+        # tool, whose notes the memory keeps beside what the user said still holds.
+        self.tools = [*([recall_tool()] if recall else []), *([pin_tool()] if pin else [])]
         # Plan an async call in a worker thread instead of on the event loop. Off:
         # planning holds the interpreter for most of its time (it reads the messages
         # and builds the view), so a thread blocks the loop all the same and adds its
@@ -233,7 +240,7 @@ class CompactionMiddleware(AgentMiddleware):
     # --- the hooks -----------------------------------------------------------------
 
     def _respond(
-        self, response: Any, turn: Turn, outcome: Outcome | None, sent: int
+        self, response: Any, turn: Turn, outcome: Outcome | None, sent: int, *, clipped: bool = False
     ) -> ExtendedModelResponse:
         info = plan_info(turn.plan)
         # What the model was sent, after any summary and clipping, and the prices that
@@ -259,6 +266,10 @@ class CompactionMiddleware(AgentMiddleware):
         counters.call_planned(info)
         if any(p["batched"] for p in fired_passes):
             counters.batch_ran(len(turn.raw))
+        if clipped:
+            # The usage this answer reports counted results clipped for this call
+            # alone, not those the state keeps: it anchors no later count.
+            counters.batch_ran(len(turn.raw) + 1)
         update[STATE_KEY] = counters.to_state()
         logger.debug("fastcompact plan: %s", info)
         if fired or (outcome is not None and outcome.committed):
@@ -284,7 +295,10 @@ class CompactionMiddleware(AgentMiddleware):
             view, outcome = yield from compaction.after_overflow(setup, request, turn, outcome, view, e)
             response = yield Io.either(handler, request.override(messages=view))
             size = true_size(request, turn, view)
-        return self._respond(response, turn, outcome, size)
+        # Sent otherwise than the plan or a committed compaction made it: results clipped.
+        made = outcome.view if outcome is not None and outcome.committed else turn.view
+        clipped = view is not made
+        return self._respond(response, turn, outcome, size, clipped=clipped)
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]

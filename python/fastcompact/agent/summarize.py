@@ -26,6 +26,10 @@ SUMMARY_SOURCE = "summarization"
 # keeps the sections a model needs to carry on whole when notes must be cut).
 _SECTION_TEXTS = (
     "everything the user has asked for, with the constraints they set.",
+    "every rule, prohibition, limit, budget, deadline, preference and fact about their "
+    "world the user stated that still holds, and where the work stands against its goal: "
+    "the latest value of each (a later statement replaces an earlier one), in the user's "
+    "own words, with its request number.",
     "languages, frameworks, tools and conventions in use.",
     "each file read, created or changed, with its path, why it matters, and short code "
     "excerpts where they record a decision.",
@@ -117,7 +121,7 @@ class Brief:
         True
         >>> "what R1 to R4 asked is known from your notes alone" in text
         True
-        >>> "about 900 words" in text and "sections 1, 6, 7, 8 and 9 whole" in text
+        >>> "about 900 words" in text and "sections 1, 2, 7, 8, 9 and 10 whole" in text
         True
     """
 
@@ -446,14 +450,36 @@ def _file_block(restored: tuple[str, str] | tuple[str, str, str | None]) -> str:
     return f'<file path="{path}"{lines}>\n{text}\n</file>'
 
 
+# How the summaries of the common compactors open: ours, DeepAgents' (with and without
+# an archive), LangChain's, and compact-middleware's and Claude Code's. A user message
+# that opens so is an earlier summary, whatever shape it was saved in.
+SUMMARY_OPENINGS = (
+    "This conversation was compacted to stay within the model's context window",
+    "You are in the middle of a conversation that has been summarized",
+    "Here is a summary of the conversation to date",
+    "This session is being continued from a previous conversation",
+)
+
+
 def is_summary(message: Any) -> bool:
-    """Whether a message is a compaction summary (ours or DeepAgents')."""
+    """Whether a message is a compaction summary: marked as one (ours, DeepAgents',
+    compact-middleware's), or a user's message that opens as one does (a summary saved
+    in a shape with no place for the mark)."""
     if isinstance(message, BaseMessage):
-        return message.additional_kwargs.get("lc_source") == SUMMARY_SOURCE
+        if message.additional_kwargs.get("lc_source") == SUMMARY_SOURCE:
+            return True
+        return message.type == "human" and _opens_as_summary(message.content)
     if isinstance(message, Mapping):
         kwargs = message.get("additional_kwargs")
-        return isinstance(kwargs, Mapping) and kwargs.get("lc_source") == SUMMARY_SOURCE
+        if isinstance(kwargs, Mapping) and kwargs.get("lc_source") == SUMMARY_SOURCE:
+            return True
+        return message.get("role") in ("user", "human") and _opens_as_summary(message.get("content"))
     return False
+
+
+def _opens_as_summary(content: Any) -> bool:
+    text = content if isinstance(content, str) else text_of(content)
+    return text.lstrip()[:100].startswith(SUMMARY_OPENINGS)
 
 
 def is_request(message: Any) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeAlias, TypedDict, overload
@@ -46,6 +47,21 @@ Encoding: TypeAlias = Literal["heuristic", "o200k_base", "cl100k_base"]
 def _input_error(field: str, reason: str, index: int | None = None) -> InputError:
     # Made by the core, in the core's words.
     return _core.input_error(field, reason, index)
+
+
+def text_or_file(value: Any, field: str) -> str:
+    """``value`` when it is a text, else the text of the file it names (a
+    ``pathlib.Path``); an :class:`InputError` naming ``field`` for anything else or a
+    file that cannot be read."""
+    if isinstance(value, os.PathLike):
+        try:
+            with open(os.fspath(value), encoding="utf-8") as f:
+                return f.read()
+        except OSError as e:
+            raise _input_error(field, f"cannot read the file: {e}") from None
+    if not isinstance(value, str):
+        raise _input_error(field, f"expected a text or a path, got {type(value).__name__}")
+    return value
 
 
 def _is_anthropic(model: Any) -> bool:

@@ -119,18 +119,9 @@ def add_short_forms(forms: str | os.PathLike[str]) -> int:
         >>> [m.id for m in search(msgs, "qa")]
         ['u1']
     """
-    from fastcompact.api.counting import _input_error
+    from fastcompact.api.counting import text_or_file
 
-    if isinstance(forms, os.PathLike):
-        try:
-            forms = os.fspath(forms)
-            with open(forms, encoding="utf-8") as f:
-                forms = f.read()
-        except OSError as e:
-            raise _input_error("forms", f"cannot read the short forms file: {e}") from None
-    if not isinstance(forms, str):
-        raise _input_error("forms", f"expected the text of the groups or a path, got {type(forms).__name__}")
-    return _core.add_short_forms(forms)
+    return _core.add_short_forms(text_or_file(forms, "forms"))
 
 
 def narrowed(only: str | None) -> dict[str, Any]:

@@ -1,0 +1,395 @@
+//! The ledger of what binds: the statements of the user's that bind later work (rules,
+//! limits, preferences, facts of their world, the goal and where it stands; see
+//! [`cues`]), and the notes the agent pinned itself. It has the first claim on the
+//! memory's room and is the last thing to shrink: each entry in the user's own words,
+//! pressed to its key words and then to its terms only when the room demands it, and
+//! never folded. A later statement about the same thing replaces an earlier one (it says
+//! it does: "from now on", "instead"; or it gives the same subject a new value: "the
+//! region is ..."); the one replaced leaves the view and stays in the archive.
+
+pub mod cues;
+
+use std::collections::HashSet;
+
+use rust_stemmers::{Algorithm, Stemmer};
+use serde::{Deserialize, Serialize};
+
+use crate::memory::heads::key_terms;
+use crate::memory::text::{head, width};
+use cues::{found, is_cjk, is_value_word, statements, words_of, Group, Kind, STOP_WORDS};
+
+/// One statement that binds, or a pinned note.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// The request it was stated in (0: an earlier summary's, or unknown).
+    pub number: u32,
+    #[serde(default)]
+    pub id: Option<String>,
+    pub kind: Kind,
+    /// In the user's words (or the agent's, for a pinned note).
+    pub text: String,
+    /// How far it is pressed for room (see [`press`]).
+    #[serde(default)]
+    pub pressed: u8,
+    /// The pin's number (`P3`), for a note the agent pinned.
+    #[serde(default)]
+    pub pin: Option<u32>,
+}
+
+/// How far an entry is pressed for room; each stage keeps every term of the one before.
+pub mod press {
+    /// As stated (a very long statement keeps its head and every term).
+    pub const WHOLE: u8 = 0;
+    /// Its words without the little ones, cut to a line, its terms kept.
+    pub const KEY_WORDS: u8 = 1;
+    /// Its first key words and its terms.
+    pub const TERMS: u8 = 2;
+}
+
+/// The widths an entry keeps at each stage before its terms.
+const WIDTHS: [usize; 3] = [400, 120, 32];
+
+/// The tool the agent pins its notes with, and how its results read (one source, for
+/// the tool that writes them and the memory that reads them).
+pub const PIN_TOOL: &str = "pin";
+const PINNED: &str = "Pinned P";
+const UNPINNED: &str = "Unpinned P";
+
+/// What the pin tool answers when it pins `note` as number `n`.
+pub fn pinned_result(n: u32, note: &str) -> String {
+    format!("{PINNED}{n}: {}", note.trim())
+}
+
+/// What the pin tool answers when it unpins number `n`.
+pub fn unpinned_result(n: u32) -> String {
+    format!("{UNPINNED}{n}.")
+}
+
+/// A pin tool's result read: the number it pinned and its note, or the number it
+/// unpinned (no note).
+pub fn pin_change(result: &str) -> Option<(u32, Option<String>)> {
+    if let Some(rest) = result.strip_prefix(PINNED) {
+        let (n, note) = rest.split_once(": ")?;
+        return Some((n.parse().ok()?, Some(note.trim().to_owned())));
+    }
+    let rest = result.strip_prefix(UNPINNED)?;
+    Some((rest.strip_suffix('.')?.parse().ok()?, None))
+}
+
+fn stemmer() -> &'static Stemmer {
+    static STEMMER: std::sync::OnceLock<Stemmer> = std::sync::OnceLock::new();
+    STEMMER.get_or_init(|| Stemmer::create(Algorithm::English))
+}
+
+/// What a statement is about, for telling whether a later one replaces it: its words
+/// (stemmed) but the little ones, the numbers and the words that only say it binds or
+/// changes ("never", "from now on"), and its Chinese as pairs of characters.
+fn subject(text: &str) -> HashSet<String> {
+    let words = words_of(text);
+    let cues = found(text, &words);
+    let saying: HashSet<usize> = cues
+        .cue_words
+        .iter()
+        .filter(|(_, g)| {
+            matches!(
+                g,
+                Group::Update | Group::Binds(Kind::Rule) | Group::BindsWithValue(Kind::Rule)
+            )
+        })
+        .map(|(i, _)| *i)
+        .collect();
+    let mut out: HashSet<String> = words
+        .iter()
+        .enumerate()
+        .filter(|(i, w)| {
+            !saying.contains(i) && !STOP_WORDS.contains(&w.as_str()) && !is_value_word(w)
+        })
+        .map(|(_, w)| stemmer().stem(w).into_owned())
+        .collect();
+    out.extend(cjk_pairs(text));
+    out
+}
+
+/// The pairs of neighbouring CJK characters of `text`.
+fn cjk_pairs(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars
+        .windows(2)
+        .filter(|w| is_cjk(w[0]) && is_cjk(w[1]))
+        .map(|w| w.iter().collect())
+        .collect()
+}
+
+/// How much two subjects share: a word counts one, a pair of characters a half.
+fn shared(a: &HashSet<String>, b: &HashSet<String>) -> f32 {
+    a.intersection(b)
+        .map(|w| if w.chars().any(is_cjk) { 0.5 } else { 1.0 })
+        .sum()
+}
+
+/// What a statement that gives a value names before its verb ("our region is ...",
+/// "区域是 ..."): the subject of its first part, if it has one.
+fn assigned(text: &str) -> Option<HashSet<String>> {
+    let lower = text.to_lowercase();
+    let at = [" is ", " are ", "是", "为"]
+        .iter()
+        .filter_map(|v| lower.find(v))
+        .min()?;
+    let named = subject(&lower[..at]);
+    (!named.is_empty()).then_some(named)
+}
+
+/// The entry a new statement replaces, if any: the same words again; an entry of its
+/// kind that it says it updates and shares most of its subject with; or one of its kind
+/// whose subject it gives a new value.
+fn replaced(entries: &[Entry], text: &str, kind: Kind, update: bool) -> Option<usize> {
+    // The same words again: compared by their letters and digits, in any script.
+    let flat = |t: &str| -> String {
+        t.chars()
+            .filter(|c| c.is_alphanumeric())
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let said = flat(text);
+    if let Some(i) = entries
+        .iter()
+        .rposition(|e| e.pin.is_none() && !said.is_empty() && flat(&e.text) == said)
+    {
+        return Some(i);
+    }
+    let same_kind = || {
+        entries
+            .iter()
+            .enumerate()
+            .filter(move |(_, e)| e.pin.is_none() && e.kind == kind)
+    };
+    if update {
+        let about = subject(text);
+        let best = same_kind()
+            .map(|(i, e)| (shared(&subject(&e.text), &about), i))
+            .filter(|(score, _)| *score >= 1.0)
+            .max_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        if let Some((_, i)) = best {
+            return Some(i);
+        }
+    }
+    let named = assigned(text)?;
+    entries.iter().rposition(|e| {
+        e.pin.is_none() && e.kind == kind && assigned(&e.text).as_ref() == Some(&named)
+    })
+}
+
+/// Take in what a user's message `text` (request `number`, message id `id`) states:
+/// each statement that binds, replacing the entry it supersedes. Returns the entries
+/// replaced.
+pub fn take_in(entries: &mut Vec<Entry>, number: u32, id: Option<&str>, text: &str) -> Vec<Entry> {
+    let mut gone = Vec::new();
+    for s in statements(text) {
+        if let Some(i) = replaced(entries, &s.text, s.kind, s.update) {
+            gone.push(entries.remove(i));
+        }
+        entries.push(Entry {
+            number,
+            id: id.map(str::to_owned),
+            kind: s.kind,
+            text: s.text,
+            pressed: press::WHOLE,
+            pin: None,
+        });
+    }
+    gone
+}
+
+/// Drop the entries that the statements of a message still in view replace (the newer
+/// words are in view; the older must not stand beside them). Returns those dropped.
+pub fn superseded_by(entries: &mut Vec<Entry>, text: &str) -> Vec<Entry> {
+    let mut gone = Vec::new();
+    for s in statements(text) {
+        if let Some(i) = replaced(entries, &s.text, s.kind, s.update) {
+            gone.push(entries.remove(i));
+        }
+    }
+    gone
+}
+
+/// What stands in a request's text, in short or verbatim, where a statement a later
+/// one replaced was (`by`: the request that replaced it, 0 when not numbered yet). Its
+/// words say nothing that binds, so it is never read as a statement again.
+pub fn superseded_mark(by: u32) -> String {
+    match by {
+        0 => "(superseded: see below)".to_owned(),
+        n => format!("(superseded: see R{n})"),
+    }
+}
+
+/// A pin tool's result taken in: the note pinned (under request `number`), or the pin
+/// it names let go. `keep_new`: a pin is added (false: only unpins apply, for results
+/// still in view).
+pub fn pin_result(entries: &mut Vec<Entry>, number: u32, result: &str, keep_new: bool) {
+    let Some((n, note)) = pin_change(result) else {
+        return;
+    };
+    entries.retain(|e| e.pin != Some(n));
+    if let (Some(note), true) = (note, keep_new) {
+        entries.push(Entry {
+            number,
+            id: None,
+            kind: Kind::Pin,
+            text: note,
+            pressed: press::WHOLE,
+            pin: Some(n),
+        });
+    }
+}
+
+/// An entry's words as shown at its stage: whole (its head, when very long), or without
+/// the little words, cut; its terms beside whatever was cut.
+pub fn shown(e: &Entry) -> String {
+    let stage = usize::from(e.pressed.min(press::TERMS));
+    let text = if stage == 0 {
+        e.text.split_whitespace().collect::<Vec<_>>().join(" ")
+    } else {
+        key_words(&e.text)
+    };
+    let (mut out, _) = head(&text, WIDTHS[stage]);
+    let terms: Vec<String> = key_terms(&e.text)
+        .into_iter()
+        .filter(|t| !out.contains(t.as_str()))
+        .collect();
+    if !terms.is_empty() {
+        out.push_str(" [");
+        out.push_str(&terms.join(", "));
+        out.push(']');
+    }
+    out
+}
+
+/// A statement's key words: its clauses that bind or name something (a cue word or a
+/// term), without the little words.
+fn key_words(text: &str) -> String {
+    let clauses: Vec<&str> = text
+        .split_inclusive([',', ';', ':', '，', '；', '：'])
+        .filter(|c| {
+            let words = words_of(c);
+            !found(c, &words).groups.is_empty() || !key_terms(c).is_empty()
+        })
+        .collect();
+    let kept = if clauses.is_empty() {
+        vec![text]
+    } else {
+        clauses
+    };
+    kept.iter()
+        .flat_map(|c| c.split_whitespace())
+        .filter(|w| {
+            let bare = words_of(w);
+            bare.len() != 1 || !STOP_WORDS.contains(&bare[0].as_str())
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// An entry's line in view: its request's number (or its pin's), then its words.
+pub fn line(e: &Entry) -> String {
+    match (e.pin, e.number) {
+        (Some(p), _) => format!("- [P{p}] {}", shown(e)),
+        (None, 0) => format!("- {}", shown(e)),
+        (None, n) => format!("- [R{n}] {}", shown(e)),
+    }
+}
+
+/// The widths the entries take in view, a line break after each.
+pub fn shown_width(entries: &[Entry]) -> usize {
+    entries.iter().map(|e| width(&line(e)) + 1).sum()
+}
+
+/// The entries pressed as they must be to fit `budget` widths: the oldest first, to
+/// their key words, then to their terms; returns the widths they then take (over the
+/// budget when even their terms are; nothing is dropped).
+pub fn fit(entries: &mut [Entry], budget: usize) -> usize {
+    let mut total = shown_width(entries);
+    for stage in [press::KEY_WORDS, press::TERMS] {
+        for e in entries.iter_mut() {
+            if total <= budget {
+                return total;
+            }
+            if e.pressed >= stage {
+                continue;
+            }
+            let before = width(&line(e));
+            e.pressed = stage;
+            total = (total + width(&line(e))).saturating_sub(before);
+        }
+    }
+    total
+}
+
+/// A request's text as its head in short shows it beside the ledger: each statement of
+/// it the ledger shows taken out (the head need not repeat it), each a later one replaced
+/// marked as such (its value must leave the view); [`STATED_ABOVE`] when nothing else
+/// is left.
+pub fn beside_ledger(entries: &[Entry], number: u32, text: &str) -> String {
+    let mut rest = text.to_owned();
+    let mut taken = false;
+    for s in statements(text) {
+        let standing = entries
+            .iter()
+            .any(|e| e.number == number && e.pin.is_none() && e.text == s.text);
+        let with = if standing {
+            taken = true;
+            String::new()
+        } else {
+            superseded_mark(0)
+        };
+        rest = rest.replacen(&s.text, &with, 1);
+    }
+    if !taken {
+        rest
+    } else if rest.chars().any(char::is_alphanumeric) {
+        rest.trim().to_owned()
+    } else {
+        STATED_ABOVE.to_owned()
+    }
+}
+
+/// What a request in short shows when all it said stands in the ledger above.
+pub const STATED_ABOVE: &str = "stated above";
+
+/// A text without the marks of replaced statements (their `R<n>` is no term of its own).
+pub fn without_marks(text: &str) -> String {
+    let mut out = text.to_owned();
+    while let Some(at) = out.find("(superseded: see ") {
+        let end = out[at..].find(')').map_or(out.len(), |e| at + e + 1);
+        out.replace_range(at..end, "");
+    }
+    out
+}
+
+/// A few words of what a statement was about, without its values (a head whose
+/// statement a later one replaced shows these, not the old value).
+pub fn gist(text: &str) -> String {
+    let words = words_of(text);
+    let cues = found(text, &words);
+    let saying: HashSet<usize> = cues
+        .cue_words
+        .iter()
+        .filter(|(_, g)| *g == Group::Update)
+        .map(|(i, _)| *i)
+        .collect();
+    let kept: Vec<&str> = words
+        .iter()
+        .enumerate()
+        .filter(|(i, w)| {
+            !saying.contains(i) && !STOP_WORDS.contains(&w.as_str()) && !is_value_word(w)
+        })
+        .map(|(_, w)| w.as_str())
+        .take(GIST_WORDS)
+        .collect();
+    kept.join(" ")
+}
+
+/// The words a replaced statement's head keeps.
+const GIST_WORDS: usize = 4;
+
+#[cfg(test)]
+mod tests;
