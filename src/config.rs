@@ -321,6 +321,7 @@ impl MemoryConfig {
             notes: of(self.note_share),
             folded_users: of(self.fold_share.min(self.user_share)),
             room: None,
+            per_token,
         }
     }
 }

@@ -119,8 +119,9 @@ pub struct Memory {
 }
 
 /// Each layer's budget, in widths (see [`text::width`]), and the room the whole memory
-/// must fit (`None`: no window known).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// must fit (`None`: no window known), where a token of the conversation takes
+/// `per_token` widths.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Budgets {
     /// The ledger's: it has the first claim on the room.
     pub ledger: usize,
@@ -136,6 +137,8 @@ pub struct Budgets {
     pub folded_users: usize,
     /// What the whole memory's text must fit, in widths.
     pub room: Option<usize>,
+    /// Widths a token (0: the assumed [`crate::config::WIDTHS_PER_TOKEN`]).
+    pub per_token: f64,
 }
 
 impl Budgets {
@@ -176,7 +179,9 @@ impl Budgets {
 /// the oldest give way to runs: a session of any length still fits its window.
 pub const HEADS_CEILING: usize = 4;
 
-/// The subjects a run keeps when the room leaves it no more.
+/// The subjects a run names (the first it took in), and those it keeps when the room
+/// leaves it no more.
+const RUN_SUBJECTS: usize = 8;
 const RUN_SUBJECTS_AT_LEAST: usize = 4;
 
 /// What the run of requests an earlier summary (made elsewhere) replaced is about.
@@ -247,7 +252,6 @@ impl Memory {
     /// in `file`: its requests and steps, and into the ledger what they state that binds
     /// and what the agent pinned.
     pub fn remember(&mut self, msgs: &[&Message], first_number: u32, file: Option<&str>) {
-        self.read_ledger(msgs, first_number, true);
         let span = requests::split(msgs, first_number);
         if !span.continued.is_empty() {
             match self.requests.last_mut() {
@@ -274,6 +278,9 @@ impl Memory {
                 self.files.push(f.to_owned());
             }
         }
+        // Read once its requests are in: a statement replaced within the span leaves
+        // its request's text too.
+        self.read_ledger(msgs, first_number, true);
     }
 
     /// The ledger with what `msgs` state (their requests numbered from
@@ -310,6 +317,30 @@ impl Memory {
             }
         }
         let terms = heads::key_terms(&e.text);
+        // A request that was in view only on the ledger's line stays in view in short.
+        let in_short = self.heads.iter().any(|h| h.number == e.number)
+            || self.requests.iter().any(|r| r.number == e.number)
+            || self
+                .ranges
+                .iter()
+                .any(|r| (r.first..=r.last).contains(&e.number))
+            || self
+                .ledger
+                .iter()
+                .any(|l| l.number == e.number && l.pin.is_none());
+        if !in_short && e.number > 0 {
+            let at = self.heads.partition_point(|h| h.number < e.number);
+            self.heads.insert(
+                at,
+                Head {
+                    number: e.number,
+                    id: e.id.clone(),
+                    text: format!("{} {}", ledger::superseded_mark(by), ledger::gist(&e.text)),
+                    ..Head::default()
+                },
+            );
+            return;
+        }
         for h in self.heads.iter_mut().filter(|h| h.number == e.number) {
             h.keys.retain(|k| !terms.contains(k));
             let opening = h.text.trim_end_matches('…').trim();
@@ -350,6 +381,8 @@ impl Memory {
         self.fit_steps(b.steps);
         let folded = self.overflow(b.users);
         self.fold(folded);
+        // The statements of the requests that left the verbatim layer show now.
+        self.fit_ledger(&b);
         let to_save = self.fit_notes(b.notes, notes_file);
         self.mark_named();
         self.fit_heads(b.heads, HEADS_CEILING);
@@ -359,12 +392,54 @@ impl Memory {
     /// The ledger pressed (from whole) to fit its budget within the room; the other
     /// layers' budgets in what it leaves.
     fn fit_ledger(&mut self, b: &Budgets) -> Budgets {
+        let budget = b.room.map_or(b.ledger, |r| b.ledger.min(r));
+        let used = self.press_ledger(budget, ledger::press::MERGED, b.per_token);
+        b.after(used)
+    }
+
+    /// The ledger's shown entries pressed (from whole) to fit `budget` widths, up to
+    /// stage `last`; the widths they then take.
+    fn press_ledger(&mut self, budget: usize, last: u8, per_token: f64) -> usize {
+        let verbatim = self.verbatim_numbers();
+        let mut shown: Vec<ledger::Entry> = Vec::new();
         for e in &mut self.ledger {
             e.pressed = ledger::press::WHOLE;
+            if ledger::shown_beside(e, &verbatim) {
+                shown.push(e.clone());
+            }
         }
-        let budget = b.room.map_or(b.ledger, |r| b.ledger.min(r));
-        let used = ledger::fit(&mut self.ledger, budget);
-        b.after(used)
+        let used = ledger::fit(&mut shown, budget, last, per_token);
+        let mut pressed = shown.into_iter();
+        for e in self
+            .ledger
+            .iter_mut()
+            .filter(|e| ledger::shown_beside(e, &verbatim))
+        {
+            if let Some(p) = pressed.next() {
+                e.pressed = p.pressed;
+            }
+        }
+        used
+    }
+
+    /// The numbers of the requests kept verbatim (their statements are in view there).
+    pub fn verbatim_numbers(&self) -> std::collections::HashSet<u32> {
+        self.requests
+            .iter()
+            .filter(|r| r.text.is_some())
+            .map(|r| r.number)
+            .collect()
+    }
+
+    /// The ledger entries shown: the pinned notes, and the statements of requests not
+    /// kept verbatim.
+    pub fn ledger_shown(&self) -> Vec<ledger::Entry> {
+        let verbatim = self.verbatim_numbers();
+        self.ledger
+            .iter()
+            .filter(|e| ledger::shown_beside(e, &verbatim))
+            .cloned()
+            .collect()
     }
 
     /// The whole memory's text held to the room, when held to the layers' budgets it is
@@ -376,7 +451,10 @@ impl Memory {
         let Some(room) = b.room else {
             return done;
         };
-        let over = |m: &Memory| width(&render::render(m, render::Ways { recall: true })) > room;
+        let per_token = b.per_token;
+        let over = |m: &Memory| {
+            ledger::cost(&render::render(m, render::Ways { recall: true }), per_token) > room
+        };
         let mut share = 1;
         while over(self) && share <= 1 << 10 {
             share *= 2;
@@ -391,12 +469,19 @@ impl Memory {
             self.fit_heads(b.heads / share, 1);
         }
         if over(self) {
-            ledger::fit(&mut self.ledger, 0);
+            self.press_ledger(0, ledger::press::MERGED, per_token);
         }
         if over(self) {
             self.one_run();
         }
         self.terse = over(self);
+        // The last resort, so that a call is never over the window because of the
+        // memory: the oldest statements hide behind a line that counts and names them.
+        let mut budget = ledger::shown_width(&self.ledger_shown());
+        while over(self) && budget > 0 {
+            budget /= 2;
+            self.press_ledger(budget, ledger::press::HIDDEN, per_token);
+        }
         done
     }
 
@@ -430,6 +515,7 @@ impl Memory {
         self.fit_steps(b.steps);
         let folded = self.overflow(b.folded_users.min(b.users));
         self.fold(folded);
+        self.fit_ledger(&b);
         let verbatim: Vec<(u32, String)> = self
             .requests
             .iter()
@@ -526,15 +612,21 @@ impl Memory {
                 _ => {
                     // What its ledger entries show it need not show again, nor what a later
                     // statement replaced (a mark stands there).
-                    let rest = r
+                    let beside = r
                         .text
                         .as_deref()
                         .map(|t| ledger::beside_ledger(&self.ledger, r.number, t));
-                    let (text, keys) = heads::of_request(r.number, rest.as_deref());
-                    let keys = match &rest {
-                        Some(t) => heads::key_terms(&ledger::without_marks(t)),
+                    let opening = beside.as_ref().map(|(o, _)| o.as_str());
+                    let (text, keys) = heads::of_request(r.number, opening);
+                    let keys = match &beside {
+                        Some((_, said)) => heads::key_terms(&ledger::without_marks(said)),
                         None => keys,
                     };
+                    // A request that opens with what the ledger shows is in view there,
+                    // under its number: it needs no line in short (see `supersede`).
+                    if text == ledger::STATED_ABOVE && keys.is_empty() {
+                        continue;
+                    }
                     self.heads.push(Head {
                         number: r.number,
                         id: r.id,
@@ -576,7 +668,10 @@ impl Memory {
                     if h.file.is_some() {
                         r.last_file = h.file;
                     }
-                    if !about.is_empty() && !r.subjects.contains(&about) {
+                    if !about.is_empty()
+                        && !r.subjects.contains(&about)
+                        && r.subjects.len() < RUN_SUBJECTS
+                    {
                         r.subjects.push(about);
                     }
                 }

@@ -60,7 +60,9 @@ pub fn parse(text: &str) -> Option<Memory> {
         match section {
             Section::Intro => {}
             Section::Ledger | Section::Pins => {
-                m.ledger.extend(lines.iter().filter_map(|l| entry(l)))
+                for l in &lines {
+                    m.ledger.extend(entries(l));
+                }
             }
             Section::Notes => notes(&mut m, &lines),
             Section::Heads => {
@@ -72,7 +74,59 @@ pub fn parse(text: &str) -> Option<Memory> {
             Section::Archive => m.files = archive_files(&lines.join(" ")),
         }
     }
+    // What the verbatim requests state is in view in their text, not on the ledger's
+    // lines: read again, in order, it is in the ledger as it was.
+    let stated: Vec<(u32, String)> = m
+        .requests
+        .iter()
+        .filter_map(|r| Some((r.number, r.text.clone()?)))
+        .collect();
+    for (number, text) in stated {
+        ledger::take_in(&mut m.ledger, number, None, &text);
+    }
     Some(m)
+}
+
+/// The entries of a ledger line: one alone (see [`entry`]), or those merged on it
+/// (`- topic: R1 a, b; R2 c`); none for the line that counts hidden ones (they are in
+/// the archive).
+fn entries(line: &str) -> Vec<ledger::Entry> {
+    let Some(body) = line.strip_prefix("- ") else {
+        return Vec::new();
+    };
+    let counted = body.starts_with("[R")
+        && body
+            .split_once(']')
+            .is_some_and(|(tag, _)| tag.contains('-'));
+    if counted {
+        return Vec::new();
+    }
+    let merged = body
+        .split_once(": ")
+        .filter(|(topic, members)| !topic.starts_with('[') && starts_tagged(members));
+    match merged {
+        Some((topic, members)) => members
+            .split("; ")
+            .filter_map(|m| {
+                let (tag, words) = m.split_once(' ').unwrap_or((m, ""));
+                entry(&format!("- [{tag}] {words}"))
+            })
+            .map(|mut e| {
+                e.text = format!("{topic}: {}", e.text);
+                e
+            })
+            .collect(),
+        None => entry(line).into_iter().collect(),
+    }
+}
+
+/// Whether a text opens with an entry's tag (`R12 `, `P3 `).
+fn starts_tagged(text: &str) -> bool {
+    let Some(rest) = text.strip_prefix(['R', 'P']) else {
+        return false;
+    };
+    let digits = rest.chars().take_while(char::is_ascii_digit).count();
+    digits > 0 && (rest.len() == digits || rest[digits..].starts_with([' ', ';']))
 }
 
 /// A ledger line: `- [R12] words`, `- [P3] words` (a pinned note) or `- words`.

@@ -154,19 +154,20 @@ pub fn render(m: &Memory, ways: Ways) -> String {
         out.push_str(RECALL_HINT);
     }
     out.push('\n');
-    let (pins, said): (Vec<_>, Vec<_>) = m.ledger.iter().partition(|e| e.pin.is_some());
+    let (pins, said): (Vec<_>, Vec<_>) =
+        m.ledger_shown().into_iter().partition(|e| e.pin.is_some());
     for (heading, entries) in [(LEDGER_HEADING, said), (PINS_HEADING, pins)] {
         if !entries.is_empty() {
             let _ = write!(out, "\n{heading}\n");
-            for e in entries {
-                out.push_str(&ledger::line(e));
+            for line in ledger::lines(&entries) {
+                out.push_str(&line);
                 out.push('\n');
             }
         }
     }
-    if let Some(notes) = m.notes.as_deref().filter(|n| !n.trim().is_empty()) {
-        let _ = write!(out, "\n{NOTES_HEADING}\n{}\n", notes.trim_end());
-    }
+    // The layers that only grow at their end come first, the notes (a model's fold
+    // writes them anew) after them: a compaction rewrites as little of the memory as
+    // it can, and the provider reads the rest from its prompt cache.
     let head_lines = heads::lines(&m.heads);
     if !m.ranges.is_empty() || !head_lines.is_empty() {
         let _ = write!(out, "\n{HEADS_HEADING}\n");
@@ -178,6 +179,9 @@ pub fn render(m: &Memory, ways: Ways) -> String {
             out.push_str(&shown(line, ways));
             out.push('\n');
         }
+    }
+    if let Some(notes) = m.notes.as_deref().filter(|n| !n.trim().is_empty()) {
+        let _ = write!(out, "\n{NOTES_HEADING}\n{}\n", notes.trim_end());
     }
     if let (Some(first), Some(last)) = (m.requests.first(), m.requests.last()) {
         let numbers = numbers(first.number, last.number);

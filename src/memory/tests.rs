@@ -9,6 +9,7 @@ use serde_json::json;
 const WIDE: Budgets = Budgets {
     ledger: 100_000,
     room: None,
+    per_token: 4.0,
     users: 100_000,
     steps: 100_000,
     heads: 100_000,
@@ -169,6 +170,7 @@ fn each_layer_keeps_its_budget_oldest_first() {
     let b = Budgets {
         ledger: 1_000,
         room: None,
+        per_token: 4.0,
         users: 600,
         steps: 200,
         heads: 900,
@@ -495,6 +497,7 @@ proptest! {
             notes: 400,
             folded_users: 1_000,
             room: Some(room),
+            per_token: 4.0,
         };
         let mut m = Memory::default();
         m.remember(&refs(&msgs), 1, Some("/h/1.md"));
@@ -507,13 +510,16 @@ proptest! {
         if width(&text) > room {
             prop_assert!(m.terse, "{}", text);
             prop_assert!(m.requests.is_empty() && m.heads.is_empty() && m.ranges.len() <= 1, "{}", text);
-            prop_assert!(m.ledger.iter().all(|e| e.pressed == ledger::press::TERMS));
+            prop_assert!(m.ledger.iter().all(|e| e.pressed == ledger::press::HIDDEN));
         }
-        // Every rule's module stays in view, whatever the room.
-        for i in 0..rules.min(lengths.len()) {
+        // Every rule's module stays in view unless the room left none even for it,
+        // when it is counted on the line of hidden statements.
+        for (i, e) in m.ledger.iter().enumerate() {
             let module = format!("m{i}");
-            prop_assert!(text.contains(&module), "{} lost from {}", module, text);
+            let shown = text.contains(&module) || e.pressed == ledger::press::HIDDEN;
+            prop_assert!(shown, "{} lost from {}", module, text);
         }
+        prop_assert!(m.ledger.len() == rules.min(lengths.len()));
         // A run is never a bare range.
         prop_assert!(m.ranges.iter().all(|r| !r.subjects.is_empty()));
     }
@@ -558,9 +564,33 @@ fn a_replaced_statement_leaves_every_layer() {
         "{text}"
     );
     assert!(text.contains("- R2: (superseded: see R4) region"), "{text}");
-    assert!(text.contains("- [R3] From now on the monthly spend stays under $547."));
+    assert!(text.contains("### R3\nFrom now on the monthly spend stays under $547."));
+    assert!(
+        m.ledger.iter().any(|e| e.number == 3),
+        "kept, shown where it is verbatim"
+    );
     // Words still in view replace what the ledger held, and add nothing.
     m.superseded_by(&refs(&[user("u5", "Correction: our region is us-east-2.")]));
     assert!(!m.ledger.iter().any(|e| e.text.contains("ap-south-9")));
     assert!(!m.ledger.iter().any(|e| e.text.contains("us-east-2")));
+}
+
+#[test]
+fn a_request_the_ledger_states_whole_needs_no_line_in_short_until_it_is_replaced() {
+    let mut m = Memory::default();
+    let first = [user("u1", "Our region is eu-west-1."), answer("a1", "ok")];
+    m.remember(&refs(&first), 1, Some("/h/1.md"));
+    m.fit(&Budgets { users: 0, ..WIDE }, None);
+    let text = render(&m, Ways { recall: true });
+    assert!(
+        m.heads.is_empty() && text.contains("- [R1] Our region is eu-west-1."),
+        "{text}"
+    );
+    let later = [user("u2", "Our region is ap-south-9."), answer("a2", "ok")];
+    m.remember(&refs(&later), 2, Some("/h/2.md"));
+    m.fit(&Budgets { users: 0, ..WIDE }, None);
+    let text = render(&m, Ways { recall: true });
+    assert!(!text.contains("eu-west-1"), "{text}");
+    assert!(text.contains("- R1: (superseded: see R2) region"), "{text}");
+    assert!(text.contains("- [R2] Our region is ap-south-9."), "{text}");
 }

@@ -50,9 +50,9 @@ def test_summary_message_shape():
     assert summarize.is_summary(m) and summarize.summary_text(m) == "S"
     assert m.content == (
         "This conversation was compacted to stay within the model's context window: the earlier "
-        "messages were replaced by the summary below.\n\n"
+        "messages were replaced by the summary below.\n\n<summary>\nS\n</summary>\n\n"
         "The full text of those messages is saved at /conversation_history/t/2.md. Read it if you "
-        "need an exact detail.\n\n<summary>\nS\n</summary>\n\n"
+        "need an exact detail.\n\n"
         'Files you read recently, as they are now:\n\n<file path="/a.py">\nx = 1\n</file>\n\n'
         "Your todo list:\n- [pending] ship\n\n"
         "Carry on with the work from where it stopped. Do not ask the user to repeat anything or "

@@ -38,6 +38,7 @@ from fastcompact.agent.state import (
     Turn,
     newest_request,
     over_window,
+    own_size,
     sent_size,
     true_size,
     window_of,
@@ -50,6 +51,11 @@ if TYPE_CHECKING:
     from fastcompact.config import CompactionConfig
 
 logger = logging.getLogger("fastcompact")
+
+# The share of the window a summary request in the agent's own input leaves free: its
+# instruction and the memory are counted, not measured, and a request over the window
+# is refused (the session bench's chat at 8,000 tokens came within 1.5% of it).
+IN_PLACE_SLACK = 0.02
 
 
 # --- what a call asks: is one due, and the provider's refusal ------------------------------
@@ -291,9 +297,8 @@ def _in_place(
     settings and messages as planned for this call (which start with what it was
     sent last), then one instruction. The provider reads all but the instruction
     from its prompt cache; an Anthropic model is asked to cache it, as the agent's
-    calls are. A request over the window is not sent: the span's oldest requests
-    give way (an earlier summary at its head stays), and with none left to give,
-    the separate prompt is used."""
+    calls are. A request over the window is not sent: the separate prompt is used,
+    which hands the summarizer the whole span."""
     model = request.model
     settings = dict(request.model_settings or {})
     kwargs: dict[str, Any] = {}
@@ -313,35 +318,21 @@ def _in_place_input(
     setup: Setup, request: ModelRequest, turn: Turn, draft: Draft, brief: summarize.Brief
 ) -> tuple[list[Any], Any]:
     """The messages of a summary request that shares the agent's cache, and its
-    instruction, within the window (see :func:`_in_place`)."""
-    span = list(draft.span)
-    while True:
-        sent = [*span, *draft.kept]
-        instruction = summarize.in_place_prompt(
-            sent, len(span), setup.config.custom_instructions, brief=brief
+    instruction, within the window (see :func:`_in_place`); a request that would be over
+    it raises ``ContextOverflowError`` (the span then goes alone, every request of it
+    seen by the summarizer)."""
+    sent = [*draft.span, *draft.kept]
+    instruction = summarize.in_place_prompt(
+        sent, len(draft.span), setup.config.custom_instructions, brief=brief
+    )
+    size = true_size(request, turn, sent) + own_size(request, turn, instruction)
+    limit = None if turn.window is None else math.floor(turn.window * (1 - IN_PLACE_SLACK))
+    over = 0 if limit is None else math.ceil(size) - limit
+    if over > 0:
+        raise ContextOverflowError(
+            f"the summary request is {over:,} tokens over the window with the agent's whole input"
         )
-        over = 0 if turn.window is None else true_size(request, turn, [*sent, instruction]) - turn.window
-        if over <= 0:
-            return sent, instruction
-        shorter = _without_oldest(request, turn, span, over)
-        if shorter is None:
-            raise ContextOverflowError(
-                f"the summary request is {over:,} tokens over the window with the agent's whole input"
-            )
-        span = shorter
-
-
-def _without_oldest(request: ModelRequest, turn: Turn, span: list[Any], over: int) -> list[Any] | None:
-    """``span`` without its oldest requests, at least ``over`` tokens of them, cut
-    before a user message (where no tool call is parted from its result); a summary
-    at its head stays. ``None`` when no request is left to drop."""
-    start = 1 if span and summarize.is_summary(span[0]) else 0
-    dropped = 0.0
-    for i in range(start, len(span)):
-        if i > start and summarize.is_request(span[i]) and dropped >= over:
-            return [*span[:start], *span[i:]]
-        dropped += turn.plan.ratio * count_once([span[i]], model=request.model)
-    return None
+    return sent, instruction
 
 
 def _restored(setup: Setup, backend: Any, draft: Draft) -> Steps[list[storage.Restored]]:

@@ -272,9 +272,23 @@ def sent_size(plan: Plan) -> int:
 
 def true_size(request: ModelRequest, turn: Turn, view: list[Any]) -> int:
     """The size the provider will see of ``view`` with the request's system prompt
-    and tools: the estimate calibrated as the conversation's usage says."""
+    and tools: the estimate calibrated as the conversation's usage says. A memory at
+    its head is counted by its tokens where they run denser than the estimate (its
+    codes, numbers and marks): no usage has measured it yet."""
     estimate = count_once(view, system=request.system_message, tools=request.tools, model=request.model)
-    return math.ceil(turn.plan.offset + estimate * turn.plan.ratio)
+    size = turn.plan.offset + estimate * turn.plan.ratio
+    if view and is_summary(view[0]):
+        alone = count_once([view[0]], model=request.model) * turn.plan.ratio
+        size += own_size(request, turn, view[0]) - alone
+    return math.ceil(size)
+
+
+def own_size(request: ModelRequest, turn: Turn, message: Any) -> float:
+    """The size the provider will see of a message of ours (the memory, a summary
+    instruction), which no usage has measured: the conversation's ratio is of its own
+    text, so the message's tokens are counted where they run denser than that says."""
+    calibrated = count_once([message], model=request.model) * turn.plan.ratio
+    return max(calibrated, float(count_once([message], encoding="o200k_base")))
 
 
 def over_window(turn: Turn) -> bool:

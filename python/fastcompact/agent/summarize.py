@@ -416,13 +416,15 @@ def summary_message(
     """
     parts = [
         "This conversation was compacted to stay within the model's context window: "
-        "the earlier messages were replaced by the summary below."
+        "the earlier messages were replaced by the summary below.",
+        f"<summary>\n{summary}\n</summary>",
     ]
+    # After the summary: the file is new at every compaction, and what changes ends
+    # the prefix the provider reads from its prompt cache.
     if file_path:
         parts.append(
             f"The full text of those messages is saved at {file_path}. Read it if you need an exact detail."
         )
-    parts.append(f"<summary>\n{summary}\n</summary>")
     if restored_files:
         files = "\n\n".join(_file_block(f) for f in restored_files)
         parts.append(f"Files you read recently, as they are now:\n\n{files}")

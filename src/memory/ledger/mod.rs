@@ -36,7 +36,8 @@ pub struct Entry {
     pub pin: Option<u32>,
 }
 
-/// How far an entry is pressed for room; each stage keeps every term of the one before.
+/// How far an entry is pressed for room; each stage but the last keeps every term of
+/// the one before.
 pub mod press {
     /// As stated (a very long statement keeps its head and every term).
     pub const WHOLE: u8 = 0;
@@ -44,6 +45,11 @@ pub mod press {
     pub const KEY_WORDS: u8 = 1;
     /// Its first key words and its terms.
     pub const TERMS: u8 = 2;
+    /// Its number and terms on one line with the entries beside it on its subject.
+    pub const MERGED: u8 = 3;
+    /// Counted on a line with the others hidden, named by their subjects: only when
+    /// the window leaves the memory no room for even their terms.
+    pub const HIDDEN: u8 = 4;
 }
 
 /// The widths an entry keeps at each stage before its terms.
@@ -298,57 +304,209 @@ pub fn line(e: &Entry) -> String {
     }
 }
 
-/// The widths the entries take in view, a line break after each.
-pub fn shown_width(entries: &[Entry]) -> usize {
-    entries.iter().map(|e| width(&line(e)) + 1).sum()
+/// What an entry is about, for merging it with its neighbours: the first words of its
+/// gist.
+fn topic(e: &Entry) -> String {
+    gist(&e.text)
+        .split(' ')
+        .take(TOPIC_WORDS)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
-/// The entries pressed as they must be to fit `budget` widths: the oldest first, to
-/// their key words, then to their terms; returns the widths they then take (over the
-/// budget when even their terms are; nothing is dropped).
-pub fn fit(entries: &mut [Entry], budget: usize) -> usize {
-    let mut total = shown_width(entries);
-    for stage in [press::KEY_WORDS, press::TERMS] {
-        for e in entries.iter_mut() {
+/// The words of an entry's gist its merged line is named by.
+const TOPIC_WORDS: usize = 2;
+
+/// What a merged entry adds to its line: its number and its terms (a number without the
+/// word before it), or, with none, the head of its words.
+fn member(e: &Entry) -> String {
+    let mut terms: Vec<String> = Vec::new();
+    for t in key_terms(&e.text) {
+        let bare = t.rsplit_once(' ').map_or(t.clone(), |(_, n)| n.to_owned());
+        if !terms.contains(&bare) {
+            terms.push(bare);
+        }
+    }
+    let tag = match e.pin {
+        Some(p) => format!("P{p}"),
+        None => format!("R{}", e.number),
+    };
+    if terms.is_empty() {
+        format!("{tag} {}", head(&e.text, MERGED_WORDS).0)
+    } else {
+        format!("{tag} {}", terms.join(", "))
+    }
+}
+
+/// The widths a merged entry without terms keeps of its words.
+const MERGED_WORDS: usize = 24;
+
+/// The lines the entries take in view, in order: each alone at its stage, merged ones
+/// sharing a line with their neighbours on one topic, hidden ones counted on one line
+/// named by their topics.
+pub fn lines(entries: &[Entry]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut group: Option<String> = None;
+    let mut hidden: Vec<&Entry> = Vec::new();
+    for e in entries {
+        if e.pressed >= press::HIDDEN {
+            hidden.push(e);
+            continue;
+        }
+        if !hidden.is_empty() {
+            out.push(hidden_line(&hidden));
+            hidden.clear();
+            group = None;
+        }
+        if e.pressed < press::MERGED {
+            group = None;
+            out.push(line(e));
+            continue;
+        }
+        let t = topic(e);
+        match (&group, out.last_mut()) {
+            (Some(g), Some(last)) if *g == t => {
+                last.push_str("; ");
+                last.push_str(&member(e));
+            }
+            _ => {
+                out.push(format!("- {t}: {}", member(e)));
+                group = Some(t);
+            }
+        }
+    }
+    if !hidden.is_empty() {
+        out.push(hidden_line(&hidden));
+    }
+    out
+}
+
+/// The line that counts hidden entries: their requests, how many, their topics.
+fn hidden_line(hidden: &[&Entry]) -> String {
+    let first = hidden.iter().map(|e| e.number).min().unwrap_or(0);
+    let last = hidden.iter().map(|e| e.number).max().unwrap_or(0);
+    let mut topics: Vec<String> = Vec::new();
+    for e in hidden {
+        let t = topic(e);
+        if topics.len() < HIDDEN_TOPICS && !t.is_empty() && !topics.contains(&t) {
+            topics.push(t);
+        }
+    }
+    format!(
+        "- [R{first}-R{last}] {} more, in the archive and found by recall: {}",
+        hidden.len(),
+        topics.join(", ")
+    )
+}
+
+/// The topics a line of hidden entries names.
+const HIDDEN_TOPICS: usize = 4;
+
+/// The widths the entries take in view, a line break after each.
+pub fn shown_width(entries: &[Entry]) -> usize {
+    lines(entries).iter().map(|l| width(l) + 1).sum()
+}
+
+/// Whether an entry shows in the ledger beside the requests kept verbatim (whose text,
+/// in view, states it already): a pinned note always does.
+pub fn shown_beside(e: &Entry, verbatim: &std::collections::HashSet<u32>) -> bool {
+    e.pin.is_some() || !verbatim.contains(&e.number)
+}
+
+/// What a text costs of a budget in widths: its width, or what its tokens take at
+/// `per_token` widths a token when they run denser (codes, numbers and marks run two or
+/// three characters a token where prose runs four or more).
+pub fn cost(text: &str, per_token: f64) -> usize {
+    let widths = width(text);
+    if widths == 0 {
+        return 0;
+    }
+    let per_token = if per_token > 0.0 {
+        per_token
+    } else {
+        crate::config::WIDTHS_PER_TOKEN
+    };
+    let tokens = crate::tokens::bpe_text_tokens(crate::tokens::Encoding::O200kBase, text);
+    widths.max((tokens as f64 * per_token).ceil() as usize)
+}
+
+/// What the entries cost in view (see [`cost`]), a line break after each.
+pub fn shown_cost(entries: &[Entry], per_token: f64) -> usize {
+    lines(entries).iter().map(|l| cost(l, per_token) + 1).sum()
+}
+
+/// The entries pressed as they must be to fit `budget` widths (what they cost, see
+/// [`cost`], at `per_token` widths a token), a stage at a time up to `last` (at most
+/// [`press::MERGED`] but where the window leaves no other way), the oldest first;
+/// returns what they then cost (over the budget when even `last` is).
+pub fn fit(entries: &mut [Entry], budget: usize, last: u8, per_token: f64) -> usize {
+    let mut total = shown_cost(entries, per_token);
+    for stage in [press::KEY_WORDS, press::TERMS, press::MERGED, press::HIDDEN] {
+        if stage > last {
+            break;
+        }
+        // Merging and hiding change their neighbours' lines: pressed a twentieth at a
+        // time, and measured whole.
+        let whole_lines = stage >= press::MERGED;
+        let step = if whole_lines {
+            (entries.len() / 20).max(1)
+        } else {
+            1
+        };
+        let mut at = 0;
+        while at < entries.len() {
             if total <= budget {
                 return total;
             }
-            if e.pressed >= stage {
-                continue;
+            let end = (at + step).min(entries.len());
+            if !whole_lines {
+                let e = &mut entries[at];
+                if e.pressed < stage {
+                    let before = cost(&line(e), per_token);
+                    e.pressed = stage;
+                    total = (total + cost(&line(e), per_token)).saturating_sub(before);
+                }
+            } else {
+                for e in &mut entries[at..end] {
+                    e.pressed = e.pressed.max(stage);
+                }
+                total = shown_cost(entries, per_token);
             }
-            let before = width(&line(e));
-            e.pressed = stage;
-            total = (total + width(&line(e))).saturating_sub(before);
+            at = end;
         }
     }
     total
 }
 
-/// A request's text as its head in short shows it beside the ledger: each statement of
-/// it the ledger shows taken out (the head need not repeat it), each a later one replaced
-/// marked as such (its value must leave the view); [`STATED_ABOVE`] when nothing else
-/// is left.
-pub fn beside_ledger(entries: &[Entry], number: u32, text: &str) -> String {
+/// A request's text as its head in short shows it beside the ledger, and the text its
+/// terms come from: each statement of it the ledger shows taken out (the head need not
+/// repeat it), each a later one replaced marked as such (its value must leave the
+/// view); a request that opens with a statement the ledger shows opens as
+/// [`STATED_ABOVE`] (the ledger line names it by its number, in its words).
+pub fn beside_ledger(entries: &[Entry], number: u32, text: &str) -> (String, String) {
     let mut rest = text.to_owned();
     let mut taken = false;
+    let mut opens_stated = false;
     for s in statements(text) {
         let standing = entries
             .iter()
             .any(|e| e.number == number && e.pin.is_none() && e.text == s.text);
-        let with = if standing {
+        if standing {
+            opens_stated |= !taken && text.trim_start().starts_with(s.text.as_str());
             taken = true;
+        }
+        let with = if standing {
             String::new()
         } else {
             superseded_mark(0)
         };
         rest = rest.replacen(&s.text, &with, 1);
     }
-    if !taken {
-        rest
-    } else if rest.chars().any(char::is_alphanumeric) {
-        rest.trim().to_owned()
+    let rest = if taken { rest.trim().to_owned() } else { rest };
+    if opens_stated || (taken && !rest.chars().any(char::is_alphanumeric)) {
+        (STATED_ABOVE.to_owned(), rest)
     } else {
-        STATED_ABOVE.to_owned()
+        (rest.clone(), rest)
     }
 }
 

@@ -157,8 +157,8 @@ fn pressing_keeps_every_term_and_shrinks_the_oldest_first() {
             ),
         );
     }
-    let whole = shown_width(&l);
-    let used = fit(&mut l, whole * 3 / 5);
+    let whole = shown_cost(&l, 4.0);
+    let used = fit(&mut l, whole * 3 / 5, press::TERMS, 4.0);
     assert!(used <= whole * 3 / 5, "{used} of {whole}");
     assert!(l[0].pressed > l[29].pressed);
     let text: String = l.iter().map(line).collect::<Vec<_>>().join("\n");
@@ -170,10 +170,28 @@ fn pressing_keeps_every_term_and_shrinks_the_oldest_first() {
         "{text}"
     );
     // No room at all: every term stays, over the budget.
-    let least = fit(&mut l, 0);
+    let least = fit(&mut l, 0, press::TERMS, 4.0);
     assert!(least > 0 && l.iter().all(|e| e.pressed == press::TERMS));
     let text: String = l.iter().map(line).collect::<Vec<_>>().join("\n");
     assert!((1..=30).all(|n| text.contains(&format!("R-{n}"))), "{text}");
+    // Merged, on one line by topic, each still with its number and terms.
+    let merged = fit(&mut l, 0, press::MERGED, 4.0);
+    assert!(merged < least / 2, "{merged} of {least}");
+    let text = lines(&l).join("\n");
+    assert!(text.starts_with("- never send: R1 R-1; R2 R-2; "), "{text}");
+    assert!(
+        (1..=30).all(|n| text.contains(&format!("R{n} R-{n}"))),
+        "{text}"
+    );
+    // Hidden only as the last resort: counted and named.
+    fit(&mut l, 400, press::HIDDEN, 4.0);
+    let text = lines(&l).join("\n");
+    assert!(text.starts_with("- [R1-R"), "{text}");
+    assert!(
+        text.contains(" more, in the archive and found by recall: never send"),
+        "{text}"
+    );
+    assert!(text.contains("R30 R-30"), "{text}");
 }
 
 proptest::proptest! {
@@ -194,12 +212,16 @@ proptest::proptest! {
                 pin: None,
             })
             .collect();
-        fit(&mut l, budget);
+        fit(&mut l, budget, press::MERGED, 4.0);
+        let shown = lines(&l).join("\n");
         for e in &l {
-            let shown = line(e);
             for t in key_terms(&e.text) {
-                proptest::prop_assert!(shown.contains(&t), "{} missing from {}", t, shown);
+                // Merged, a number keeps itself, not the word before it.
+                let kept = t.rsplit_once(' ').map_or(t.as_str(), |(_, n)| n);
+                proptest::prop_assert!(shown.contains(kept), "{} missing from {}", t, shown);
             }
+            let tag = format!("R{}", e.number);
+            proptest::prop_assert!(shown.contains(&tag), "{} missing from {}", tag, shown);
         }
     }
 }

@@ -48,6 +48,7 @@ fn session(requests: u32) -> Memory {
         notes: 400,
         folded_users: 300,
         room: None,
+        per_token: 4.0,
     };
     let half = refs.len() / 2;
     let mut m = Memory::default();
@@ -108,6 +109,7 @@ fn a_memory_compacted_again_keeps_what_it_showed() {
         notes: 400,
         folded_users: 300,
         room: None,
+        per_token: 4.0,
     };
     again.fit(&b, None);
     let after = render(&again, Ways { recall: true });
@@ -122,7 +124,15 @@ fn a_memory_compacted_again_keeps_what_it_showed() {
             "R{n} lost from\n{after}"
         );
     }
-    assert!(after.contains("[R41] Our region is eu-west-9."), "{after}");
+    // Verbatim, it is stated in its own text (and in the ledger, not shown twice).
+    assert!(
+        after.contains("### R41\nOur region is eu-west-9."),
+        "{after}"
+    );
+    assert!(again
+        .ledger
+        .iter()
+        .any(|e| e.text == "Our region is eu-west-9."));
     assert_eq!(again.files, ["/h/t/1.md", "/h/t/2.md", "/h/t/3.md"]);
 }
 
@@ -154,4 +164,37 @@ fn archive_lines_name_their_files_back() {
         let back = parse(&render(&m, Ways { recall: false })).expect("ours");
         assert_eq!(back.files, group, "{}", render(&m, Ways { recall: false }));
     }
+}
+
+#[test]
+fn merged_statements_read_back_one_by_one_and_hidden_ones_stay_in_the_archive() {
+    let mut m = Memory::default();
+    for n in 1..=40 {
+        crate::memory::ledger::take_in(
+            &mut m.ledger,
+            n,
+            None,
+            &format!("Remember rule K{}.", 1000 + n),
+        );
+    }
+    crate::memory::ledger::fit(&mut m.ledger, 0, crate::memory::ledger::press::MERGED, 4.0);
+    let shown = render(&m, Ways { recall: true });
+    assert!(
+        shown.contains("- remember rule: R1 K1001; R2 K1002; "),
+        "{shown}"
+    );
+    let back = parse(&shown).expect("ours");
+    assert_eq!(back.ledger.len(), 40);
+    assert!(back
+        .ledger
+        .iter()
+        .all(|e| e.text.starts_with("remember rule: K10")));
+    crate::memory::ledger::fit(
+        &mut m.ledger,
+        200,
+        crate::memory::ledger::press::HIDDEN,
+        4.0,
+    );
+    let back = parse(&render(&m, Ways { recall: true })).expect("ours");
+    assert!(back.ledger.len() < 40 && back.ledger.last().is_some_and(|e| e.number == 40));
 }
