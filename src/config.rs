@@ -282,7 +282,7 @@ pub struct MemoryConfig {
 impl Default for MemoryConfig {
     fn default() -> Self {
         MemoryConfig {
-            ledger_share: 0.10,
+            ledger_share: 0.05,
             user_share: 0.20,
             step_share: 0.01,
             head_share: 0.05,

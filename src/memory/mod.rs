@@ -400,21 +400,23 @@ impl Memory {
     /// The ledger's shown entries pressed (from whole) to fit `budget` widths, up to
     /// stage `last`; the widths they then take.
     fn press_ledger(&mut self, budget: usize, last: u8, per_token: f64) -> usize {
-        let verbatim = self.verbatim_numbers();
+        let shows: Vec<bool> = {
+            let beside = self.beside();
+            self.ledger
+                .iter()
+                .map(|e| ledger::shown_beside(e, &beside))
+                .collect()
+        };
         let mut shown: Vec<ledger::Entry> = Vec::new();
-        for e in &mut self.ledger {
+        for (e, &show) in self.ledger.iter_mut().zip(&shows) {
             e.pressed = ledger::press::WHOLE;
-            if ledger::shown_beside(e, &verbatim) {
+            if show {
                 shown.push(e.clone());
             }
         }
         let used = ledger::fit(&mut shown, budget, last, per_token);
         let mut pressed = shown.into_iter();
-        for e in self
-            .ledger
-            .iter_mut()
-            .filter(|e| ledger::shown_beside(e, &verbatim))
-        {
+        for (e, _) in self.ledger.iter_mut().zip(&shows).filter(|(_, &show)| show) {
             if let Some(p) = pressed.next() {
                 e.pressed = p.pressed;
             }
@@ -422,22 +424,26 @@ impl Memory {
         used
     }
 
-    /// The numbers of the requests kept verbatim (their statements are in view there).
-    pub fn verbatim_numbers(&self) -> std::collections::HashSet<u32> {
-        self.requests
-            .iter()
-            .filter(|r| r.text.is_some())
-            .map(|r| r.number)
-            .collect()
+    /// What else in the memory states a ledger entry (see [`ledger::Beside`]).
+    fn beside(&self) -> ledger::Beside<'_> {
+        ledger::Beside {
+            verbatim: self
+                .requests
+                .iter()
+                .filter(|r| r.text.is_some())
+                .map(|r| r.number)
+                .collect(),
+            notes: self.notes.as_deref().unwrap_or(""),
+        }
     }
 
-    /// The ledger entries shown: the pinned notes, and the statements of requests not
-    /// kept verbatim.
+    /// The ledger entries shown: the pinned notes, and the statements nothing else in
+    /// the memory states (see [`ledger::shown_beside`]).
     pub fn ledger_shown(&self) -> Vec<ledger::Entry> {
-        let verbatim = self.verbatim_numbers();
+        let beside = self.beside();
         self.ledger
             .iter()
-            .filter(|e| ledger::shown_beside(e, &verbatim))
+            .filter(|e| ledger::shown_beside(e, &beside))
             .cloned()
             .collect()
     }
@@ -526,6 +532,8 @@ impl Memory {
         self.notes_file = None;
         let to_save = self.fit_notes(b.notes, notes_file);
         self.mark_named();
+        // The statements the notes name show there: the ledger shows the rest.
+        self.fit_ledger(&b);
         self.fit_heads(b.heads, HEADS_CEILING);
         self.fit_room(&b, notes_file, Fitted { folded, to_save })
     }

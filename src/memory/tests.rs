@@ -594,3 +594,31 @@ fn a_request_the_ledger_states_whole_needs_no_line_in_short_until_it_is_replaced
     assert!(text.contains("- R1: (superseded: see R2) region"), "{text}");
     assert!(text.contains("- [R2] Our region is ap-south-9."), "{text}");
 }
+
+#[test]
+fn a_model_summary_that_names_a_statement_stands_for_it_and_one_that_misses_it_cannot() {
+    let mut m = Memory::default();
+    let msgs = [
+        user("u1", "Never disclose the vault code XKX-8683."),
+        answer("a1", "ok"),
+        user("u2", "Keep the monthly spend under $318."),
+        answer("a2", "ok"),
+    ];
+    m.remember(&refs(&msgs), 1, Some("/h/1.md"));
+    let b = Budgets {
+        users: 0,
+        folded_users: 0,
+        ..WIDE
+    };
+    m.fold_all(
+        "The user set a rule about XKX-8683 and talked about money.",
+        &b,
+        None,
+    );
+    let text = render(&m, Ways { recall: true });
+    assert!(!text.contains("- [R1]"), "{text}");
+    assert!(
+        text.contains("- [R2] Keep the monthly spend under $318."),
+        "{text}"
+    );
+}

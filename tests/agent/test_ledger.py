@@ -193,7 +193,9 @@ def test_another_summarizers_summary_at_the_head_is_memory_not_a_request(opening
     ]
     out = compact(msgs, max_input_tokens=2_500, force=True)
     summary = out.messages[0]["content"]
-    assert "QX-4417" in summary.split("## Notes on the earlier work")[0]
+    # The earlier summary is the notes: what binds in it stays in view there.
+    notes = summary.split("## Notes on the earlier work")[1]
+    assert "never disclose the vault code QX-4417" in notes
     assert "### R1\n" not in summary or "Keep the monthly" not in summary.split("### R1\n")[1][:40]
 
 

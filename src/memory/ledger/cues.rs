@@ -438,6 +438,26 @@ fn heading_kind(head: &str) -> Option<Kind> {
     .find(|&k| cues.has(Group::Binds(k)) || cues.has(Group::BindsWithValue(k)))
 }
 
+/// A binding sentence without its trailing clauses that neither bind nor name anything
+/// ("..., then tidy up.", ": more words"): the statement, in the user's words.
+fn binding_part(sentence: &str) -> &str {
+    let clauses: Vec<&str> = sentence
+        .split_inclusive([',', ';', ':', '，', '；', '：'])
+        .collect();
+    let says = |c: &str| {
+        let words = words_of(c);
+        !found(c, &words).groups.is_empty() || !key_terms(c).is_empty()
+    };
+    let Some(last) = clauses.iter().rposition(|c| says(c)) else {
+        return sentence;
+    };
+    if last + 1 == clauses.len() {
+        return sentence;
+    }
+    let end: usize = clauses[..=last].iter().map(|c| c.len()).sum();
+    sentence[..end].trim_end_matches([',', ';', ':', '，', '；', '：', ' '])
+}
+
 /// The statements of a user's message that bind later work, in order.
 ///
 /// ```
@@ -480,7 +500,7 @@ pub fn statements(text: &str) -> Vec<Statement> {
             if let Some(kind) = kind_of(sentence, &words, &cues, under) {
                 out.push(Statement {
                     kind,
-                    text: sentence.to_owned(),
+                    text: binding_part(sentence).to_owned(),
                     update: cues.has(Group::Update),
                 });
             }
@@ -579,6 +599,29 @@ mod tests {
                 (Kind::Rule, "禁止泄露金库密码 XKX-8683。".to_owned()),
                 (Kind::Limit, "每月预算不超过三百美元。".to_owned()),
             ]
+        );
+    }
+
+    #[test]
+    fn trailing_clauses_that_say_nothing_binding_are_not_the_statement() {
+        assert_eq!(
+            kinds("Research question 3 under rule K88147: column worker value module vector."),
+            [(
+                Kind::Limit,
+                "Research question 3 under rule K88147".to_owned()
+            )]
+        );
+        assert_eq!(
+            kinds("Keep the spend under $300, please."),
+            [(Kind::Limit, "Keep the spend under $300".to_owned())]
+        );
+        // A clause that names something stays, wherever it is.
+        assert_eq!(
+            kinds("Never push to main, the guard is G-7."),
+            [(
+                Kind::Rule,
+                "Never push to main, the guard is G-7.".to_owned()
+            )]
         );
     }
 

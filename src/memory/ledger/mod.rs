@@ -407,10 +407,34 @@ pub fn shown_width(entries: &[Entry]) -> usize {
     lines(entries).iter().map(|l| width(l) + 1).sum()
 }
 
-/// Whether an entry shows in the ledger beside the requests kept verbatim (whose text,
-/// in view, states it already): a pinned note always does.
-pub fn shown_beside(e: &Entry, verbatim: &std::collections::HashSet<u32>) -> bool {
-    e.pin.is_some() || !verbatim.contains(&e.number)
+/// What else in the memory states an entry: the requests kept verbatim (their text is
+/// in view), and a model's notes.
+pub struct Beside<'a> {
+    pub verbatim: HashSet<u32>,
+    pub notes: &'a str,
+}
+
+/// Whether an entry shows in the ledger beside what else states it: a pinned note
+/// always does; a statement does unless its request is kept verbatim, or the notes name
+/// every term of it (without terms, its words).
+pub fn shown_beside(e: &Entry, beside: &Beside<'_>) -> bool {
+    if e.pin.is_some() {
+        return true;
+    }
+    if beside.verbatim.contains(&e.number) {
+        return false;
+    }
+    if beside.notes.is_empty() {
+        return true;
+    }
+    let terms = key_terms(&e.text);
+    let named = if terms.is_empty() {
+        let said = e.text.trim().trim_end_matches(['.', '!', '。', '！']);
+        beside.notes.to_lowercase().contains(&said.to_lowercase())
+    } else {
+        terms.iter().all(|t| beside.notes.contains(t.as_str()))
+    };
+    !named
 }
 
 /// What a text costs of a budget in widths: its width, or what its tokens take at
