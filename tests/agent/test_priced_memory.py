@@ -28,7 +28,7 @@ def test_priced_shares_hold_the_layers_to_what_pays_and_never_above_the_config()
     shares = priced_shares(MemoryConfig(), 40_000, 2_000)
     assert shares == {
         # What binds is not priced against folding: it stays.
-        "ledger_share": 0.1,
+        "ledger_share": 0.05,
         "user_share": 0.05,
         "fold_share": 0.0125,
         "step_share": 0.01,
