@@ -408,20 +408,20 @@ class MemoryConfig(_Watched):
     (fractions of the window): the ledger of what binds, the user's standing rules,
     limits, preferences, facts and goal in their own words and the notes the agent
     pinned (``ledger_share``: it has the first claim on the room; past its share it is
-    pressed to key words, then to terms, then onto lines by subject, and only when the
-    window leaves nothing else are its oldest entries counted on one line, whole in the
-    archive), the newest user messages verbatim (``user_share``), the
-    agent's newest steps a line each (``step_share``), older requests in short
-    (``head_share``), and a model's notes on them (``note_share``). What does not fit
-    goes into the next layer down, so a session of any length stays inside the window;
-    a request in short keeps every name, number, path and code it holds even past
-    ``head_share`` (to a few times it; past that the oldest become runs named by their
-    subjects);
-    every message stays recoverable by its id and in the archive. A model summary keeps
-    the newest user messages verbatim within ``fold_share`` (at most ``user_share``;
-    the older ones go into its notes), so the layer has room to grow again before the
-    next summary: every token of it is read on every call. With a price model these
-    shares are the most the layers take (see ``memory.priced_shares``).
+    pressed to key words, then to terms; past half the room each kind (rules, limits,
+    preferences, facts, goal) goes onto one line, and only when the window leaves nothing
+    else are its oldest entries counted on one line, whole in the archive), the newest
+    user messages verbatim (``user_share``), the agent's newest steps a line each
+    (``step_share``), older requests in short (``head_share``), and a model's notes on
+    them (``note_share``). What does not fit goes into the next layer down, so a session
+    of any length stays inside the window; a request in short keeps every name, number,
+    path and code it holds even past ``head_share`` (to a few times it; past that the
+    oldest become runs named by their subjects); every message stays recoverable by its
+    id and in the archive. A model summary keeps the newest user messages verbatim within
+    ``fold_share`` (at most ``user_share``; the older ones go into its notes), so the
+    layer has room to grow again before the next summary: every token of it is read on
+    every call. With a price model these shares are the most the layers take (see
+    ``memory.priced_shares``).
 
     Examples:
         >>> MemoryConfig(user_share=0.3).user_share

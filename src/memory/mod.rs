@@ -392,8 +392,17 @@ impl Memory {
     /// The ledger pressed (from whole) to fit its budget within the room; the other
     /// layers' budgets in what it leaves.
     fn fit_ledger(&mut self, b: &Budgets) -> Budgets {
-        let budget = b.room.map_or(b.ledger, |r| b.ledger.min(r));
-        let used = self.press_ledger(budget, ledger::press::MERGED, b.per_token);
+        let share = b.room.map_or(b.ledger, |r| b.ledger.min(r));
+        let mut used = self.press_ledger(share, ledger::press::TERMS, b.per_token);
+        if used > share {
+            // Each entry keeps its words as long as the window has room for them: merged
+            // onto lines by kind only past half of the room (past its share when the
+            // window is not known).
+            let allowed = b.room.map_or(share, |r| share.max(r / 2));
+            if used > allowed {
+                used = self.press_ledger(allowed, ledger::press::MERGED, b.per_token);
+            }
+        }
         b.after(used)
     }
 

@@ -91,26 +91,9 @@ fn stemmer() -> &'static Stemmer {
 /// (stemmed) but the little ones, the numbers and the words that only say it binds or
 /// changes ("never", "from now on"), and its Chinese as pairs of characters.
 fn subject(text: &str) -> HashSet<String> {
-    let words = words_of(text);
-    let cues = found(text, &words);
-    let saying: HashSet<usize> = cues
-        .cue_words
+    let mut out: HashSet<String> = subject_order(text)
         .iter()
-        .filter(|(_, g)| {
-            matches!(
-                g,
-                Group::Update | Group::Binds(Kind::Rule) | Group::BindsWithValue(Kind::Rule)
-            )
-        })
-        .map(|(i, _)| *i)
-        .collect();
-    let mut out: HashSet<String> = words
-        .iter()
-        .enumerate()
-        .filter(|(i, w)| {
-            !saying.contains(i) && !STOP_WORDS.contains(&w.as_str()) && !is_value_word(w)
-        })
-        .map(|(_, w)| stemmer().stem(w).into_owned())
+        .map(|w| stemmer().stem(w).into_owned())
         .collect();
     out.extend(cjk_pairs(text));
     out
@@ -304,21 +287,20 @@ pub fn line(e: &Entry) -> String {
     }
 }
 
-/// What an entry is about, for merging it with its neighbours: the first words of its
-/// gist.
-fn topic(e: &Entry) -> String {
-    gist(&e.text)
-        .split(' ')
-        .take(TOPIC_WORDS)
-        .collect::<Vec<_>>()
-        .join(" ")
+/// What an entry's merged line is named by: what it binds.
+fn topic(e: &Entry) -> &'static str {
+    match e.kind {
+        Kind::Rule => "rules",
+        Kind::Limit => "limits",
+        Kind::Preference => "preferences",
+        Kind::Fact => "facts",
+        Kind::Goal => "goal",
+        Kind::Pin => "pinned",
+    }
 }
 
-/// The words of an entry's gist its merged line is named by.
-const TOPIC_WORDS: usize = 2;
-
-/// What a merged entry adds to its line: its number and its terms (a number without the
-/// word before it), or, with none, the head of its words.
+/// What a merged entry adds to its line: its number, the first words of what it is
+/// about, and its terms (a number without the word before it).
 fn member(e: &Entry) -> String {
     let mut terms: Vec<String> = Vec::new();
     for t in key_terms(&e.text) {
@@ -331,15 +313,57 @@ fn member(e: &Entry) -> String {
         Some(p) => format!("P{p}"),
         None => format!("R{}", e.number),
     };
-    if terms.is_empty() {
-        format!("{tag} {}", head(&e.text, MERGED_WORDS).0)
-    } else {
-        format!("{tag} {}", terms.join(", "))
+    let about = about_words(&e.text);
+    match (about.is_empty(), terms.is_empty()) {
+        (true, true) => format!("{tag} {}", head(&e.text, MERGED_WIDTHS).0),
+        (true, false) => format!("{tag} {}", terms.join(", ")),
+        (false, true) => format!("{tag} {about}"),
+        (false, false) => format!("{tag} {about} {}", terms.join(", ")),
     }
 }
 
-/// The widths a merged entry without terms keeps of its words.
-const MERGED_WORDS: usize = 24;
+/// The first few words of what a statement is about: not the little words, the words
+/// that only say it binds or changes ("never", "from now on"), its numbers or terms.
+fn about_words(text: &str) -> String {
+    let terms = key_terms(text);
+    let subject = subject_order(text);
+    subject
+        .into_iter()
+        .filter(|w| !terms.iter().any(|t| t.to_lowercase().contains(w.as_str())))
+        .take(MERGED_WORDS)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The words of [`subject`] in the order the statement says them, unstemmed.
+fn subject_order(text: &str) -> Vec<String> {
+    let words = words_of(text);
+    let cues = found(text, &words);
+    let saying: HashSet<usize> = cues
+        .cue_words
+        .iter()
+        .filter(|(_, g)| {
+            matches!(
+                g,
+                Group::Update | Group::Binds(Kind::Rule) | Group::BindsWithValue(Kind::Rule)
+            )
+        })
+        .map(|(i, _)| *i)
+        .collect();
+    words
+        .into_iter()
+        .enumerate()
+        .filter(|(i, w)| {
+            !saying.contains(i) && !STOP_WORDS.contains(&w.as_str()) && !is_value_word(w)
+        })
+        .map(|(_, w)| w)
+        .collect()
+}
+
+/// The words a merged entry keeps of what it is about, and the widths of its words when
+/// it has neither those nor terms.
+const MERGED_WORDS: usize = 3;
+const MERGED_WIDTHS: usize = 24;
 
 /// The lines the entries take in view, in order: each alone at its stage, merged ones
 /// sharing a line with their neighbours on one topic, hidden ones counted on one line
@@ -363,7 +387,7 @@ pub fn lines(entries: &[Entry]) -> Vec<String> {
             out.push(line(e));
             continue;
         }
-        let t = topic(e);
+        let t = topic(e).to_owned();
         match (&group, out.last_mut()) {
             (Some(g), Some(last)) if *g == t => {
                 last.push_str("; ");
@@ -387,8 +411,8 @@ fn hidden_line(hidden: &[&Entry]) -> String {
     let last = hidden.iter().map(|e| e.number).max().unwrap_or(0);
     let mut topics: Vec<String> = Vec::new();
     for e in hidden {
-        let t = topic(e);
-        if topics.len() < HIDDEN_TOPICS && !t.is_empty() && !topics.contains(&t) {
+        let t = topic(e).to_owned();
+        if !topics.contains(&t) {
             topics.push(t);
         }
     }
@@ -398,9 +422,6 @@ fn hidden_line(hidden: &[&Entry]) -> String {
         topics.join(", ")
     )
 }
-
-/// The topics a line of hidden entries names.
-const HIDDEN_TOPICS: usize = 4;
 
 /// The widths the entries take in view, a line break after each.
 pub fn shown_width(entries: &[Entry]) -> usize {

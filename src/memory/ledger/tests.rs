@@ -176,11 +176,14 @@ fn pressing_keeps_every_term_and_shrinks_the_oldest_first() {
     assert!((1..=30).all(|n| text.contains(&format!("R-{n}"))), "{text}");
     // Merged, on one line by topic, each still with its number and terms.
     let merged = fit(&mut l, 0, press::MERGED, 4.0);
-    assert!(merged < least / 2, "{merged} of {least}");
+    assert!(merged < least * 2 / 3, "{merged} of {least}");
     let text = lines(&l).join("\n");
-    assert!(text.starts_with("- never send: R1 R-1; R2 R-2; "), "{text}");
     assert!(
-        (1..=30).all(|n| text.contains(&format!("R{n} R-{n}"))),
+        text.starts_with("- rules: R1 send reports region R-1; R2 send reports region R-2; "),
+        "{text}"
+    );
+    assert!(
+        (1..=30).all(|n| text.contains(&format!("R{n} send reports region R-{n}"))),
         "{text}"
     );
     // Hidden only as the last resort: counted and named.
@@ -188,10 +191,10 @@ fn pressing_keeps_every_term_and_shrinks_the_oldest_first() {
     let text = lines(&l).join("\n");
     assert!(text.starts_with("- [R1-R"), "{text}");
     assert!(
-        text.contains(" more, in the archive and found by recall: never send"),
+        text.contains(" more, in the archive and found by recall: rules"),
         "{text}"
     );
-    assert!(text.contains("R30 R-30"), "{text}");
+    assert!(text.contains("R30 send reports region R-30"), "{text}");
 }
 
 proptest::proptest! {

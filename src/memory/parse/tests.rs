@@ -179,16 +179,10 @@ fn merged_statements_read_back_one_by_one_and_hidden_ones_stay_in_the_archive() 
     }
     crate::memory::ledger::fit(&mut m.ledger, 0, crate::memory::ledger::press::MERGED, 4.0);
     let shown = render(&m, Ways { recall: true });
-    assert!(
-        shown.contains("- remember rule: R1 K1001; R2 K1002; "),
-        "{shown}"
-    );
+    assert!(shown.contains("- rules: R1 K1001; R2 K1002; "), "{shown}");
     let back = parse(&shown).expect("ours");
     assert_eq!(back.ledger.len(), 40);
-    assert!(back
-        .ledger
-        .iter()
-        .all(|e| e.text.starts_with("remember rule: K10")));
+    assert!(back.ledger.iter().all(|e| e.text.starts_with("rules: K10")));
     crate::memory::ledger::fit(
         &mut m.ledger,
         200,
