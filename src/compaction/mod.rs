@@ -36,6 +36,10 @@ pub struct Policy {
     pub sample_messages: usize,
     /// The words a summary's token holds, to ask a model for a length in words.
     pub words_per_token: f64,
+    /// The share of a view's size no usage has counted yet (the messages since the
+    /// anchor) that the estimate may be short by: a view that close to the window is
+    /// treated as over it, rather than sent and refused.
+    pub estimate_slack: f64,
 }
 
 pub const POLICY: Policy = Policy {
@@ -49,6 +53,7 @@ pub const POLICY: Policy = Policy {
     clip_heads: [4_000, 2_000, 1_000, 500],
     sample_messages: 200,
     words_per_token: 0.75,
+    estimate_slack: 0.05,
 };
 
 /// A model summary's call as it is priced: its input, the part of it the provider reads

@@ -93,3 +93,45 @@ def test_the_demo_on_a_window_nothing_fits_says_so_in_a_line():
         r"fastcompact: turn 1: this request needs [\d,]+ tokens, over the model's 500-token", line
     )
     assert "Traceback" not in r.stderr
+
+
+def _turn(window: int, messages: list[Any]) -> Any:
+    from fastcompact.agent import reading
+    from fastcompact.agent.setup import Setup
+    from langchain.agents.middleware.types import ModelRequest
+
+    model = ProviderChatModel(profile={"max_input_tokens": window})
+    request = ModelRequest(
+        model=model, messages=messages, system_message=None, tools=[], state={"messages": messages}
+    )
+    return reading.read_turn(Setup(fastcompact.CompactionConfig()), request)
+
+
+def test_a_view_the_estimate_puts_just_under_the_window_counts_as_over_it():
+    # What no usage has counted yet is estimated, and the estimate can be short (a
+    # Chinese answer runs denser than the text the ratio was found on): a view that
+    # close to the window is compacted rather than sent and refused.
+    from fastcompact.agent.setup import POLICY
+    from fastcompact.agent.state import over_window, sent_size
+    from langchain_core.messages import AIMessage
+
+    words = "缓存 索引 解析器 记录 队列 线程 批次 窗口 令牌 数据流 模块 配置".split()
+    question = HumanMessage("请总结" + "".join(words[i % 12] for i in range(200)))
+    meter = ProviderChatModel().meter
+    asked, answered = meter(question.content), meter("好的")
+    usage = {"input_tokens": asked, "output_tokens": answered, "total_tokens": asked + answered}
+    answer = AIMessage("好的", usage_metadata=usage)
+    follow_up = HumanMessage("".join(words[(i * 5) % 12] for i in range(400)))
+    anchored = [question, answer]
+    size = sent_size(_turn(10**6, anchored).plan)
+    # All of it counted: only over the window when it is.
+    assert not over_window(_turn(size, anchored))
+    assert over_window(_turn(size - 1, anchored))
+    # A new message's estimate: within the slack of the window, it is over.
+    grown = [*anchored, follow_up]
+    size = sent_size(_turn(10**6, grown).plan)
+    slack = POLICY.estimate_slack * (size - asked - answered)
+    assert slack > 5
+    assert over_window(_turn(size + 1, grown))
+    assert over_window(_turn(size + int(slack) - 1, grown))
+    assert not over_window(_turn(size + int(slack) + 1, grown))

@@ -287,7 +287,15 @@ def _fits(request: ModelRequest, turn: Turn, summarizer: Any) -> Callable[[Any],
     if window is None:
         return None
     ratio = turn.plan.ratio if own else 1.0
-    return lambda prompt: math.ceil(ratio * count_once([prompt], model=summarizer)) <= window
+
+    def fits(prompt: Any) -> bool:
+        # No usage has measured the prompt: counted where its tokens run denser than
+        # the conversation's ratio says, with the estimate's slack on all of it.
+        estimate = ratio * count_once([prompt], model=summarizer)
+        size = max(estimate, float(count_once([prompt], encoding="o200k_base")))
+        return math.ceil(size * (1.0 + POLICY.estimate_slack)) <= window
+
+    return fits
 
 
 def _in_place(

@@ -42,6 +42,7 @@ class Policy:
     clip_heads: tuple[int, ...]
     sample_messages: int
     words_per_token: float
+    estimate_slack: float
 
 
 POLICY: Final = Policy(**_core.pass_defaults()["compaction"])

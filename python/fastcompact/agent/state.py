@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NotRequired
 
 from langchain.agents.middleware.types import AgentState, ModelRequest, PrivateStateAttr
 
+from fastcompact.agent.setup import POLICY
 from fastcompact.agent.summarize import is_summary
 from fastcompact.api.counting import count_once
 from fastcompact.api.passes import Plan
@@ -292,8 +293,29 @@ def own_size(request: ModelRequest, turn: Turn, message: Any) -> float:
 
 
 def over_window(turn: Turn) -> bool:
-    """Whether the view as planned is over the model's window."""
-    return turn.window is not None and sent_size(turn.plan) > turn.window
+    """Whether the view as planned is over the model's window, or so close to it that
+    what no usage has counted yet (the messages since the anchor, estimated) may take
+    it over."""
+    if turn.window is None:
+        return False
+    size = sent_size(turn.plan)
+    return size + POLICY.estimate_slack * (size - _counted(turn)) > turn.window
+
+
+def _counted(turn: Turn) -> int:
+    """What the provider's usage has counted of the planned view: the anchor's input
+    and output, 0 without an anchor."""
+    anchor = turn.plan.anchor
+    planned = turn.effective
+    usage = (
+        getattr(planned[anchor], "usage_metadata", None)
+        if anchor is not None and anchor < len(planned)
+        else None
+    )
+    if not isinstance(usage, Mapping):
+        return 0
+    counted = usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
+    return counted if isinstance(counted, int) else 0
 
 
 def plan_info(plan: Plan) -> dict[str, Any]:

@@ -86,6 +86,9 @@ class Plan:
     true_tokens: int = 0
     ratio: float = 1.0
     offset: float = 0.0
+    # The message whose reported usage anchors ``true_tokens`` (what follows it is
+    # estimated).
+    anchor: int | None = None
     # Messages before ``settled`` are settled (their batched edits committed); a batch
     # committed this turn from message ``batch_at`` on.
     settled: int = 0
@@ -310,6 +313,7 @@ def plan_of(raw: _core.PlanOutcome) -> Plan:
         true_tokens=raw.true_tokens,
         ratio=raw.ratio,
         offset=raw.offset,
+        anchor=raw.anchor,
         settled=raw.settled,
         batch_at=raw.batch_at,
     )
