@@ -19,6 +19,10 @@ Speed: the median search of a 1,000-message conversation, then of a 100,000-mess
 (the first search builds the index, later ones find it in the conversation cache), and
 the median of a Python scan that lowercases every message and looks for one word of the
 query; the index's bytes per message.
+
+Any text: one message of 1, 4 and 16 MB of a run of one letter, of one word without
+spaces, of digits and of prose, searched once each (its index built): the time per MB
+stays flat as the text grows when the search is linear in its input.
 """
 
 from __future__ import annotations
@@ -225,6 +229,28 @@ def speed(n: int = 100_000, runs: int = 15) -> dict[str, float]:
     }
 
 
+# Texts a tool may return, by the shape that makes a search slow if anything does.
+SHAPES = {
+    "one letter": lambda n: "y" * n,
+    "one word, no spaces": lambda n: ("getUserById_" * (n // 12 + 1))[:n],
+    "digits": lambda n: ("0123456789" * (n // 10 + 1))[:n],
+    "prose": lambda n: ("the staging database listens on port 5433 " * (n // 42 + 1))[:n],
+}
+
+
+def any_text(sizes_mb: tuple[int, ...] = (1, 4, 16)) -> dict[str, list[float]]:
+    """Milliseconds per MB of a first search of one message of each shape and size."""
+    out: dict[str, list[float]] = {}
+    for name, make in SHAPES.items():
+        for mb in sizes_mb:
+            msgs = [HumanMessage(make(mb * 1_000_000)), AIMessage("ok")]
+            fastcompact.clear_cache()
+            t = time.perf_counter()
+            fastcompact.search(msgs, "staging database")
+            out.setdefault(name, []).append(1000 * (time.perf_counter() - t) / mb)
+    return out
+
+
 def main() -> None:
     found, n = recall_at_3()
     print(f"Found among the first three results, in a {n:,}-message session (same run):")
@@ -245,6 +271,13 @@ def main() -> None:
         f"\nThe conversation's cache entry with its index: {s['cache_bytes_per_message']:,.0f} bytes "
         "a message (100,000 messages)."
     )
+    print()
+    sizes = (1, 4, 16)
+    print("Any text, one message, first search, ms per MB:")
+    print("| text | " + " | ".join(f"{mb} MB" for mb in sizes) + " |")
+    print("|---|" + "---:|" * len(sizes))
+    for name, per_mb in any_text(sizes).items():
+        print(f"| {name} | " + " | ".join(f"{t:.0f}" for t in per_mb) + " |")
 
 
 if __name__ == "__main__":

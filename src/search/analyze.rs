@@ -95,6 +95,15 @@ fn is_cjk(c: char) -> bool {
         | 0x20000..=0x2FA1F) // extensions B on
 }
 
+/// The longest word the stemmer is given, in bytes.
+const STEMMED_BYTES: usize = 64;
+
+/// Whether a word is short enough to stem: a longer one is a run of letters, kept
+/// whole (the stemmer's time grows with the square of a word's length).
+pub(crate) fn stemmable(word: &str) -> bool {
+    word.len() <= STEMMED_BYTES
+}
+
 /// Where an identifier splits: at `_ . / - : @ #`, and where camelCase turns.
 fn parts(word: &str) -> Vec<&str> {
     let mut out = Vec::new();
@@ -138,7 +147,7 @@ impl Analyzer {
         if self.english && STOPWORDS.contains(&lower.as_str()) {
             return None;
         }
-        if lower.chars().all(char::is_alphabetic) {
+        if stemmable(&lower) && lower.chars().all(char::is_alphabetic) {
             let stem = self.stemmer.stem(&lower).into_owned();
             return Some(if self.english {
                 english_root(stem)
@@ -275,6 +284,18 @@ mod tests {
             terms("The Staging databases are RUNNING."),
             vec!["stage", "databas", "run"]
         );
+    }
+
+    #[test]
+    fn a_run_of_letters_longer_than_any_word_is_kept_whole_not_stemmed() {
+        let run = "Y".repeat(65);
+        assert_eq!(
+            terms(&format!("{run} flies")),
+            vec![run.to_lowercase(), "fli".into()]
+        );
+        // As long as a word may be, it is stemmed.
+        let word = format!("{}ing", "a".repeat(61));
+        assert_eq!(terms(&word), vec!["a".repeat(61)]);
     }
 
     #[test]

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::memory::heads::key_terms;
 use crate::memory::text::{head, width};
+use crate::search::analyze::stemmable;
 use cues::{found, is_cjk, is_value_word, statements, words_of, Group, Kind, STOP_WORDS};
 
 /// One statement that binds, or a pinned note.
@@ -93,7 +94,10 @@ fn stemmer() -> &'static Stemmer {
 fn subject(text: &str) -> HashSet<String> {
     let mut out: HashSet<String> = subject_order(text)
         .iter()
-        .map(|w| stemmer().stem(w).into_owned())
+        .map(|w| match stemmable(w) {
+            true => stemmer().stem(w).into_owned(),
+            false => w.clone(),
+        })
         .collect();
     out.extend(cjk_pairs(text));
     out
