@@ -14,6 +14,7 @@ from deepagents import create_deep_agent
 from deepagents.backends import LocalShellBackend
 from deepagents.middleware.filesystem import FilesystemMiddleware
 from fastcompact import CompactionConfig, CompactionMiddleware, CompactionToolMiddleware
+from fastcompact.agent.setup import POLICY
 from fastcompact.agent.summarize import is_summary
 from langchain.agents import create_agent
 from langchain.agents.middleware import TodoListMiddleware
@@ -391,6 +392,11 @@ def test_constructor_rejects_bad_arguments():
         CompactionMiddleware(config={"trigger": ("tokens", 5)})  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="model"):
         CompactionMiddleware(model=42)
+    # A backend that is none is refused when made, not warned of at every compaction.
+    with pytest.raises(ValueError, match=r"backend: expected a DeepAgents backend .* got int"):
+        CompactionMiddleware(backend=42)
+    with pytest.raises(ValueError, match="got str"):
+        CompactionMiddleware(backend="/tmp/history")
     assert CompactionMiddleware().name == "SummarizationMiddleware"
     assert fastcompact.CompactionMiddleware(config=CompactionConfig(keep=("messages", 4))).config.keep == (
         "messages",
@@ -471,17 +477,24 @@ def test_a_summary_that_does_not_help_waits_until_the_window_needs_it(
     # Without the recall tool, whose schema would take the 24th step over the window.
     mw = CompactionMiddleware(backend=backend, config=config, recall=False)
     agent = _deep_agent(model, tmp_path, mw=mw)
-    state = _run(agent, "n", range(1, 25))
-    assert state["_fastcompact"]["last_plan"]["tokens_after"] > 0.85 * WINDOW
-    assert state.get("_summarization_event") is None
-    assert not (tmp_path / "conversation_history").exists(), "nothing archived for an uncommitted summary"
-    assert model.summary_calls == []
-    assert len(state["messages"]) == messages_of_steps(range(1, 25))
-    # The next step takes the view over the window: a summary that brings it back
-    # under commits, above the trigger as it may be.
-    state = _run(agent, "n", range(25, 26))
+    # Step by step until a summary commits: before it, the view was over the trigger
+    # and nothing was summarized or archived.
+    over_trigger, step, state = 0, 0, {}
+    while state.get("_summarization_event") is None and step < 40:
+        assert not (tmp_path / "conversation_history").exists(), "nothing archived for an uncommitted summary"
+        assert model.summary_calls == []
+        step += 1
+        previous, state = state, _run(agent, "n", range(step, step + 1))
+        planned = previous.get("_fastcompact", {}).get("last_plan", {})
+        over_trigger += planned.get("tokens_after", 0) > 0.85 * WINDOW
+    assert over_trigger >= 1, "the view was over the trigger before it was near the window"
+    assert len(previous["messages"]) == messages_of_steps(range(1, step))
+    # The step that took the view over the window, or so near it that the estimate
+    # (this model reports no usage) may be short: a summary that brings it back under
+    # commits, above the trigger as it may be.
     event = state["_summarization_event"]
-    assert event["fastcompact"]["tokens_before"] > WINDOW >= event["fastcompact"]["tokens_after"]
+    before, after = event["fastcompact"]["tokens_before"], event["fastcompact"]["tokens_after"]
+    assert before * (1 + POLICY.estimate_slack) > WINDOW >= after
     assert max(p["tokens_sent"] for p in plan_log) <= WINDOW
     assert len(list((tmp_path / "conversation_history" / "n").glob("*.md"))) == 1
 

@@ -161,3 +161,47 @@ def test_the_middleware_plans_with_its_config_as_it_now_is():
     mw.config.dedupe.enabled = False
     mw.config.microcompact.enabled = False
     assert changed_results() == 0
+
+
+_HELPERS = {
+    "partition": lambda m: fastcompact.partition(m),
+    "search": lambda m: fastcompact.search(m, "x"),
+    "count_tokens": lambda m: fastcompact.count_tokens(m),
+    "plan": lambda m: fastcompact.plan(m),
+    "model_view": lambda m: fastcompact.model_view(m),
+    "apply_edits": lambda m: fastcompact.apply_edits(m, []),
+    "budget_tool_results": lambda m: fastcompact.budget_tool_results(m),
+    "truncate_args": lambda m: fastcompact.truncate_args(m),
+    "clear_observations": lambda m: fastcompact.clear_observations(m),
+    "dedupe_reads": lambda m: fastcompact.dedupe_reads(m),
+    "collapse_reads": lambda m: fastcompact.collapse_reads(m),
+    "clear_after_gap": lambda m: fastcompact.clear_after_gap(m),
+}
+
+
+@pytest.mark.parametrize("helper", sorted(_HELPERS))
+@pytest.mark.parametrize("given", [None, 42, "hello", {"role": "user", "content": "hi"}])
+def test_what_is_not_a_list_of_messages_is_an_input_error_in_every_helper(helper: str, given: Any):
+    with pytest.raises(InputError, match=r"field 'messages': expected a (list|sequence) of messages"):
+        _HELPERS[helper](given)
+
+
+def test_edits_that_are_not_a_list_are_an_input_error_and_the_callers_list_is_kept():
+    with pytest.raises(InputError, match="field 'edits': expected a list of Edit objects, got NoneType"):
+        fastcompact.apply_edits([HumanMessage("x")], None)
+    msgs = coding_session(6, seed=3)
+    before = list(msgs)
+    out = fastcompact.clear_observations(msgs, keep_recent=0)
+    assert out != before and msgs == before and all(a is b for a, b in zip(msgs, before, strict=True))
+
+
+def test_each_pass_helper_takes_its_config_classes_settings():
+    msgs = coding_session(12, seed=5)
+    cleared = fastcompact.clear_observations(msgs, keep_recent=1)
+    assert cleared != msgs
+    # The config's own trigger: a conversation under it is left as it is.
+    assert fastcompact.clear_observations(msgs, keep_recent=1, trigger=("tokens", 10**9)) == msgs
+    assert fastcompact.clear_observations(msgs, keep_recent=1, enabled=False) == msgs
+    assert fastcompact.collapse_reads(msgs, trigger=("tokens", 10**9)) == msgs
+    with pytest.raises(InputError, match="field 'triger': not a setting of ClearingConfig; its settings: "):
+        fastcompact.clear_observations(msgs, triger=("tokens", 1))

@@ -192,6 +192,11 @@ class CompactionMiddleware(AgentMiddleware):
         trim = summarization.get("trim_tokens_to_summarize")
         if trim is not None and (isinstance(trim, bool) or not isinstance(trim, int) or trim < 1):
             raise ValueError(f"trim_tokens_to_summarize: expected a positive int or None, got {trim!r}")
+        if backend is not None and not callable(backend) and not hasattr(backend, "write"):
+            raise ValueError(
+                "backend: expected a DeepAgents backend (with read and write) or a factory taking the "
+                f"runtime, got {type(backend).__name__}"
+            )
         for label, value in (("model", model), ("summary_model", summary_model)):
             if value is not None and not isinstance(value, str) and not hasattr(value, "invoke"):
                 raise ValueError(

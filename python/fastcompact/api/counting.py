@@ -191,6 +191,26 @@ def _as_list(messages: Iterable[Any]) -> Any:
     return list(messages)
 
 
+def message_list(messages: Any, field: str = "messages") -> list[Any]:
+    """``messages`` as a list (the same list when it is one); an :class:`InputError`
+    naming ``field``, in the core's words, for what is not a sequence of messages
+    (``None``, a number, a single string or dict).
+
+    Examples:
+        >>> message_list(("human", "hi") for _ in range(2))
+        [('human', 'hi'), ('human', 'hi')]
+        >>> message_list(None)
+        Traceback (most recent call last):
+        ...
+        fastcompact._core.InputError: field 'messages': expected a list of messages, got NoneType
+    """
+    if isinstance(messages, str | bytes | Mapping):
+        raise _input_error(field, "expected a sequence of messages, got a single string or dict")
+    if not isinstance(messages, Iterable):
+        raise _input_error(field, f"expected a list of messages, got {type(messages).__name__}")
+    return messages if isinstance(messages, list) else list(messages)
+
+
 def count_tokens(messages: Iterable[Any], **options: Unpack[CountingOptions]) -> int:
     """Count the tokens of a conversation.
 

@@ -17,6 +17,7 @@ from fastcompact.api.counting import (
     _input_error,
     _window,
     counting_options,
+    message_list,
     normalize,
 )
 
@@ -126,7 +127,7 @@ def partition(
         >>> [m[1] for m in system], [m[1] for m in span], [m[1] for m in kept]
         (['Be brief.'], ['a', 'b'], ['c', 'd'])
     """
-    msgs = list(messages)
+    msgs = message_list(messages)
     lead = leading_system(msgs)
     cut = max(find_cutoff(msgs, keep, max_input_tokens, **options), lead)
     return msgs[:lead], msgs[lead:cut], msgs[cut:]

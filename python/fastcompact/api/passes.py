@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from typing_extensions import Unpack
 
@@ -42,6 +42,7 @@ from fastcompact.api.counting import (
     _input_error,
     _window,
     counting_options,
+    message_list,
     message_tokens,
     plural,
 )
@@ -446,7 +447,9 @@ def apply_edits(messages: Iterable[Any], edits: Iterable[Edit]) -> list[Any]:
         >>> out[0] is msgs[0], out[1].content, msgs[1].content
         (True, '[cleared]', 'long output')
     """
-    msgs = list(messages)
+    msgs = list(message_list(messages))  # a new list: the caller's stays as it is
+    if isinstance(edits, str | bytes | Mapping) or not isinstance(edits, Iterable):
+        raise _input_error("edits", f"expected a list of Edit objects, got {type(edits).__name__}")
     by_index: dict[int, list[Edit]] = {}
     for e in edits:
         if not isinstance(e, Edit):
@@ -489,13 +492,26 @@ _OFF = CompactionConfig(
     microcompact=MicrocompactConfig(enabled=False),
 )
 _ALWAYS: ContextSize = ("messages", 1)
+T = TypeVar("T")
 
 
 def _run_one(messages: Iterable[Any], cfg: CompactionConfig, **kwargs: Any) -> list[Any]:
-    msgs = _as_list(messages)
+    msgs = message_list(messages)
     if not msgs:
         return []
     return apply_edits(msgs, plan(msgs, cfg, **kwargs).edits)
+
+
+def _config(cls: type[T], settings: Mapping[str, Any], **values: Any) -> T:
+    """``cls`` (a pass's config class) with ``values`` and then the caller's own
+    ``settings`` of it (a helper takes every setting of its config class); an
+    :class:`InputError` for a name the class does not have."""
+    names = set(getattr(cls, "__dataclass_fields__", {}))
+    unknown = sorted(set(settings) - names)
+    if unknown:
+        known = ", ".join(sorted(names))
+        raise _input_error(unknown[0], f"not a setting of {cls.__name__}; its settings: {known}")
+    return cls(**{**values, **settings})
 
 
 def _given(**values: Any) -> dict[str, Any]:
@@ -511,6 +527,7 @@ def budget_tool_results(
     per_message_chars: int | None = None,
     file_preview_chars: int | None = None,
     archive_paths: Sequence[str | None] | None = None,
+    **settings: Any,
 ) -> list[Any]:
     """Cut tool results over ``per_tool_chars`` (and turns over ``per_message_chars``)
     to a head and a tail of ``file_preview_chars`` with a marker saying where the whole
@@ -524,12 +541,14 @@ def budget_tool_results(
         >>> out[0].content
         'xxxxxx\\n\\n[… 91 characters cut from this result; recall("c") returns it in full …]\\n\\nxxx'
     """
-    budget = TokenBudgetConfig(
+    budget = _config(
+        TokenBudgetConfig,
+        settings,
         **_given(
             per_tool_chars=per_tool_chars,
             per_message_chars=per_message_chars,
             file_preview_chars=file_preview_chars,
-        )
+        ),
     )
     return _run_one(messages, replace(_OFF, token_budget=budget), archive_paths=archive_paths)
 
@@ -541,11 +560,14 @@ def truncate_args(
     keep: ContextSize = ("messages", 20),
     truncate_all_tools: bool | None = None,
     min_batch_tokens: int = 0,
+    **settings: Any,
 ) -> list[Any]:
     """Shorten string arguments longer than ``max_length`` in tool calls older than
     ``keep`` (only in batches saving ``min_batch_tokens``). Settings left out take
     :class:`~fastcompact.TruncateArgsConfig`'s defaults."""
-    cfg = TruncateArgsConfig(
+    cfg = _config(
+        TruncateArgsConfig,
+        settings,
         trigger=_ALWAYS,
         keep=keep,
         min_batch_tokens=min_batch_tokens,
@@ -561,11 +583,14 @@ def clear_observations(
     tools: Iterable[str] | None = None,
     exclude_tools: Iterable[str] = (),
     clear_at_least: int = 0,
+    **settings: Any,
 ) -> list[Any]:
     """Replace results of ``tools`` older than the newest ``keep_recent`` with a
     one-line placeholder that names the call, so the agent can run it again. Settings
     left out take :class:`~fastcompact.ClearingConfig`'s defaults (the newest 3 stay)."""
-    cfg = ClearingConfig(
+    cfg = _config(
+        ClearingConfig,
+        settings,
         trigger=_ALWAYS,
         exclude_tools=set(exclude_tools),
         clear_at_least=clear_at_least,
@@ -575,12 +600,19 @@ def clear_observations(
 
 
 def dedupe_reads(
-    messages: Iterable[Any], *, tools: Iterable[str] | None = None, min_batch_tokens: int = 0
+    messages: Iterable[Any],
+    *,
+    tools: Iterable[str] | None = None,
+    min_batch_tokens: int = 0,
+    **settings: Any,
 ) -> list[Any]:
     """Replace each repeated read's earlier result with a pointer to the newer one
     (``tools`` left out: :class:`~fastcompact.DedupeConfig`'s, ``read_file``)."""
-    cfg = DedupeConfig(
-        min_batch_tokens=min_batch_tokens, **_given(tools=None if tools is None else set(tools))
+    cfg = _config(
+        DedupeConfig,
+        settings,
+        min_batch_tokens=min_batch_tokens,
+        **_given(tools=None if tools is None else set(tools)),
     )
     return _run_one(messages, replace(_OFF, dedupe=cfg))
 
@@ -591,10 +623,13 @@ def collapse_reads(
     min_group_size: int | None = None,
     keep_recent_messages: int | None = None,
     collapse_tools: Iterable[str] | None = None,
+    **settings: Any,
 ) -> list[Any]:
     """Fold runs of consecutive read/search results into a one-line note. Settings
     left out take :class:`~fastcompact.CollapseConfig`'s defaults."""
-    cfg = CollapseConfig(
+    cfg = _config(
+        CollapseConfig,
+        settings,
         trigger=_ALWAYS,
         min_batch_tokens=0,
         **_given(
@@ -613,10 +648,15 @@ def clear_after_gap(
     keep_recent: int | None = None,
     now: float | None = None,
     timestamps: Sequence[float | None] | None = None,
+    **settings: Any,
 ) -> list[Any]:
     """Clear results from before the newest idle gap longer than
     ``gap_threshold_minutes`` (between two messages, or between the last one and
     ``now``), except the newest ``keep_recent``. Settings left out take
     :class:`~fastcompact.MicrocompactConfig`'s defaults."""
-    cfg = MicrocompactConfig(**_given(gap_threshold_minutes=gap_threshold_minutes, keep_recent=keep_recent))
+    cfg = _config(
+        MicrocompactConfig,
+        settings,
+        **_given(gap_threshold_minutes=gap_threshold_minutes, keep_recent=keep_recent),
+    )
     return _run_one(messages, replace(_OFF, microcompact=cfg), now=now, timestamps=timestamps)

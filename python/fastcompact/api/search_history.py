@@ -25,9 +25,10 @@ import json
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 import fastcompact._core as _core
+from fastcompact.api.counting import message_list
 
 # How many matches a search shows by default, and at most.
 SEARCH_LIMIT = 5
@@ -71,8 +72,10 @@ def _messages(messages: Sequence[Any] | Mapping[str, Any]) -> Sequence[Any]:
     """The messages of a list, or of a state that holds them (anything else is the
     readers' to refuse)."""
     if isinstance(messages, Mapping) and "messages" in messages:
-        return messages.get("messages") or []
-    return cast("Sequence[Any]", messages)
+        messages = messages.get("messages") or []
+    if isinstance(messages, Sequence) and not isinstance(messages, str | bytes):
+        return messages
+    return message_list(messages)
 
 
 def _cache_key(messages: Sequence[Any]) -> str | None:
