@@ -94,6 +94,34 @@ def test_inspect_each_bundled_session_as_json(name: str):
     assert msgs[report["cutoff"]].type != "tool"
 
 
+def test_inspect_and_compact_count_as_the_model_counts(tmp_path: Path):
+    plain = json.loads(run("inspect", "--sample", "research", "--json").stdout)
+    r = run("inspect", "--sample", "research", "--json", "--count-as", "claude-sonnet-4-6")
+    assert r.returncode == 0, r.stderr
+    claude = json.loads(r.stdout)
+    # Anthropic's tokens are shorter than the estimate's: the same text counts more.
+    assert claude["model"] == "claude-sonnet-4-6" and plain["model"] is None
+    assert claude["total_tokens"] > 1.1 * plain["total_tokens"]
+    r = run("inspect", "--sample", "research", "--count-as", "claude-sonnet-4-6")
+    assert "tokens (heuristic, as claude-sonnet-4-6's provider counts)" in r.stdout.splitlines()[0]
+    # Compact measures its trigger and its result the same way: at a window whose
+    # trigger the cheap passes bring the estimate under, Claude's count is still over.
+    src = tmp_path / "research.json"
+    src.write_text(json.dumps(messages_to_dict(load_session("research"))))
+    window = "60000"
+    r = run("compact", str(src), "-o", str(tmp_path / "a.json"), "--max-input-tokens", window, "--json")
+    [as_estimated] = json.loads(r.stdout)
+    r = run(
+        "compact", str(src), "-o", str(tmp_path / "b.json"), "--max-input-tokens", window, "--json",
+        "--count-as", "claude-sonnet-4-6",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    [as_claude] = json.loads(r.stdout)
+    assert as_claude["tokens_before"] > as_estimated["tokens_before"]
+    assert as_estimated["summarized"] == 0 and "under the trigger" in as_estimated["reason"]
+    assert as_claude["summarized"] > 0
+
+
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_inspect_reads_every_shape(tmp_path: Path, shape: str):
     msgs = load_session("coding")[:120]

@@ -78,6 +78,8 @@ class Report:
     source: str = field(default="conversation")
     #: The share of the text's characters that are Chinese, Japanese or Korean.
     cjk_share: float = 0.0
+    #: The model whose provider's count the figures follow (``None``: the encoding's).
+    model: str | None = None
 
     def notes(self) -> list[str]:
         """What the figures cannot show: text the heuristic undercounts."""
@@ -89,12 +91,23 @@ class Report:
             "--encoding o200k_base (encoding='o200k_base' in Python) counts them exactly"
         ]
 
+    def counted(self) -> str:
+        """How the tokens were counted: the encoding, and the model counted as.
+
+        Examples:
+            >>> import fastcompact
+            >>> fastcompact.inspect([("human", "hi")], model="claude-sonnet-4-6").counted()
+            "heuristic, as claude-sonnet-4-6's provider counts"
+        """
+        return f"{self.encoding}, as {self.model}'s provider counts" if self.model else self.encoding
+
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data."""
         return {
             "source": self.source,
             "messages": self.messages,
             "encoding": self.encoding,
+            "model": self.model,
             "total_tokens": self.total_tokens,
             "system_and_tools": self.system_and_tools,
             "per_role": dict(self.per_role),
@@ -128,7 +141,7 @@ class Report:
         total = max(self.total_tokens, 1)
         lines = [
             f"{self.source}: {plural(self.messages, 'message')}, "
-            f"{self.total_tokens:,} tokens ({self.encoding})",
+            f"{self.total_tokens:,} tokens ({self.counted()})",
             *self.notes(),
             "",
         ]
@@ -242,11 +255,13 @@ def inspect(
     keep: ContextSize | None = None,
     config: CompactionConfig | None = None,
     encoding: Encoding = "heuristic",
+    model: Any = None,
     source: str = "conversation",
 ) -> Report:
     """Where a conversation's tokens go, what each cheap pass would save, and where the
     trigger and the cutoff fall. ``trigger`` / ``keep`` override ``config``'s; left out,
-    they follow the DeepAgents defaults for ``max_input_tokens``. ``messages`` may be a
+    they follow the DeepAgents defaults for ``max_input_tokens``; ``model`` (a chat
+    model or its name) counts as its provider does. ``messages`` may be a
     ``pathlib.Path`` to a conversation file (JSON or JSON Lines, as the command line
     reads): a file that cannot be read raises ``OSError``, content that is not a
     conversation :class:`~fastcompact.InputError`.
@@ -277,9 +292,9 @@ def inspect(
     resolved = cfg.resolved(max_input_tokens)
     triggers = list(resolved["trigger"])
     kept_policy = tuple(resolved["keep"])
-    breakdown = token_breakdown(msgs, encoding=encoding)
-    fires = should_compact(msgs, triggers, max_input_tokens=max_input_tokens, encoding=encoding)
-    cutoff = find_cutoff(msgs, kept_policy, max_input_tokens, encoding=encoding)
+    breakdown = token_breakdown(msgs, encoding=encoding, model=model)
+    fires = should_compact(msgs, triggers, max_input_tokens=max_input_tokens, encoding=encoding, model=model)
+    cutoff = find_cutoff(msgs, kept_policy, max_input_tokens, encoding=encoding, model=model)
     return Report(
         messages=len(msgs),
         encoding=encoding,
@@ -294,7 +309,15 @@ def inspect(
         keep=kept_policy,
         cutoff=cutoff,
         kept_tokens=sum(m.tokens for m in breakdown.messages[cutoff:]),
-        plan=plan(msgs, cfg, max_input_tokens=max_input_tokens, encoding=encoding),
+        plan=plan(msgs, cfg, max_input_tokens=max_input_tokens, encoding=encoding, model=model),
         source=source,
         cjk_share=cjk_share(msgs) if encoding == "heuristic" else 0.0,
+        model=None if model is None else _model_name(model),
     )
+
+
+def _model_name(model: Any) -> str:
+    """A model as the report names it: its name, or the name a chat model holds."""
+    if isinstance(model, str):
+        return model
+    return str(getattr(model, "model", None) or getattr(model, "model_name", None) or type(model).__name__)

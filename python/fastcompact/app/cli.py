@@ -90,7 +90,7 @@ def _print_rich(report: fastcompact.Report) -> None:
     total = max(report.total_tokens, 1)
     console.print(
         f"[bold]{report.source}[/bold]: {plural(report.messages, 'message')}, "
-        f"{report.total_tokens:,} tokens ({report.encoding})"
+        f"{report.total_tokens:,} tokens ({report.counted()})"
     )
     for note in report.notes():
         console.print(note, markup=False)
@@ -148,6 +148,7 @@ def _inspect(args: argparse.Namespace) -> int:
             trigger=args.trigger,
             keep=args.keep,
             encoding=args.encoding,
+            model=args.count_as,
             source=source,
         )
     except fastcompact.InputError as e:
@@ -250,6 +251,7 @@ def _compact_messages(
         archive_path=plan.named(plan.archive),
         results_dir=plan.named(plan.results),
         encoding=options.get("encoding", "heuristic"),
+        count_as=options.get("count_as"),
         source=Path(plan.source).name,
     )
     out_messages = [message_to_dict(m) if isinstance(m, BaseMessage) else m for m in result.messages]
@@ -344,6 +346,7 @@ def _compact(args: argparse.Namespace) -> int:
         "trigger": args.trigger,
         "keep": args.keep,
         "encoding": args.encoding,
+        "count_as": args.count_as,
     }
     # stdin is this process's: read it here, whichever worker compacts it.
     stdin_text = read_text("-") if "-" in files else None
@@ -477,6 +480,14 @@ def _sizes(p: argparse.ArgumentParser) -> None:
         default="heuristic",
         choices=["heuristic", "o200k_base", "cl100k_base"],
         help="how tokens are counted: LangChain's estimate (default) or exact BPE",
+    )
+    p.add_argument(
+        "--count-as",
+        metavar="MODEL",
+        default=None,
+        help="count as this model's provider does, e.g. claude-sonnet-4-6 or anthropic:claude-sonnet-4-6"
+        " (the estimate takes Anthropic's characters a token); usage the transcript records anchors"
+        " the count either way",
     )
     bare, windowed = _default_sizes()
     p.add_argument(

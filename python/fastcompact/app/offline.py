@@ -357,7 +357,8 @@ def _turn(
     cut = plan.summary_cutoff
     cut = cut - lead if cut is not None and cut > lead else None
     estimate = count_once(edited, system=system)
-    ratio = plan.tokens_after / estimate if options["encoding"] != "heuristic" and estimate else 1.0
+    counted_apart = options["encoding"] != "heuristic" or options["count_as"] is not None
+    ratio = plan.tokens_after / estimate if counted_apart and estimate else 1.0
     planned = dataclasses.replace(
         plan, summary_cutoff=cut, true_tokens=plan.tokens_after, ratio=ratio, offset=0.0
     )
@@ -401,6 +402,7 @@ def compact(
     archive_path: str | None = None,
     results_dir: str | None = None,
     encoding: Encoding = "heuristic",
+    count_as: str | None = None,
     source: str = "transcript",
 ) -> Compacted:
     """Compact ``messages``. The summary comes from ``model`` when given (a chat model;
@@ -415,12 +417,15 @@ def compact(
     (``media`` holds both);
     ``results_dir`` is where it will save the results the budget pass cuts, and those
     of a provider's shape that a pass edited (named in their text; ``saved_results``
-    holds it). Sizes are counted with ``encoding``."""
+    holds it). Sizes are counted with ``encoding``, as ``count_as`` (a model's name)
+    counts when given."""
     msgs = list(messages)
     cfg = config or CompactionConfig()
     # Every message gets a path; the budget pass names it only in the results it cuts.
     paths = None if results_dir is None else [f"{results_dir}/{i}.txt" for i in range(len(msgs))]
-    plan = plan_passes(msgs, cfg, max_input_tokens=max_input_tokens, archive_paths=paths, encoding=encoding)
+    plan = plan_passes(
+        msgs, cfg, max_input_tokens=max_input_tokens, archive_paths=paths, encoding=encoding, model=count_as
+    )
     edits, cut_args = plan.edits, list[tuple[int, str, str]]()
     if results_dir is not None:
         edits, cut_args = _args_kept_whole(msgs, edits, results_dir)
@@ -442,7 +447,7 @@ def compact(
         archive_file=archive_path,
         saved_transcript=True,
     )
-    options = {"window": max_input_tokens, "encoding": encoding, "source": source}
+    options = {"window": max_input_tokens, "encoding": encoding, "count_as": count_as, "source": source}
     # The system messages the conversation starts with are never summarized.
     lead = leading_system(msgs)
     outcome = _outcome(msgs, view, plan, lead, setup, force=force, **options)
@@ -465,5 +470,5 @@ def compact(
     # A summarized result is in the archive whole; only the kept ones need saving.
     saved = {path: full for i, path, full in cut_results if i >= cut}
     used = "model" if info["summarizer"] == "model" else "digest"
-    after = count_tokens(out, encoding=encoding)
+    after = count_tokens(out, encoding=encoding, model=count_as)
     return Compacted(out, archive, plan, cut - lead, used, before, after, saved, None, files, warning)
