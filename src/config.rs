@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use crate::cutoff::{Clause, Size};
 use crate::economics::{Pricing, PRESETS};
+use crate::passes::tool_kinds;
 
 /// The largest window a model may be said to have: sizes are kept as `f64`, exact
 /// below 2^53, and no model comes near.
@@ -187,18 +188,7 @@ impl Default for ClearingConfig {
             enabled: true,
             trigger: d.clearing_trigger,
             keep_recent: 3,
-            tools: [
-                "read_file",
-                "grep",
-                "glob",
-                "ls",
-                "execute",
-                "web_search",
-                "web_fetch",
-            ]
-            .into_iter()
-            .map(String::from)
-            .collect(),
+            tools: tool_kinds::tools_of(&tool_kinds::CLEARED),
             exclude_tools: BTreeSet::new(),
             clear_at_least: d.min_batch_tokens,
         }
@@ -344,19 +334,7 @@ impl Default for MicrocompactConfig {
             enabled: true,
             gap_threshold_minutes: 60.0,
             keep_recent: 5,
-            compactable_tools: [
-                "read_file",
-                "execute",
-                "grep",
-                "glob",
-                "web_search",
-                "web_fetch",
-                "edit_file",
-                "write_file",
-            ]
-            .into_iter()
-            .map(String::from)
-            .collect(),
+            compactable_tools: tool_kinds::tools_of(&tool_kinds::CLEARED_AFTER_GAP),
             cleared_message:
                 "[Cleared after an idle gap: {tool}({arg}); recall(\"{id}\") returns it.]".into(),
         }

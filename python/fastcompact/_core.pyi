@@ -25,6 +25,7 @@ __all__ = [
     "_read_each",
     "add_binding_cues",
     "add_short_forms",
+    "add_tool_kinds",
     "after_summary",
     "backing_off",
     "backoff_after",
@@ -63,6 +64,7 @@ __all__ = [
     "summary_call",
     "text_width",
     "token_breakdown",
+    "tool_kind",
     "unpinned_result",
 ]
 
@@ -526,6 +528,15 @@ def read_triggers(value: object, field: str) -> list[Any]:
     Raises:
         ValueError: not a trigger; the message names ``field``.
     """
+
+def add_tool_kinds(text: str) -> int:
+    """Add lines of tool names by kind (``kind: tool, tool``; kinds read, search, list,
+    shell, fetch, write, edit) to the defaults made later; how many lines it took.
+    Raises ``InputError`` naming the first line it cannot read, and then adds nothing."""
+
+def tool_kind(tool: str) -> str | None:
+    """What a tool is (read, search, list, shell, fetch, write or edit), by its name;
+    ``None`` for a tool no kind names."""
 
 def pass_defaults() -> dict[str, dict[str, Any]]:
     """Each pass's settings as the core fills them in when left out, by section

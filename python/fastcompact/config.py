@@ -78,6 +78,14 @@ def _core(section: str, name: str) -> Any:
     return _PASS_DEFAULTS[section][name]
 
 
+def reread_tool_defaults() -> None:
+    """The default tool sets read again from the core, once tools were added to its
+    kinds (``fastcompact.add_tool_kinds``): configs made after it take them."""
+    fresh = core_pass_defaults()
+    for section in ("clearing", "microcompact"):
+        _PASS_DEFAULTS[section].update(fresh[section])
+
+
 def _core_tools(section: str, name: str) -> Callable[[], set[str]]:
     """Makes the core's default set of tool names for one pass setting, a fresh set
     each time."""
@@ -271,7 +279,10 @@ class ClearingConfig(_Watched):
     placeholder naming the call, in batches that save ``clear_at_least`` tokens.
     Left out, the trigger is half the window (else 100,000 tokens) and a batch 15% of
     the window (else 30,000 tokens): large batches keep the provider's prompt cache
-    valid between them."""
+    valid between them. ``tools`` left out: the read, search, list, shell and fetch
+    tools of common agents (DeepAgents', Claude Code's, Codex's, OpenHands',
+    SWE-agent's), whose results the agent can have again by running them;
+    ``fastcompact.add_tool_kinds`` names more."""
 
     enabled: bool = _core("clearing", "enabled")
     trigger: ContextSize = DEFAULT
@@ -429,7 +440,7 @@ class MemoryConfig(_Watched):
         >>> MemoryConfig(user_share=0.6, note_share=0.3)
         Traceback (most recent call last):
         ...
-        ValueError: MemoryConfig: the shares add up to 1.06 of the window; keep them within 0.80
+        ValueError: MemoryConfig: the shares add up to 1.01 of the window; keep them within 0.80
     """
 
     ledger_share: float = _core("memory", "ledger_share")

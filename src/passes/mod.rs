@@ -12,6 +12,7 @@ pub mod clearing;
 pub mod collapse;
 pub mod dedupe;
 pub mod time_gap;
+pub mod tool_kinds;
 pub mod truncate_args;
 
 mod batches;

@@ -242,6 +242,23 @@ mod _core {
             .collect()
     }
 
+    /// Add lines of tool names by kind (the shape of the built-in file: `kind: tool,
+    /// tool`, kinds read, search, list, shell, fetch, write and edit) to the defaults
+    /// made later; how many lines it took. Raises `InputError` naming the first line it
+    /// cannot read, and then adds nothing.
+    #[pyfunction]
+    fn add_tool_kinds(text: &str) -> PyResult<usize> {
+        crate::passes::tool_kinds::add(text)
+            .map_err(|e| InputError::new_err(format!("tool kinds: {e}")))
+    }
+
+    /// What a tool is (read, search, list, shell, fetch, write or edit), by its name;
+    /// `None` for a tool no kind names.
+    #[pyfunction]
+    fn tool_kind(tool: &str) -> Option<&'static str> {
+        crate::passes::tool_kinds::kind_of(tool)
+    }
+
     /// Each pass's settings as the core fills them in when left out, by section
     /// (`"clearing": {"keep_recent": 3, ...}`): the one source of these defaults.
     #[pyfunction]

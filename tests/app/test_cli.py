@@ -735,3 +735,50 @@ def test_help_names_the_defaults_the_commands_use(monkeypatch: pytest.MonkeyPatc
     assert "the model's context window (fraction: sizes need it; default: none)" in compact
     demo = run("demo", "--help").stdout
     assert "the model's window in tokens (default: 24,000; 16,000 with --fast)" in demo
+
+
+def _agent_session(tool: str, requests: int = 12) -> list[dict[str, Any]]:
+    """A session whose bulk is the results of one tool, in LangChain's dict shape."""
+    msgs: list[Any] = []
+    for i in range(requests):
+        call = {"id": f"c{i}", "name": tool, "args": {"command": f"cat part{i}.sql"}}
+        msgs += [
+            HumanMessage(f"Look at part {i}."),
+            AIMessage("", tool_calls=[call]),
+            ToolMessage(f"row {i} " * 3_000, tool_call_id=f"c{i}", name=tool),
+            AIMessage(f"Part {i} is read."),
+        ]
+    return messages_to_dict(msgs)
+
+
+# A window the sessions below are well over, so that clearing runs.
+WINDOW = ("--max-input-tokens", "40000")
+
+
+def test_clearing_knows_other_agents_tools_and_is_told_more_on_the_command_line(tmp_path: Path):
+    def cleared(report: dict[str, Any]) -> int:
+        return next(p for p in report["passes"] if p["name"] == "clearing")["edits"]
+
+    # Claude Code's shell is a shell: its old results are cleared as DeepAgents' are.
+    reports = {}
+    for tool in ("execute", "Bash"):
+        src = tmp_path / f"{tool}.json"
+        src.write_text(json.dumps(_agent_session(tool)))
+        reports[tool] = json.loads(run("inspect", str(src), "--json", *WINDOW).stdout)
+    assert cleared(reports["Bash"]) == cleared(reports["execute"]) > 6
+    assert reports["Bash"]["unclearable"] == []
+    # A tool of the user's own: named, with the flag that clears it.
+    src = tmp_path / "own.json"
+    src.write_text(json.dumps(_agent_session("run_query")))
+    r = run("inspect", str(src), *WINDOW)
+    assert "note: run_query takes 9" in r.stdout and "--clear-tools run_query" in r.stdout
+    report = json.loads(run("inspect", str(src), "--json", *WINDOW).stdout)
+    assert cleared(report) == 0 and report["unclearable"][0][0] == "run_query"
+    told = json.loads(run("inspect", str(src), "--json", "--clear-tools", "run_query", *WINDOW).stdout)
+    assert cleared(told) == cleared(reports["execute"])
+    assert told["unclearable"] == [] and told["tokens_after_passes"] < report["tokens_after_passes"] / 2
+    out = tmp_path / "out.json"
+    r = run("compact", str(src), "-o", str(out), "--clear-tools", "other,run_query", "--json", *WINDOW)
+    assert r.returncode == 0, r.stderr
+    written = json.loads(out.read_text())
+    assert sum("Cleared to save context: run_query" in m["data"]["content"] for m in written) == cleared(told)

@@ -9,6 +9,7 @@ objects for the rest.
 from __future__ import annotations
 
 import json
+import os
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -28,6 +29,7 @@ from fastcompact.config import (
     MicrocompactConfig,
     TokenBudgetConfig,
     TruncateArgsConfig,
+    reread_tool_defaults,
 )
 from fastcompact.config import generation as config_generation
 
@@ -45,6 +47,7 @@ from fastcompact.api.counting import (
     message_list,
     message_tokens,
     plural,
+    text_or_file,
 )
 
 __all__ = [
@@ -52,6 +55,7 @@ __all__ = [
     "PassStats",
     "Plan",
     "PlanOptions",
+    "add_tool_kinds",
     "apply_edits",
     "budget_tool_results",
     "clear_after_gap",
@@ -480,6 +484,32 @@ def apply_edits(messages: Iterable[Any], edits: Iterable[Edit]) -> list[Any]:
             _EDITED.clear()
         _EDITED[key] = (original, msgs[i])
     return msgs
+
+
+def add_tool_kinds(kinds: str | os.PathLike[str]) -> int:
+    """Tell the passes what more tools are, for every config made later in this
+    process: the old results of read, search, list, shell and fetch tools are cleared
+    by default (the agent can run them again), and an idle gap clears write and edit
+    results with them. ``kinds`` is the text of the lines, or the path of a file
+    holding it (a ``pathlib.Path``), in the shape of the built-in list: one line a kind,
+    ``kind: tool, tool``, with kind one of ``read``, ``search``, ``list``, ``shell``,
+    ``fetch``, ``write``, ``edit``; names match exactly; blank lines and ``#`` comments
+    are skipped. Returns how many lines it took. Raises
+    :class:`~fastcompact.InputError` naming the first line it cannot read (and then
+    adds nothing). A config made before keeps its tool sets.
+
+    Examples:
+        >>> from fastcompact import ClearingConfig
+        >>> "Bash" in ClearingConfig().tools, "run_query" in ClearingConfig().tools
+        (True, False)
+        >>> add_tool_kinds("shell: run_query")
+        1
+        >>> "run_query" in ClearingConfig().tools
+        True
+    """
+    taken = _core.add_tool_kinds(text_or_file(kinds, "kinds"))
+    reread_tool_defaults()
+    return taken
 
 
 # Every pass off: each helper turns on just its own.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,8 @@ from fastcompact.config import CompactionConfig, Trigger
 # From this share of Chinese, Japanese or Korean characters on, inspect says that the
 # heuristic undercounts.
 CJK_NOTE_SHARE = 0.3
+# A tool past this share of the tokens whose results clearing never takes is named.
+UNCLEARED_NOTE_SHARE = 0.1
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 # Messages read to estimate the share: enough for a share, few enough to be quick.
 _CJK_SAMPLE = 400
@@ -80,15 +82,26 @@ class Report:
     cjk_share: float = 0.0
     #: The model whose provider's count the figures follow (``None``: the encoding's).
     model: str | None = None
+    #: The tools that take a large share of the tokens and that clearing does not
+    #: know, with their shares, largest first.
+    unclearable: list[tuple[str, float]] = field(default_factory=list)
 
     def notes(self) -> list[str]:
-        """What the figures cannot show: text the heuristic undercounts."""
+        """What the figures cannot show: text the heuristic undercounts, and large tools
+        whose old results are never cleared."""
+        notes = [
+            f"note: {name} takes {100 * share:.0f}% of the tokens and its old results are not cleared: "
+            f"--clear-tools {name} (ClearingConfig(tools=...) in Python, or fastcompact.add_tool_kinds) "
+            "clears them when the agent can run it again"
+            for name, share in self.unclearable
+        ]
         if self.encoding != "heuristic" or self.cjk_share < CJK_NOTE_SHARE:
-            return []
+            return notes
         return [
             f"note: {100 * self.cjk_share:.0f}% of the text is Chinese, Japanese or Korean, about a token a "
             "character: the heuristic (4 characters a token) counts about a third of its tokens; "
-            "--encoding o200k_base (encoding='o200k_base' in Python) counts them exactly"
+            "--encoding o200k_base (encoding='o200k_base' in Python) counts them exactly",
+            *notes,
         ]
 
     def counted(self) -> str:
@@ -127,6 +140,7 @@ class Report:
             "tokens_after_passes": self.plan.tokens_after,
             "cjk_share": self.cjk_share,
             "notes": self.notes(),
+            "unclearable": [[name, share] for name, share in self.unclearable],
             "summary_needed_after_passes": self.plan.summary_needed,
         }
 
@@ -313,7 +327,14 @@ def inspect(
         source=source,
         cjk_share=cjk_share(msgs) if encoding == "heuristic" else 0.0,
         model=None if model is None else _model_name(model),
+        unclearable=_unclearable(breakdown.per_tool, breakdown.total, cfg.clearing.tools),
     )
+
+
+def _unclearable(per_tool: Mapping[str, int], total: int, cleared: set[str]) -> list[tuple[str, float]]:
+    """The tools over a tenth of the tokens that clearing does not take, largest first."""
+    shares = [(name, tokens / total) for name, tokens in per_tool.items() if total and name not in cleared]
+    return sorted(((n, s) for n, s in shares if s >= UNCLEARED_NOTE_SHARE), key=lambda x: -x[1])
 
 
 def _model_name(model: Any) -> str:

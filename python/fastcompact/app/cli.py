@@ -149,6 +149,7 @@ def _inspect(args: argparse.Namespace) -> int:
             keep=args.keep,
             encoding=args.encoding,
             model=args.count_as,
+            config=fastcompact.CompactionConfig(clearing=_clearing(args.clear_tools)),
             source=source,
         )
     except fastcompact.InputError as e:
@@ -229,6 +230,13 @@ def compact_file(plan: Output, options: dict[str, Any], text: str | None = None)
         raise CliError(f"{plan.source}: {_flags(e)}") from None
 
 
+def _clearing(extra: list[str] | None) -> fastcompact.ClearingConfig:
+    """The clearing settings with the tools --clear-tools names beside the defaults."""
+    clearing = fastcompact.ClearingConfig()
+    clearing.tools |= {t.strip() for names in extra or [] for t in names.split(",") if t.strip()}
+    return clearing
+
+
 def _compact_messages(
     plan: Output, messages: list[Any], layout: Layout, options: dict[str, Any]
 ) -> dict[str, Any]:
@@ -241,7 +249,9 @@ def _compact_messages(
     # A repeated --trigger is any of them, as the API's list is.
     if isinstance(trigger, list):
         trigger = trigger[0] if len(trigger) == 1 else trigger
-    config = fastcompact.CompactionConfig(trigger=trigger, keep=options.get("keep"))
+    config = fastcompact.CompactionConfig(
+        trigger=trigger, keep=options.get("keep"), clearing=_clearing(options.get("clear_tools"))
+    )
     result = compact(
         messages,
         max_input_tokens=options.get("max_input_tokens"),
@@ -347,6 +357,7 @@ def _compact(args: argparse.Namespace) -> int:
         "keep": args.keep,
         "encoding": args.encoding,
         "count_as": args.count_as,
+        "clear_tools": args.clear_tools,
     }
     # stdin is this process's: read it here, whichever worker compacts it.
     stdin_text = read_text("-") if "-" in files else None
@@ -480,6 +491,14 @@ def _sizes(p: argparse.ArgumentParser) -> None:
         default="heuristic",
         choices=["heuristic", "o200k_base", "cl100k_base"],
         help="how tokens are counted: LangChain's estimate (default) or exact BPE",
+    )
+    p.add_argument(
+        "--clear-tools",
+        metavar="NAME,...",
+        action="append",
+        default=None,
+        help="clear the old results of these tools too (repeated or comma-separated), beside the"
+        " read, search, list, shell and fetch tools of common agents",
     )
     p.add_argument(
         "--count-as",
