@@ -10,6 +10,10 @@ use crate::message::{thinking_text, Block, BlockKind, Content, Message, Role};
 fn role_title(m: &Message) -> String {
     match m.role {
         Role::System => "System".into(),
+        // Anthropic's answer to parallel calls: their results in one user message.
+        Role::Human if m.answering_role() == Role::Tool => {
+            format!("Tool results (calls {})", m.result_ids().join(", "))
+        }
         Role::Human => "Human".into(),
         Role::Ai => "AI".into(),
         Role::Tool => match (&m.name, &m.tool_call_id) {
@@ -49,11 +53,11 @@ pub fn content_text(m: &Message) -> String {
                         }
                         BlockKind::RedactedThinking => {}
                         BlockKind::ToolResult => {
-                            let inner = value.get("content").map_or(String::new(), |c| match c {
-                                Value::String(s) => s.clone(),
-                                other => other.to_string(),
-                            });
-                            parts.push(format!("[tool result] {inner}"));
+                            let inner = value.get("content").map_or(String::new(), result_text);
+                            match value.get("tool_use_id").and_then(Value::as_str) {
+                                Some(id) => parts.push(format!("[tool result {id}] {inner}")),
+                                None => parts.push(format!("[tool result] {inner}")),
+                            }
                         }
                         _ => parts.push(value.to_string()),
                     },
@@ -126,6 +130,26 @@ pub(crate) mod tests {
         let mut m = Message::text(Role::Tool, text);
         m.tool_call_id = Some(id.into());
         m
+    }
+
+    #[test]
+    fn a_user_message_of_parallel_results_is_titled_and_shown_as_tool_results() {
+        let block = |id: &str, content: Value| Block::Other {
+            kind: "tool_result".into(),
+            value: json!({"type": "tool_result", "tool_use_id": id, "content": content}),
+        };
+        let results = Message {
+            role: Role::Human,
+            content: Content::Blocks(vec![
+                block("a", json!("out a")),
+                block("b", json!([{"type": "text", "text": "out b"}])),
+            ]),
+            ..Message::default()
+        };
+        assert_eq!(
+            transcript(&[&results], 7),
+            "### [7] Tool results (calls a, b)\n[tool result a] out a\n[tool result b] out b\n\n"
+        );
     }
 
     #[test]

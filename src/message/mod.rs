@@ -548,6 +548,15 @@ impl Message {
                 .any(|b| b.kind_of() == BlockKind::ToolResult)
     }
 
+    /// The role as a reader takes it: a user message of tool results (Anthropic's
+    /// answer to parallel calls) is the tools' answer, not a request.
+    pub fn answering_role(&self) -> Role {
+        match self.role {
+            Role::Human if self.is_tool_result() => Role::Tool,
+            role => role,
+        }
+    }
+
     /// The `tool_result` block a result in a block is held in.
     fn result_block(&self) -> Option<&serde_json::Map<String, Value>> {
         match (&self.content, self.result_in_block) {
@@ -676,12 +685,19 @@ impl Message {
             .iter()
             .map(|c| serde_json::json!({"id": c.id, "name": c.name, "args": c.args.whole()}))
             .collect();
+        let results = self.role == Role::Human && self.is_tool_result();
+        let role = self.answering_role().type_name();
+        // Under the first call it answers, as one result's message is.
+        let answers = match (&self.tool_call_id, results) {
+            (None, true) => self.result_ids().first().map(|id| (*id).to_owned()),
+            (id, _) => id.clone(),
+        };
         serde_json::json!({
-            "role": self.role.type_name(),
+            "role": role,
             "role_name": self.role_name,
             "content": content,
             "tool_calls": calls,
-            "tool_call_id": self.tool_call_id,
+            "tool_call_id": answers,
             "name": self.name,
             "id": self.id,
             "usage": self.usage.map(|u| serde_json::json!({"input": u.input, "output": u.output})),

@@ -141,9 +141,10 @@ pub fn arguments_of(m: &Message) -> String {
     out
 }
 
-/// Whether a message opens a request: a user's, with text.
+/// Whether a message opens a request: a user's, with text (a user message of tool
+/// results, Anthropic's shape after parallel calls, is the tool's answer).
 fn opens_request(m: &Message, text: &str) -> bool {
-    m.role == Role::Human && crate::memory::requests::says_something(text)
+    m.answering_role() == Role::Human && crate::memory::requests::says_something(text)
 }
 
 impl Index {
@@ -279,7 +280,7 @@ impl Index {
             self.postings[id as usize].push(Posting { doc, counts: c });
         }
         self.docs.push(Doc {
-            role: m.role,
+            role: m.answering_role(),
             tool,
             request: self.requests,
             skipped,

@@ -434,3 +434,26 @@ fn words_spread_over_a_request_and_its_answer_find_the_exchange() {
     assert_eq!(first.answer.as_ref().map(|a| a.0), Some(1));
     assert!(first.answer.as_ref().is_some_and(|a| a.1.contains("Omar")));
 }
+
+#[test]
+fn a_user_message_of_parallel_results_opens_no_request() {
+    use crate::message::{Block, Content};
+    let result = |id: &str| Block::Other {
+        kind: "tool_result".into(),
+        value: json!({"type": "tool_result", "tool_use_id": id, "content": "ok"}),
+    };
+    let results = Message {
+        role: Role::Human,
+        content: Content::Blocks(vec![result("a"), result("b")]),
+        ..Message::default()
+    };
+    let msgs = vec![
+        said(Role::Human, "read both files"),
+        ai_call("a", "read_file", json!({"file_path": "a.py"})),
+        results,
+        said(Role::Human, "now fix the parser"),
+    ];
+    let ix = index(&msgs);
+    let numbers: Vec<u32> = ix.docs().iter().map(|d| d.request).collect();
+    assert_eq!(numbers, vec![1, 1, 1, 2]);
+}

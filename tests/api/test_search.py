@@ -280,3 +280,35 @@ def test_arguments_a_plan_kept_only_as_facts_are_searched_whole() -> None:
     # The same messages never planned: their own cache entry, read whole.
     cold = fastcompact.search([m.model_copy(update={"id": f"cold-{m.id}"}) for m in msgs], "zanzibar")
     assert [m.index for m in after] == [m.index for m in cold] == [8, 7]
+
+
+def test_parallel_results_in_one_user_message_are_tool_results_not_a_request():
+    # Anthropic's answer to parallel calls: their results in one user message.
+    msgs = [
+        {"role": "user", "content": "read both files"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "a", "name": "read_file", "input": {"file_path": "a.py"}},
+                {"type": "tool_use", "id": "b", "name": "read_file", "input": {"file_path": "b.py"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "a", "content": "print(1)"},
+                {"type": "tool_result", "tool_use_id": "b", "content": "print(2)"},
+            ],
+        },
+        {"role": "user", "content": "now fix the parser"},
+    ]
+    assert fastcompact.recall(msgs, "R2") == "now fix the parser"
+    by_pattern = fastcompact.search(msgs, pattern=r"\S", limit=10)
+    assert [(m.role, m.request) for m in by_pattern] == [("human", 1), ("ai", 1), ("tool", 1), ("human", 2)]
+    ranked = {m.index: (m.role, m.request) for m in fastcompact.search(msgs, "print parser", limit=10)}
+    assert ranked == {2: ("tool", 1), 3: ("human", 2)}
+    normal = fastcompact.normalize(msgs)[2]
+    assert (normal["role"], normal["tool_call_id"]) == ("tool", "a")
+    assert fastcompact.token_breakdown(msgs).per_role["tool"] > 0
+    archive = fastcompact._core.render_transcript(msgs, 0)
+    assert "### [2] Tool results (calls a, b)\n[tool result a] print(1)\n[tool result b] print(2)" in archive
