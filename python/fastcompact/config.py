@@ -419,9 +419,9 @@ class MemoryConfig(_Watched):
     (fractions of the window): the ledger of what binds, the user's standing rules,
     limits, preferences, facts and goal in their own words and the notes the agent
     pinned (``ledger_share``: it has the first claim on the room; past its share it is
-    pressed to key words, then to terms; past half the room each kind (rules, limits,
-    preferences, facts, goal) goes onto one line, and only when the window leaves nothing
-    else are its oldest entries counted on one line, whole in the archive), the newest
+    pressed to key words, then to terms, then onto one line a kind (rules, limits,
+    preferences, facts, goal), and only when the window leaves nothing else are its
+    oldest entries counted on one line, whole in the archive), the newest
     user messages verbatim (``user_share``), the agent's newest steps a line each
     (``step_share``), older requests in short (``head_share``), and a model's notes on
     them (``note_share``). What does not fit goes into the next layer down, so a session
