@@ -314,8 +314,9 @@ def _counted(turn: Turn) -> int:
     )
     if not isinstance(usage, Mapping):
         return 0
-    counted = usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
-    return counted if isinstance(counted, int) else 0
+    # A usage record of another shape counts nothing, rather than failing the call.
+    parts = (usage.get("input_tokens"), usage.get("output_tokens"))
+    return sum(n for n in parts if isinstance(n, int) and not isinstance(n, bool))
 
 
 def plan_info(plan: Plan) -> dict[str, Any]:
