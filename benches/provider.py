@@ -2,10 +2,10 @@
 
 One model, one prompt cache, for the agent's calls and the summary calls alike, as a
 provider keeps it: the longest prefix a call shares with the last call that asked for
-caching is read from the cache; the rest is written at the write price when the call
-asks for caching, and billed at the plain input price when it does not. Output is priced
-at the model's output price. A call over the window is refused with the provider's
-error and billed nothing.
+caching, in whole messages or text blocks, is read from the cache; the rest is written
+at the write price when the call asks for caching, and billed at the plain input price
+when it does not. Output is priced at the model's output price. A call over the window
+is refused with the provider's error and billed nothing.
 
 The agent's calls ask for caching (DeepAgents marks them for an Anthropic model); a
 summary call asks when it says so (``cache_control``, as ChatAnthropic takes it). The
@@ -30,7 +30,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, Field
 from sessions import WORDS
 
-from tests.scripted import TokenMeter, is_summary_call, message_text
+from tests.scripted import TokenMeter, is_summary_call, message_blocks, message_text
 
 # The providers' list prices, relative to the plain input price:
 # (cache read, cache write, output).
@@ -95,7 +95,7 @@ class Provider:
     def bill(self, kind: str, tools: list[str], messages: list[BaseMessage], caching: bool) -> Billed:
         fixed = "\n".join(tools)
         sized = [(fixed, self.meter(fixed) if fixed else 0)] + [
-            (text, self.meter(text)) for text in map(message_text, messages)
+            (text, self.meter(text)) for m in messages for text in message_blocks(m)
         ]
         keys = [hash(text) for text, _ in sized]
         total = sum(n for _, n in sized)

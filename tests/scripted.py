@@ -201,6 +201,21 @@ def message_text(m: BaseMessage) -> str:
     return "\n".join([m.type, *([call_id] if call_id else []), str(content), *framing])
 
 
+def message_blocks(m: BaseMessage) -> list[str]:
+    """``message_text`` parted where a provider may cache a prefix within a message:
+    between its text blocks (the role goes with the first, tool calls with the last)."""
+    whole = message_text(m)
+    content = m.content
+    if not isinstance(content, list) or len(content) < 2:
+        return [whole]
+    texts = [b if isinstance(b, str) else str(b.get("text", "")) for b in content]
+    at = whole.find("".join(texts))
+    if at < 0:
+        return [whole]
+    head, tail = whole[:at], whole[at + len("".join(texts)) :]
+    return [head + texts[0], *texts[1:-1], texts[-1] + tail]
+
+
 class TokenMeter:
     """Exact o200k sizes of texts, remembered by text (sessions repeat the same
     messages call after call)."""

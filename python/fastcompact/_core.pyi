@@ -54,7 +54,7 @@ __all__ = [
     "read_size",
     "read_triggers",
     "remember",
-    "render_memory",
+    "render_memory_parts",
     "render_transcript",
     "search",
     "set_cache_capacity",
@@ -908,8 +908,11 @@ def search(
 def text_width(text: str) -> int:
     """A text's width: about four a token in any script (what the memory budgets)."""
 
-def render_memory(memory: Mapping[str, Any], recall: bool) -> str:
-    """A memory's text, as the summary message holds it.
+def render_memory_parts(memory: Mapping[str, Any], recall: bool) -> list[str]:
+    """A memory's text, as the summary message holds it, in parts, the steadiest
+    first: its base (the opening, the ledger and the requests in short as an earlier
+    compaction left them, the same text while they stand), what was added to them and
+    the notes, each verbatim request, the archive.
 
     Args:
         memory: A memory as ``remember`` returns it.

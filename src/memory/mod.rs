@@ -13,6 +13,7 @@
 //! request its archive file. The memory lives in the graph state as plain data (see
 //! [`Memory`]) and is rendered as the summary message's text ([`render`]).
 
+pub mod base;
 mod binding;
 pub mod heads;
 pub mod ledger;
@@ -117,6 +118,9 @@ pub struct Memory {
     /// left nothing more to give.
     #[serde(default)]
     pub terse: bool,
+    /// The lines shown first, as an earlier compaction left them (see [`base`]).
+    #[serde(default)]
+    pub base: Option<base::Base>,
 }
 
 /// Each layer's budget, in widths (see [`text::width`]), and the room the whole memory
@@ -604,6 +608,7 @@ pub fn after_compaction(
         Some(n) => memory.fold_all(n, b, files.notes),
         None => memory.fit(b, files.notes),
     };
+    memory.settle_base();
     (memory, fitted)
 }
 
@@ -621,6 +626,8 @@ pub fn digest_and_fold(
     let mut fold = digest.clone();
     let fitted = digest.fit(b, files.notes);
     let folded = fold.fold_all("", b, files.notes);
+    digest.settle_base();
+    fold.settle_base();
     ((digest, fitted), (fold, folded))
 }
 

@@ -8,7 +8,8 @@
 use crate::memory::heads::{key_terms, stage};
 use crate::memory::ledger::{self, cues::statements, cues::Kind};
 use crate::memory::render::{
-    ARCHIVE_HEADING, HEADS_HEADING, LEDGER_HEADING, NOTES_HEADING, PINS_HEADING, REQUESTS_HEADING,
+    ARCHIVE_HEADING, CONTINUED, HEADS_HEADING, LEDGER_HEADING, NOTES_HEADING, PINS_HEADING,
+    REQUESTS_HEADING,
 };
 use crate::memory::{Head, Memory, Range, Request};
 
@@ -28,6 +29,8 @@ enum Section {
 }
 
 fn section_of(line: &str) -> Option<Section> {
+    // What was added to a layer after the memory's base goes on that layer.
+    let line = line.strip_suffix(CONTINUED).unwrap_or(line);
     Some(match line {
         LEDGER_HEADING => Section::Ledger,
         PINS_HEADING => Section::Pins,

@@ -3,7 +3,8 @@
 
 use std::fmt::Write;
 
-use crate::memory::{heads, ledger, Memory, Range, Request};
+use crate::memory::base::{self, Lines};
+use crate::memory::{Memory, Range, Request};
 
 /// How the memory tells the agent to get things back: by `recall` (when it has the
 /// tool), and from the archive files (when there are some).
@@ -24,6 +25,9 @@ pub const NOTES_HEADING: &str = "## Notes on the earlier work";
 pub const HEADS_HEADING: &str = "## Earlier requests, in short";
 pub const REQUESTS_HEADING: &str = "## Requests";
 pub const ARCHIVE_HEADING: &str = "## Archive";
+/// After a layer's heading, the lines added to it since the memory's base (see
+/// [`base`]), shown after the base.
+pub const CONTINUED: &str = " (continued)";
 
 /// The file's name without its folder.
 fn base(path: &str) -> &str {
@@ -66,7 +70,7 @@ fn numbers(first: u32, last: u32) -> String {
     }
 }
 
-fn range_line(r: &Range) -> String {
+pub(super) fn range_line(r: &Range) -> String {
     let numbers = numbers(r.first, r.last);
     let files = match (&r.first_file, &r.last_file) {
         (Some(a), Some(b)) if a != b => format!(" (in {} to {})", base(a), base(b)),
@@ -148,50 +152,77 @@ pub const TERSE_INTRO: &str = "What came before, kept in layers.";
 
 /// The memory's text.
 pub fn render(m: &Memory, ways: Ways) -> String {
-    let mut out = String::from(if m.terse { TERSE_INTRO } else { INTRO });
+    render_parts(m, ways).concat()
+}
+
+/// A layer's heading and lines, when it has some.
+fn section<'a>(
+    out: &mut String,
+    heading: &str,
+    lines: impl IntoIterator<Item = &'a str>,
+    ways: Ways,
+) {
+    let mut lines = lines.into_iter().peekable();
+    if lines.peek().is_none() {
+        return;
+    }
+    let _ = write!(out, "\n{heading}\n");
+    for line in lines {
+        out.push_str(&shown(line, ways));
+        out.push('\n');
+    }
+}
+
+/// The memory's text in parts, the steadiest first, so that a compaction that leaves
+/// the opening parts as they were leaves the prefix a provider caches as it was: the
+/// base (the opening, then the ledger and the requests in short as an earlier
+/// compaction left them; see [`base`]); what was added to them since, and the notes;
+/// each verbatim request, oldest first (a compaction that folds none only adds
+/// requests after them); the archive. Empty parts are left out.
+pub fn render_parts(m: &Memory, ways: Ways) -> Vec<String> {
+    let mut opening = String::from(if m.terse { TERSE_INTRO } else { INTRO });
     if ways.recall && !m.terse {
-        out.push(' ');
-        out.push_str(RECALL_HINT);
+        opening.push(' ');
+        opening.push_str(RECALL_HINT);
     }
-    out.push('\n');
-    let (pins, said): (Vec<_>, Vec<_>) =
-        m.ledger_shown().into_iter().partition(|e| e.pin.is_some());
-    for (heading, entries) in [(LEDGER_HEADING, said), (PINS_HEADING, pins)] {
-        if !entries.is_empty() {
-            let _ = write!(out, "\n{heading}\n");
-            for line in ledger::lines(&entries) {
-                out.push_str(&line);
-                out.push('\n');
-            }
-        }
+    opening.push('\n');
+    let lines = Lines::of(m);
+    let split = base::split(m, &lines);
+    let layers = [
+        (LEDGER_HEADING, &split.said),
+        (PINS_HEADING, &split.pins),
+        (HEADS_HEADING, &split.heads),
+    ];
+    for (heading, (kept, _)) in layers {
+        section(&mut opening, heading, kept.iter().copied(), ways);
     }
-    // The layers that only grow at their end come first, the notes (a model's fold
-    // writes them anew) after them: a compaction rewrites as little of the memory as
-    // it can, and the provider reads the rest from its prompt cache.
-    let head_lines = heads::lines(&m.heads);
-    if !m.ranges.is_empty() || !head_lines.is_empty() {
-        let _ = write!(out, "\n{HEADS_HEADING}\n");
-        for r in &m.ranges {
-            out.push_str(&range_line(r));
-            out.push('\n');
-        }
-        for line in &head_lines {
-            out.push_str(&shown(line, ways));
-            out.push('\n');
-        }
+    let mut added = String::new();
+    for (heading, (_, new)) in layers {
+        section(
+            &mut added,
+            &format!("{heading}{CONTINUED}"),
+            new.iter().copied(),
+            ways,
+        );
     }
     if let Some(notes) = m.notes.as_deref().filter(|n| !n.trim().is_empty()) {
-        let _ = write!(out, "\n{NOTES_HEADING}\n{}\n", notes.trim_end());
+        let _ = write!(added, "\n{NOTES_HEADING}\n{}\n", notes.trim_end());
     }
-    if let (Some(first), Some(last)) = (m.requests.first(), m.requests.last()) {
-        let numbers = numbers(first.number, last.number);
-        let _ = write!(
-            out,
-            "\n{REQUESTS_HEADING} {numbers}, verbatim, each followed by the agent's steps\n"
-        );
-        for r in &m.requests {
-            request_block(&mut out, r, ways);
+    let mut parts = vec![opening, added];
+    for (i, r) in m.requests.iter().enumerate() {
+        let mut block = String::new();
+        if i == 0 {
+            let from = match r.number {
+                0 => "from the start".to_owned(),
+                n => format!("from R{n}"),
+            };
+            let _ = write!(
+                block,
+                "\n{REQUESTS_HEADING} {from}, verbatim, each followed by the agent's steps\n"
+            );
         }
+        request_block(&mut block, r, ways);
+        parts.push(block);
     }
     if !m.files.is_empty() {
         let line = if m.terse {
@@ -199,9 +230,10 @@ pub fn render(m: &Memory, ways: Ways) -> String {
         } else {
             archive_line(&m.files)
         };
-        let _ = write!(out, "\n{ARCHIVE_HEADING}\n{line}\n");
+        parts.push(format!("\n{ARCHIVE_HEADING}\n{line}\n"));
     }
-    out
+    parts.retain(|p| !p.is_empty());
+    parts
 }
 
 /// Where a folder's files are: under it, or (a path without a folder) beside the

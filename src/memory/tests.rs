@@ -52,7 +52,7 @@ fn the_memory_reads_in_order_each_request_with_its_steps() {
     m.fit(&WIDE, None);
     let text = render(&m, Ways { recall: true });
     let expected = format!(
-        "{} {}\n\n## Requests R1-R2, verbatim, each followed by the agent's steps\n\
+        "{} {}\n\n## Requests from R1, verbatim, each followed by the agent's steps\n\
          ### R1\nlist the root\n\
          - ls {{\"path\":\"/1\"}} → listing 1 recall(\"c1\")\n\
          - Agent: answer 1\n\
@@ -336,7 +336,7 @@ fn steps_before_any_request_stand_before_r1() {
     assert_eq!(m.next_number(), 2);
     let text = render(&m, Ways { recall: true });
     assert!(
-        text.contains("## Requests R1 and the steps before it, verbatim"),
+        text.contains("## Requests from the start, verbatim"),
         "{text}"
     );
     assert!(

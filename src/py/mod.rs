@@ -530,11 +530,12 @@ mod _core {
         crate::memory::text::width(text)
     }
 
-    /// A memory's text, naming `recall` only when the agent has it.
+    /// A memory's text in parts, the steadiest first (see
+    /// `memory::render::render_parts`), naming `recall` only when the agent has it.
     #[pyfunction]
-    fn render_memory(memory: &Bound<'_, PyAny>, recall: bool) -> PyResult<String> {
+    fn render_memory_parts(memory: &Bound<'_, PyAny>, recall: bool) -> PyResult<Vec<String>> {
         let m: crate::memory::Memory = depythonized(memory, "memory")?;
-        Ok(crate::memory::render::render(
+        Ok(crate::memory::render::render_parts(
             &m,
             crate::memory::render::Ways { recall },
         ))

@@ -151,7 +151,7 @@ def test_the_memory_of_a_span_exactly():
         'recall("<id>") returns any message or step named here in full, recall("R<n>") request n as '
         'the user wrote it; recall(query="a few words") searches everything said and done in this '
         "session.\n\n"
-        "## Requests R1-R2, verbatim, each followed by the agent's steps\n"
+        "## Requests from R1, verbatim, each followed by the agent's steps\n"
         "### R1\n"
         "please fix the parser  \n"
         '- edit_file {"file_path":"p.py"} → Error: old_string not found recall("c1")\n'

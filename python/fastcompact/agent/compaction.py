@@ -155,7 +155,7 @@ def _cheaper(
     """``draft`` with its digest and the cheaper summarizer (see :func:`schedule.cheaper`)."""
     path = drafting.longest_archive_path(setup, draft)
     draft = drafting.with_digest(setup, request, turn, draft)
-    folded = drafting.fold_of(setup, turn, draft).text if draft.use_llm else None
+    folded = drafting.fold_of(setup, turn, draft) if draft.use_llm else None
     return schedule.cheaper(setup, request, turn, quote, draft, path=path, folded=folded, due=due)
 
 
@@ -310,7 +310,7 @@ def _in_place(
     model = request.model
     settings = dict(request.model_settings or {})
     kwargs: dict[str, Any] = {}
-    if getattr(model, "_llm_type", None) == "anthropic-chat" and "cache_control" not in settings:
+    if summarize.caches_at_marks(model) and "cache_control" not in settings:
         ttl = {"ttl": "1h"} if setup.config.pricing == "anthropic-1h" else {}
         kwargs["cache_control"] = {"type": "ephemeral", **ttl}
     if request.tools:
@@ -456,6 +456,7 @@ def finish(
         restored_files=restored,
         todos=draft.todos,
         suppress_follow_up_questions=cfg.suppress_follow_up_questions,
+        parts=summary.parts,
     )
     view = [message, *draft.kept]
     judged = _judged(request, turn, draft, view, rules.settings, strict)

@@ -22,7 +22,7 @@ Examples:
     >>> span = [HumanMessage("Check the logs", id="u1"), AIMessage("All clear.", id="a1")]
     >>> m = remember(None, None, span, config=MemoryConfig(), window=40_000)
     >>> print(text(m.memory, recall=True).split("\\n\\n", 1)[1])
-    ## Requests R1, verbatim, each followed by the agent's steps
+    ## Requests from R1, verbatim, each followed by the agent's steps
     ### R1
     Check the logs
     - Agent: All clear.
@@ -312,4 +312,11 @@ def add_binding_cues(cues: str | os.PathLike[str]) -> int:
 
 def text(memory: Mapping[str, Any], *, recall: bool) -> str:
     """The memory's text, which names ``recall`` only when the agent has it."""
-    return _core.render_memory(memory, recall)
+    return "".join(parts(memory, recall=recall))
+
+
+def parts(memory: Mapping[str, Any], *, recall: bool) -> tuple[str, ...]:
+    """The memory's text in parts, the steadiest first: a compaction that leaves the
+    opening parts as they were leaves them to the provider's prompt cache (see
+    ``_core.render_memory_parts``)."""
+    return tuple(_core.render_memory_parts(memory, recall))

@@ -31,7 +31,7 @@ from langchain_core.messages import SystemMessage, ToolMessage
 from langgraph.types import Command
 from typing_extensions import Unpack
 
-from fastcompact.agent import compaction, fitting, reading, steps
+from fastcompact.agent import compaction, fitting, reading, steps, summarize
 from fastcompact.agent.fitting import WindowTooSmallError
 from fastcompact.agent.pin_tool import pin_tool
 from fastcompact.agent.recall_tool import recall_tool
@@ -294,7 +294,8 @@ class CompactionMiddleware(AgentMiddleware):
         view, size, outcome = yield from compaction.view_to_send(setup, request, turn)
         view, size = yield from fitting.fitted(request, turn, view, size, setup.backend)
         try:
-            response = yield Io.either(handler, request.override(messages=view))
+            sent = summarize.cache_marked(request.model, view)
+            response = yield Io.either(handler, request.override(messages=sent))
         except Exception as e:
             # The provider says it did not fit: compact once, then let any error through.
             view, outcome = yield from compaction.after_overflow(setup, request, turn, outcome, view, e)

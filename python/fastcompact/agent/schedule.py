@@ -20,6 +20,7 @@ from fastcompact.agent import summarize
 from fastcompact.agent.setup import Setup, kept_by_model
 from fastcompact.agent.state import (
     Draft,
+    Summary,
     Turn,
     calls_so_far,
     growth,
@@ -107,8 +108,10 @@ def due(setup: Setup, request: ModelRequest, turn: Turn) -> tuple[int, Quote] | 
     if found is None:
         quoted = turn.plan.ratio * quoted_tokens(setup, request.model, turn.view[:start])
         # Until the cycle's first full check drafts and digests the span, its price is
-        # at least its user messages rewritten beside what stays, or a model summary's
-        # shortest reply: that spares most calls the check.
+        # at least its user messages rewritten beside what stays (less the memory's
+        # base, which the cache may keep), or a model summary's shortest reply: that
+        # spares most calls the check.
+        quoted = max(quoted - shared_base(setup, request, turn), 0.0)
         span_price = _core.span_floor(
             settings,
             size=size,
@@ -167,7 +170,7 @@ def cheaper(
     draft: Draft,
     *,
     path: str | None,
-    folded: str | None,
+    folded: Summary | None,
     due: bool,
 ) -> Draft | None:
     """``draft`` with what the session is better off with in place of the span (as
@@ -184,23 +187,29 @@ def cheaper(
 
     def priced(view: list[Any], **call: float) -> tuple[float, _core.CompactionPrice | None]:
         with_it = float(true_size(request, turn, view)) + call.pop("output", 0.0)
+        # The memory's base, when this compaction leaves it as it is, is read from the
+        # cache with the fixed prefix.
+        base = shared_base(setup, request, turn, view[0]) if view else 0.0
         return with_it, settings.compaction(
             size_without=size,
             size_with=with_it,
-            prefix=quoted.prefix,
+            prefix=quoted.prefix + base,
             grown_reads=quoted.grown,
             cycle=quoted.cycle,
             **call,
         )
 
-    def framed(text: str) -> list[Any]:
-        return [summarize.summary_message(text, file_path=path, todos=draft.todos), *draft.kept]
+    def framed(summary: Summary) -> list[Any]:
+        message = summarize.summary_message(
+            summary.text, file_path=path, todos=draft.todos, parts=summary.parts
+        )
+        return [message, *draft.kept]
 
     digest = fold = None
     if (setup.config.summarizer != "model" or not draft.use_llm) and not (
         draft.use_llm and draft.digest.folded
     ):
-        digest = priced(framed(draft.digest.text))
+        digest = priced(framed(draft.digest))
     if draft.use_llm and folded is not None:
         ratio = turn.plan.ratio
         span = ratio * message_tokens(setup, request.model, draft.span)
@@ -228,6 +237,18 @@ def cheaper(
     if due and not choice.due:
         return None
     return dataclasses.replace(draft, use_llm=choice.model)
+
+
+def shared_base(setup: Setup, request: ModelRequest, turn: Turn, message: Any | None = None) -> float:
+    """The tokens of ``message``'s first part when the memory in view opens with the
+    same part: a summary that leaves the memory's base as it was (see
+    ``memory.parts``) shares them with the calls before it. Without ``message``, the
+    most a summary may share: the tokens of the base in view."""
+    before = summarize.blocks_of((turn.event or {}).get("summary_message"))
+    after = summarize.blocks_of(message) if message is not None else before
+    if before is None or after is None or before[0] != after[0]:
+        return 0.0
+    return turn.plan.ratio * message_tokens(setup, request.model, [HumanMessage(after[0])])
 
 
 def _offer(

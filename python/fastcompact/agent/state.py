@@ -110,6 +110,8 @@ class Summary:
     by_model: bool = False
     folded: int = 0
     notes_to_save: str | None = None
+    # ``text`` in parts, the steadiest first (see ``memory.parts``).
+    parts: tuple[str, ...] = ()
 
 
 def valid_event(event: Any, n: int) -> dict[str, Any] | None:

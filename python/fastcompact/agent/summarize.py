@@ -9,6 +9,7 @@ with the digest from the core).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -404,8 +405,12 @@ def summary_message(
     restored_files: Sequence[tuple[str, str] | tuple[str, str, str | None]] = (),
     todos: Sequence[Mapping[str, Any]] = (),
     suppress_follow_up_questions: bool = True,
+    parts: Sequence[str] = (),
 ) -> HumanMessage:
-    """The message that stands in for the summarized span.
+    """The message that stands in for the summarized span. With ``parts``, the
+    summary in parts that join to it (the steadiest first, see ``memory.parts``), the
+    message notes where each part ends (see :func:`blocks_of`): sent to a model that
+    caches at marked blocks, each part is a block of its own.
 
     Examples:
         >>> m = summary_message("1. Fix the parser.", file_path="/conversation_history/t/1.md")
@@ -413,8 +418,14 @@ def summary_message(
         'summarization'
         >>> "/conversation_history/t/1.md" in m.content
         True
+        >>> parts = ["Rules: none.", " R1: fix it."]
+        >>> m = summary_message("".join(parts), file_path=None, parts=parts)
+        >>> blocks_of(m)[0].endswith("<summary>" + chr(10) + "Rules: none.")
+        True
+        >>> blocks_of(m)[1].startswith(" R1: fix it.")
+        True
     """
-    parts = [
+    sections = [
         "This conversation was compacted to stay within the model's context window: "
         "the earlier messages were replaced by the summary below.",
         f"<summary>\n{summary}\n</summary>",
@@ -422,26 +433,82 @@ def summary_message(
     # After the summary: the file is new at every compaction, and what changes ends
     # the prefix the provider reads from its prompt cache.
     if file_path:
-        parts.append(
+        sections.append(
             f"The full text of those messages is saved at {file_path}. Read it if you need an exact detail."
         )
     if restored_files:
         files = "\n\n".join(_file_block(f) for f in restored_files)
-        parts.append(f"Files you read recently, as they are now:\n\n{files}")
+        sections.append(f"Files you read recently, as they are now:\n\n{files}")
     listed = [t for t in todos if isinstance(t, Mapping)]
     if listed:
         lines = "\n".join(f"- [{t.get('status', 'pending')}] {t.get('content', '')}" for t in listed)
-        parts.append(f"Your todo list:\n{lines}")
+        sections.append(f"Your todo list:\n{lines}")
     if suppress_follow_up_questions:
-        parts.append(
+        sections.append(
             "Carry on with the work from where it stopped. Do not ask the user to repeat "
             "anything or to confirm where things stand."
         )
+    kwargs: dict[str, Any] = {"lc_source": SUMMARY_SOURCE}
+    if len(parts) > 1 and "".join(parts) == summary:
+        # Where each block but the last ends; the last takes what follows the summary.
+        opening = len(sections[0]) + len("\n\n<summary>\n")
+        kwargs[PARTS_KEY] = [opening + end for end in itertools.accumulate(len(p) for p in parts[:-1])]
     return HumanMessage(
-        content="\n\n".join(parts),
-        additional_kwargs={"lc_source": SUMMARY_SOURCE},
+        content="\n\n".join(sections),
+        additional_kwargs=kwargs,
         id=f"fastcompact-summary-{uuid.uuid4().hex}",
     )
+
+
+# Where a summary message's parts end, in characters of its content.
+PARTS_KEY = "fastcompact_parts"
+
+
+def blocks_of(message: Any) -> list[str] | None:
+    """A summary message's content in the parts :func:`summary_message` noted, or
+    ``None`` when it has none (or they no longer fit its content)."""
+    content = getattr(message, "content", None)
+    ends = (getattr(message, "additional_kwargs", None) or {}).get(PARTS_KEY)
+    if not isinstance(content, str) or not isinstance(ends, list) or not ends:
+        return None
+    at = [0, *ends, len(content)]
+    if not all(isinstance(a, int) and isinstance(b, int) and 0 <= a < b for a, b in itertools.pairwise(at)):
+        return None
+    return [content[a:b] for a, b in itertools.pairwise(at)]
+
+
+def caches_at_marks(model: Any) -> bool:
+    """Whether ``model`` caches a prompt only up to the blocks marked for it
+    (Anthropic's ``cache_control``), not at any prefix the provider saw before."""
+    return getattr(model, "_llm_type", None) == "anthropic-chat"
+
+
+def cache_marked(model: Any, view: list[Any]) -> list[Any]:
+    """``view`` as sent to ``model``. A model that caches at marked blocks gets the
+    summary message in its parts (see :func:`blocks_of`), the last part but the one
+    after the summary marked, so that the next compaction, which leaves the parts
+    before it as they were, finds them in its cache (one mark of the four a request
+    may carry). A provider that caches any prefix gets the text as it is; the state
+    keeps it so too.
+
+    Examples:
+        >>> class Claude:
+        ...     _llm_type = "anthropic-chat"
+        >>> m = summary_message("a b", file_path=None, parts=["a", " b"])
+        >>> [sorted(block) for block in cache_marked(Claude(), [m])[0].content]
+        [['cache_control', 'text', 'type'], ['text', 'type']]
+        >>> cache_marked(object(), [m])[0] is m
+        True
+    """
+    if not caches_at_marks(model):
+        return view
+    for i, message in enumerate(view):
+        parts = blocks_of(message) if is_summary(message) else None
+        if parts is not None:
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": p} for p in parts]
+            blocks[-2]["cache_control"] = {"type": "ephemeral"}
+            return [*view[:i], message.model_copy(update={"content": blocks}), *view[i + 1 :]]
+    return view
 
 
 def _file_block(restored: tuple[str, str] | tuple[str, str, str | None]) -> str:
