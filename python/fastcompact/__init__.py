@@ -63,6 +63,7 @@ from fastcompact.api.passes import (
 from fastcompact.api.recall import recall
 from fastcompact.api.report import Report, inspect
 from fastcompact.api.search_history import Match, add_short_forms, search
+from fastcompact.api.transcripts import read_transcript
 from fastcompact.config import (
     ClearingConfig,
     CollapseConfig,
@@ -186,6 +187,7 @@ __all__ = [
     "normalize",
     "partition",
     "plan",
+    "read_transcript",
     "recall",
     "search",
     "set_cache_capacity",

@@ -12,10 +12,13 @@ Examples:
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from dataclasses import dataclass
 from typing import Any
+
+from fastcompact.api.agent_logs import read_agent_log
 
 
 class FileError(Exception):
@@ -47,9 +50,14 @@ class Layout:
     #: Line endings (``"\r\n"`` as Windows editors write them) and a leading byte-order mark.
     newline: str = "\n"
     bom: bool = False
+    #: The agent whose own log it was (see :mod:`agent_logs`), and what followed its
+    #: messages that is not one (written back after them).
+    source: str = ""
+    trailer: tuple[Any, ...] = ()
 
     def dumps(self, messages: list[Any]) -> str:
         """The messages in this layout."""
+        messages = [*messages, *self.trailer]
         options: dict[str, Any] = {"ensure_ascii": self.ascii_only, "default": str}
         if self.kind == "jsonl":
             text = "".join(json.dumps(m, **options) + "\n" for m in messages)
@@ -111,6 +119,32 @@ def _parse(text: str, path: str) -> tuple[Any, str]:
         return values, "jsonl"
 
 
+def one_result_a_message(messages: list[Any]) -> list[Any]:
+    """``messages`` with each user message of several ``tool_result`` blocks (Anthropic's
+    answer to parallel calls) as one message a result, as LangChain holds them: each
+    result can then be cleared on its own, and the API joins consecutive user messages
+    into one turn again.
+
+    Examples:
+        >>> results = [{"type": "tool_result", "tool_use_id": i, "content": "ok"} for i in ("a", "b")]
+        >>> split = one_result_a_message([{"role": "user", "content": results}])
+        >>> [m["content"][0]["tool_use_id"] for m in split]
+        ['a', 'b']
+    """
+    out: list[Any] = []
+    for m in messages:
+        content = m.get("content") if isinstance(m, dict) and m.get("role") == "user" else None
+        if (
+            isinstance(content, list)
+            and len(content) > 1
+            and all(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+        ):
+            out.extend({**m, "content": [block]} for block in content)
+        else:
+            out.append(m)
+    return out
+
+
 def read_text(path: str) -> str:
     """The text of ``path`` (``-``: stdin), or a one-line error. Line endings are kept
     as they are; so is a byte-order mark, which :func:`read_file` notes."""
@@ -137,7 +171,15 @@ def read_file(path: str, text: str | None = None) -> tuple[list[Any], Layout]:
     text = text.removeprefix("\ufeff")
     data, kind = _parse(text, path)
     items: tuple[tuple[str, Any], ...] = ()
-    if isinstance(data, dict) and isinstance(data.get("messages"), list):
+    log = read_agent_log(data)
+    source, trailer = (log.source, tuple(log.trailer)) if log is not None else ("", ())
+    if log is not None and isinstance(data, dict) and "messages" in data:
+        items = tuple(data.items())
+        data, kind = log.messages, "object"
+    elif log is not None:
+        data = log.messages
+        kind = "jsonl" if kind == "jsonl" else "list"
+    elif isinstance(data, dict) and isinstance(data.get("messages"), list):
         items = tuple(data.items())
         data, kind = data["messages"], "object"
     if not isinstance(data, list):
@@ -145,11 +187,42 @@ def read_file(path: str, text: str | None = None) -> tuple[list[Any], Layout]:
     if not data:
         raise FileError(f"{path}: the conversation is empty")
     _check_shape(data, path)
+    data = one_result_a_message(data)
     indent = None if kind == "jsonl" else _indent_of(text)
     newline = "\r\n" if "\r\n" in text else "\n"
-    return data, Layout(kind, indent, text.isascii(), items, newline, bom)
+    return data, Layout(kind, indent, text.isascii(), items, newline, bom, source, trailer)
 
 
 def load_conversation(path: str) -> list[Any]:
     """Messages from a file (see :func:`read_file`)."""
     return read_file(path)[0]
+
+
+def read_transcript(path: str | os.PathLike[str]) -> list[Any]:
+    """The messages of a conversation file, as the command line reads it: LangChain
+    messages (``messages_to_dict`` / ``dumpd``), OpenAI or Anthropic chat messages, as
+    a JSON list, an object with a ``messages`` list or JSON Lines; or an agent's own
+    log, read natively (Claude Code's session JSONL, Codex's rollout JSONL, mini-swe-agent
+    and SWE-agent trajectories; see :mod:`fastcompact.api.agent_logs`).
+
+    Raises:
+        InputError: the file cannot be read as a conversation (the message says why).
+
+    Examples:
+        >>> import json, os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "session.jsonl")
+        >>> lines = [
+        ...     {"type": "user", "message": {"role": "user", "content": "run the tests"}},
+        ...     {"type": "assistant", "message": {"id": "m1", "role": "assistant",
+        ...      "content": [{"type": "text", "text": "All 12 pass."}]}},
+        ... ]
+        >>> _ = open(path, "w").write("".join(json.dumps(line) + "\\n" for line in lines))
+        >>> [m["role"] for m in read_transcript(path)]
+        ['user', 'assistant']
+    """
+    from fastcompact._core import InputError
+
+    try:
+        return read_file(os.fspath(path))[0]
+    except FileError as e:
+        raise InputError(str(e)) from None

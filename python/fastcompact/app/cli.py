@@ -25,7 +25,7 @@ from typing import Any, NoReturn
 
 import fastcompact
 from fastcompact.api.counting import plural
-from fastcompact.api.transcripts import FileError, Layout, load_conversation, read_file, read_text
+from fastcompact.api.transcripts import FileError, Layout, read_file, read_text
 from fastcompact.app import cli_search
 from fastcompact.app.cli_outputs import CliError, Output, Writes, distinct_inputs, plan_outputs
 from fastcompact.samples import SESSIONS, load_session
@@ -139,8 +139,9 @@ def _inspect(args: argparse.Namespace) -> int:
         messages: list[Any] = load_session(args.sample)
         source = f"bundled {args.sample} session"
     else:
-        messages = load_conversation(args.file)
-        source = args.file
+        messages, layout = read_file(args.file)
+        # An agent's own log says whose it was.
+        source = f"{args.file} ({layout.source})" if layout.source else args.file
     try:
         report = fastcompact.inspect(
             messages,
