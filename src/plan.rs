@@ -45,6 +45,8 @@ pub struct Plan {
     pub settled: usize,
     /// A batch committed this turn; its first edit is at this index.
     pub batch_at: Option<usize>,
+    /// The tool results whose call is in no earlier message (a provider refuses them).
+    pub orphans: Vec<usize>,
 }
 
 /// The inputs of one turn's plan.
@@ -369,6 +371,11 @@ fn plan_with(input: PlanInput<'_, '_>, memo: &Memos, cfg: &PlanConfig) -> Plan {
         anchor: anchored.anchor,
         settled,
         batch_at: committed_at,
+        orphans: results
+            .iter()
+            .filter(|r| r.caller.is_none())
+            .map(|r| r.index)
+            .collect(),
     }
 }
 

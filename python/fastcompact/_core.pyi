@@ -321,6 +321,10 @@ class PlanOutcome:
         """Where a batch of older edits committed this turn, if one did."""
     @property
     def view(self) -> list[Any] | None:
+    def orphans(self) -> list[int]:
+        """The tool results whose call is in no earlier message, by index (a provider
+        refuses a request holding one)."""
+    @property
         """The edited view, when ``plan`` was given ``make_edited``."""
     @property
     def breakdown(self) -> Breakdown | None:

@@ -277,6 +277,8 @@ pub(super) struct PlanOutcome {
     /// Messages before `settled` are settled; a batch committed at `batch_at`.
     pub(super) settled: usize,
     pub(super) batch_at: Option<usize>,
+    /// Tool results whose call is in no earlier message, by index.
+    pub(super) orphans: Vec<usize>,
     /// The model view (when asked for), or where the tokens go (when not).
     pub(super) view: Option<Py<PyAny>>,
     pub(super) breakdown: Option<Py<Breakdown>>,
@@ -321,6 +323,7 @@ impl PlanOutcome {
             anchor: plan.anchor,
             settled: plan.settled,
             batch_at: plan.batch_at,
+            orphans: plan.orphans.clone(),
             view: None,
             breakdown: None,
         })

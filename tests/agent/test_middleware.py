@@ -593,3 +593,20 @@ def test_compact_tool_uses_the_window_remembered_from_the_agent(tmp_path: Path):
     # No model of its own: the digest.
     content = state["_summarization_event"]["summary_message"].content
     assert "kept in layers" in content and "Notes on the earlier work" not in content
+
+
+def test_an_orphan_tool_result_is_named_and_sent_as_a_user_message(tmp_path: Path):
+    model = ScriptedChatModel()
+    agent = create_agent(model=model, middleware=[CompactionMiddleware()], checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": "o"}}
+    orphan = ToolMessage("42 rows", tool_call_id="lost-1", name="query", id="t-lost")
+    history = [HumanMessage("Please do step 1."), orphan, HumanMessage("Please do step 2.")]
+    with pytest.warns(UserWarning, match=r"'t-lost' of query answers call 'lost-1'"):
+        agent.invoke({"messages": history}, cfg)
+    sent = _conversation(model_calls(model)[0])
+    assert [m.type for m in sent] == ["human", "human", "human"]
+    assert "42 rows" in sent[1].content and "lost-1" in sent[1].content
+    assert pair_problems(sent) == []
+    # The state keeps the message as it was.
+    kept = agent.get_state(cfg).values["messages"][1]
+    assert isinstance(kept, ToolMessage) and kept.content == "42 rows"

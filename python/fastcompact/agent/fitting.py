@@ -1,6 +1,7 @@
 """Fitting what is sent into the window: the turn in progress, when it alone is over,
 has its newest tool results clipped (each pointing at its full text); a request still
-over is never sent, and :class:`WindowTooSmallError` names the sizes instead.
+over is never sent, and :class:`WindowTooSmallError` names the sizes instead. A tool
+result whose call is not in the view goes as a user message, which a provider takes.
 """
 
 from __future__ import annotations
@@ -8,12 +9,13 @@ from __future__ import annotations
 import logging
 import math
 import re
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
 from langchain.agents.middleware.types import ModelRequest
 from langchain_core.exceptions import ContextOverflowError
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import HumanMessage, ToolMessage
 
 from fastcompact.agent import storage, summarize
 from fastcompact.agent.setup import POLICY
@@ -114,6 +116,40 @@ def fitted(
             if size <= window:
                 return view, size
     raise too_small(request, turn, size, view)
+
+
+def answered(view: list[Any]) -> list[Any]:
+    """``view`` with each tool result whose call is in no earlier message (a provider
+    refuses the request) sent as a user message that says so, with a warning naming
+    it; the state keeps it as it was.
+
+    Examples:
+        >>> import warnings
+        >>> from langchain_core.messages import ToolMessage
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     sent = answered([ToolMessage("42 rows", tool_call_id="lost-1")])
+        >>> sent[0].type, "lost-1" in str(caught[0].message)
+        ('human', True)
+    """
+    calls: set[str] = set()
+    out = list(view)
+    for i, m in enumerate(view):
+        calls.update(str(c.get("id")) for c in getattr(m, "tool_calls", None) or [])
+        if not isinstance(m, ToolMessage) or m.tool_call_id in calls:
+            continue
+        name = f" of {m.name}" if m.name else ""
+        warnings.warn(
+            f"fastcompact: the tool result {m.id or i!r}{name} answers call {m.tool_call_id!r}, which is in "
+            "no earlier message; it is sent as a user message, which the provider takes",
+            stacklevel=2,
+        )
+        out[i] = HumanMessage(
+            content=f"[The result{name} of call {m.tool_call_id}, whose call is not in this conversation:]\n"
+            f"{summarize.text_of(m)}",
+            id=m.id,
+        )
+    return out
 
 
 def too_small(

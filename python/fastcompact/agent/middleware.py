@@ -294,7 +294,8 @@ class CompactionMiddleware(AgentMiddleware):
         view, size, outcome = yield from compaction.view_to_send(setup, request, turn)
         view, size = yield from fitting.fitted(request, turn, view, size, setup.backend)
         try:
-            sent = summarize.cache_marked(request.model, view)
+            sent = fitting.answered(view) if turn.plan.orphans else view
+            sent = summarize.cache_marked(request.model, sent)
             response = yield Io.either(handler, request.override(messages=sent))
         except Exception as e:
             # The provider says it did not fit: compact once, then let any error through.

@@ -98,6 +98,8 @@ class Plan:
     # committed this turn from message ``batch_at`` on.
     settled: int = 0
     batch_at: int | None = None
+    # The tool results whose call is in no earlier message, by index.
+    orphans: tuple[int, ...] = ()
     # For the picture (filled by `plan()`, before the passes): the largest messages, and
     # the messages' tokens before and from the summary cutoff.
     largest: tuple[MessageTokens, ...] = ()
@@ -321,6 +323,7 @@ def plan_of(raw: _core.PlanOutcome) -> Plan:
         anchor=raw.anchor,
         settled=raw.settled,
         batch_at=raw.batch_at,
+        orphans=tuple(raw.orphans),
     )
 
 
