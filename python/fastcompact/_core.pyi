@@ -44,6 +44,7 @@ __all__ = [
     "find_cutoff",
     "identities",
     "input_error",
+    "is_placeholder",
     "memory_budgets",
     "memory_room",
     "normalize",
@@ -320,11 +321,11 @@ class PlanOutcome:
     def batch_at(self) -> int | None:
         """Where a batch of older edits committed this turn, if one did."""
     @property
-    def view(self) -> list[Any] | None:
     def orphans(self) -> list[int]:
         """The tool results whose call is in no earlier message, by index (a provider
         refuses a request holding one)."""
     @property
+    def view(self) -> list[Any] | None:
         """The edited view, when ``plan`` was given ``make_edited``."""
     @property
     def breakdown(self) -> Breakdown | None:
@@ -908,6 +909,10 @@ def search(
         InputError: a message the readers cannot read.
         ValueError: a role or language it does not know.
     """
+
+def is_placeholder(text: str, gap_template: str | None = None) -> bool:
+    """Whether ``text`` is one of the placeholders the passes put in place of what they
+    cleared (the time-gap pass's as ``gap_template`` has it; its default when ``None``)."""
 
 def text_width(text: str) -> int:
     """A text's width: about four a token in any script (what the memory budgets)."""

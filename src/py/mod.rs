@@ -524,6 +524,15 @@ mod _core {
         .collect())
     }
 
+    /// Whether a text is one of the passes' placeholders for what they cleared (the
+    /// time-gap pass's as `gap_template` has it, by default its default).
+    #[pyfunction]
+    #[pyo3(signature = (text, gap_template = None))]
+    fn is_placeholder(text: &str, gap_template: Option<&str>) -> bool {
+        let default = crate::config::MicrocompactConfig::default().cleared_message;
+        crate::passes::is_placeholder(text, gap_template.unwrap_or(&default))
+    }
+
     /// A text's width (see `memory::text::width`).
     #[pyfunction]
     fn text_width(text: &str) -> usize {

@@ -627,3 +627,19 @@ def test_defaults_give_no_compatibility_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)
         CompactionConfig(token_budget=TokenBudgetConfig(), restoration=RestorationConfig())
+
+
+def test_recall_on_a_pass_s_output_says_it_holds_only_the_placeholder():
+    msgs: list[Any] = [HumanMessage("Read every file.")]
+    for i in range(8):
+        msgs.append(
+            AIMessage("", tool_calls=[{"name": "read_file", "args": {"file_path": f"/f{i}"}, "id": f"c{i}"}])
+        )
+        msgs.append(ToolMessage(f"file {i} " + "x " * 3000, tool_call_id=f"c{i}"))
+    out = fastcompact.clear_observations(msgs)
+    assert out[2].content.startswith("[Cleared to save context")
+    with pytest.raises(KeyError, match=r"all these messages hold of .+c0.+ is a placeholder"):
+        fastcompact.recall(out, "c0")
+    assert fastcompact.recall(msgs, "c0").startswith("file 0 ")
+    # What no pass touched comes back as it is.
+    assert fastcompact.recall(out, "c7").startswith("file 7 ")

@@ -261,6 +261,31 @@ def test_the_command_line_searches_a_transcript_and_an_archive_folder(tmp_path: 
     assert r.returncode == 0, r.stderr
     rows = json.loads(r.stdout)
     assert rows and "dropped messages on retry" in rows[0]["excerpt"] and rows[0]["where"].endswith("[60]")
+    # Every handle it printed works on the folder and on the file it names.
+    for row in rows:
+        file = tmp_path / row["where"].split(" [")[0]
+        for place in (tmp_path, file):
+            assert fastcompact.recall(place, row["id"])
+    assert "dropped messages on retry" in fastcompact.recall(tmp_path, rows[0]["id"])
+    with pytest.raises(KeyError, match="no archive file"):
+        fastcompact.recall(tmp_path, "nothing-has-this-id")
+
+
+def test_a_folder_search_numbers_the_requests_of_each_file_from_r1(tmp_path: Path):
+    part = "# Conversation history, part {n}\n\n### [1] Human\nplease rotate the {word} keys\n\n"
+    part += "### [2] AI\ndone\n"
+    for n, word in enumerate(["staging", "production", "billing"], 1):
+        (tmp_path / f"{n}.md").write_text(part.format(n=n, word=word))
+    cmd = [sys.executable, "-m", "fastcompact.app.cli", "search", str(tmp_path), "rotate keys", "--json"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    assert sorted(row["where"] for row in rows if row["role"] == "human") == [
+        "1.md [1]",
+        "2.md [1]",
+        "3.md [1]",
+    ]
+    assert {row["request"] for row in rows if row["role"] == "human"} == {1}
 
 
 def test_arguments_a_plan_kept_only_as_facts_are_searched_whole() -> None:

@@ -34,6 +34,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import fastcompact._core as _core
+
 # A request by its number, as the memory names it ("R12").
 REQUEST_REF = re.compile(r"R(\d+)", re.IGNORECASE)
 # After a call id: that call's arguments rather than its result.
@@ -101,12 +103,18 @@ def recall(messages: Sequence[Any] | Mapping[str, Any] | str | os.PathLike[str],
     in any shape the other helpers read (LangChain objects, ``messages_to_dict`` /
     ``dumpd`` output, OpenAI or Anthropic dicts), or the path of a saved conversation
     (``fastcompact compact``'s output: a result its text says is saved beside it comes
-    from that file). Raises ``KeyError`` when nothing has it, and
+    from that file), an archive file a compaction wrote, or a folder of them (the ids
+    ``fastcompact search`` prints there, ``"1.md:12"`` for message 12 of ``1.md``).
+    Raises ``KeyError`` when nothing has it, and
     :class:`~fastcompact.InputError` for input that is not messages."""
-    from fastcompact.api.counting import _input_error, normalize
-
     if isinstance(messages, str | os.PathLike):
-        return _recall_in_file(Path(messages), ref)
+        return _unless_placeholder(ref, _recall_in_file(Path(messages), ref))
+    return _unless_placeholder(ref, _recalled(messages, ref))
+
+
+def _recalled(messages: Sequence[Any] | Mapping[str, Any], ref: str) -> str:
+    """What ``messages`` hold of ``ref`` (see :func:`recall`), a placeholder too."""
+    from fastcompact.api.counting import _input_error, normalize
 
     if isinstance(messages, Mapping) and "messages" in messages:
         messages = messages.get("messages") or []
@@ -159,6 +167,17 @@ def recall(messages: Sequence[Any] | Mapping[str, Any] | str | os.PathLike[str],
     raise KeyError(f"nothing in this conversation has the id {ref!r}")
 
 
+def _unless_placeholder(ref: str, text: str) -> str:
+    """``text``, unless all this list holds of ``ref`` is a pass's placeholder: then a
+    ``KeyError`` that says so (the original is in the list the pass was given)."""
+    if _core.is_placeholder(text):
+        raise KeyError(
+            f"all these messages hold of {ref!r} is a placeholder ({text[:100]}): a pass cleared it; its "
+            "original is where the placeholder says, or in the messages the pass was given"
+        )
+    return text
+
+
 def _request(messages: Sequence[Any], number: int) -> int | None:
     """Where the user's message that opens request ``number`` is, numbered as search
     numbers requests."""
@@ -179,15 +198,28 @@ _SAVED_AT = re.compile(r'(?:whole text is|full output is) saved at ([^\s"\\]+)')
 
 def _recall_in_file(path: Path, ref: str) -> str:
     """``ref`` in the conversation saved at ``path``, from the file beside it that its
-    text names when it was saved there."""
+    text names when it was saved there; in an archive file, or in the archive files of
+    a folder (oldest first), what that file holds of it."""
+    from fastcompact.api.archives import conversations
     from fastcompact.api.counting import _input_error
     from fastcompact.api.transcripts import FileError, read_file
 
+    if path.is_dir() or path.suffix == ".md":
+        try:
+            archived = conversations(path)
+        except OSError as e:
+            raise _input_error("messages", f"cannot read {path}: {e.strerror or e}") from None
+        for conversation in archived:
+            try:
+                return _recalled(conversation.messages, ref)
+            except KeyError:
+                continue
+        raise KeyError(f"no archive file in {path} has the id {ref!r}")
     try:
         messages, _ = read_file(str(path))
     except FileError as e:
         raise _input_error("messages", str(e)) from None
-    found = recall(messages, ref)
+    found = _recalled(messages, ref)
     named = _SAVED_AT.search(found)
     if named is not None:
         saved = path.parent / named.group(1).rstrip(".")

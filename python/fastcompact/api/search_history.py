@@ -54,6 +54,8 @@ class Match:
     tool: str | None = None
     # For a request: the answer that closed it, its excerpt how it ended.
     answer: Match | None = None
+    # How well it matched the words, against the other matches (0 for a pattern).
+    score: float = 0.0
 
     def __str__(self) -> str:
         where = f"R{self.request}" if self.request else "before R1"
@@ -231,8 +233,9 @@ def _search(
             request=number,
             tool=name,
             answer=None if answer is None else Match(answer[0], answer[1], "ai", answer[2], number),
+            score=score,
         )
-        for i, _score, excerpt, kind, name, number, ref, answer in rows
+        for i, score, excerpt, kind, name, number, ref, answer in rows
     ]
     return found, matched, total
 

@@ -7,85 +7,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import re
 import sys
-from pathlib import Path
 from typing import Any
 
+from fastcompact.api.archives import conversations
 from fastcompact.api.search_history import MAX_LIMIT, ROLES, SEARCH_LIMIT, Match, search
-from fastcompact.api.transcripts import load_conversation
-
-# A message's heading in an archive file ("### [12] Tool result (call c7)"), and a
-# tool call's line under it.
-_HEADING = re.compile(r"^### \[(\d+)\] (.+)$")
-_CALL = re.compile(r"^-> call (\S+?)(?: \(([^)]*)\))?: (.*)$")
-
-
-def _archive_messages(path: Path) -> list[tuple[str, dict[str, Any]]]:
-    """The messages of an archive file, as dicts the readers take, each with where it
-    is (``file [n]``)."""
-    out: list[tuple[str, dict[str, Any]]] = []
-    current: dict[str, Any] | None = None
-    text: list[str] = []
-
-    def close() -> None:
-        if current is not None:
-            current["content"] = "\n".join(text).strip()
-            out.append((f"{path.name} [{current['id'].rsplit(':', 1)[1]}]", current))
-
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        heading = _HEADING.match(line)
-        if heading:
-            close()
-            number, title = heading.groups()
-            kind = title.split(" ", 1)[0].lower()
-            role = {"human": "human", "ai": "ai", "tool": "tool", "system": "system"}.get(kind, "human")
-            current = {"type": role, "id": f"{path.name}:{number}", "tool_calls": []}
-            call = re.search(r"\(call ([^)]*)\)", title)
-            if role == "tool":
-                current["tool_call_id"] = call.group(1) if call else f"{path.name}:{number}"
-            text = []
-            continue
-        found = _CALL.match(line) if current is not None and current["type"] == "ai" else None
-        if found and current is not None:
-            name, call_id, args = found.groups()
-            try:
-                parsed = json.loads(args)
-            except json.JSONDecodeError:
-                parsed = {"text": args}
-            current["tool_calls"].append(
-                {
-                    "name": name,
-                    "id": call_id or "",
-                    "args": parsed if isinstance(parsed, dict) else {"value": parsed},
-                }
-            )
-        elif current is not None:
-            text.append(line)
-    close()
-    return out
-
-
-def _archive_files(folder: Path) -> list[Path]:
-    """A folder's archive files (notes files aside), oldest first."""
-
-    def order(p: Path) -> tuple[int, str]:
-        head = p.stem.split("-")[0].split(".")[0]
-        return (int(head) if head.isdigit() else 1 << 30, p.name)
-
-    return sorted((p for p in folder.rglob("*.md") if ".notes" not in p.name), key=order)
-
-
-def _load(path: str) -> tuple[list[Any], list[str]]:
-    """The messages to search and where each is: a transcript, an archive file, or a
-    folder of archive files."""
-    p = Path(path)
-    if p.is_dir() or p.suffix == ".md":
-        files = _archive_files(p) if p.is_dir() else [p]
-        found = [pair for f in files for pair in _archive_messages(f)]
-        return [m for _, m in found], [where for where, _ in found]
-    messages = load_conversation(path)
-    return messages, [f"message {i}" for i in range(len(messages))]
 
 
 def _row(m: Match, places: list[str]) -> dict[str, object]:
@@ -94,30 +20,38 @@ def _row(m: Match, places: list[str]) -> dict[str, object]:
     return {**dataclasses.asdict(m), "where": places[m.index], "answer": answer}
 
 
-def _print(found: list[Match], places: list[str], as_json: bool) -> None:
+def _print(found: list[tuple[Match, list[str]]], as_json: bool) -> None:
     if as_json:
-        rows = [_row(m, places) for m in found]
+        rows = [_row(m, places) for m, places in found]
         sys.stdout.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
         return
     if not found:
         sys.stdout.write("Nothing matches.\n")
-    for n, m in enumerate(found, 1):
+    for n, (m, places) in enumerate(found, 1):
         sys.stdout.write(f"{n}. {places[m.index]} · {m}\n")
 
 
 def _run(args: argparse.Namespace) -> int:
-    messages, places = _load(args.path)
     words = " ".join(args.query)
-    found = search(
-        messages,
-        None if args.regex else words,
-        pattern=words if args.regex else None,
-        limit=args.limit,
-        role=args.role,
-        tool=args.tool,
-        requests=args.requests,
-    )
-    _print(found, places, args.json)
+    # Each file is searched as the conversation it is (its requests numbered from R1),
+    # then the best of all shown: by score, or for a pattern the newest last.
+    found: list[tuple[Match, list[str]]] = []
+    for saved in conversations(args.path):
+        matches = search(
+            saved.messages,
+            None if args.regex else words,
+            pattern=words if args.regex else None,
+            limit=args.limit,
+            role=args.role,
+            tool=args.tool,
+            requests=args.requests,
+        )
+        found += [(m, saved.places) for m in matches]
+    if args.regex:
+        found = found[-args.limit :]
+    else:
+        found = sorted(found, key=lambda pair: -pair[0].score)[: args.limit]
+    _print(found, args.json)
     return 0
 
 
