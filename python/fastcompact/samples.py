@@ -30,7 +30,11 @@ import random
 from importlib import resources
 from typing import Any
 
-__all__ = ["SESSIONS", "coding_session", "load_session", "session_files"]
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+
+__all__ = ["SESSIONS", "OfflineChatModel", "coding_session", "load_session", "session_files"]
 
 SESSIONS = ("coding", "research", "chat")
 """The bundled sessions, by name."""
@@ -231,3 +235,41 @@ def coding_session(n_messages: int, seed: int = 0) -> list[Any]:
             input_tokens += len(result) // 4
             add(ToolMessage(content=result, tool_call_id=call["id"], name=call["name"]))
     return out
+
+
+class OfflineChatModel(BaseChatModel):
+    """A chat model that answers with no network and no key, for trying fastcompact's
+    examples as they are pasted: it answers a request with ``Done:`` and the request's
+    opening words, calls no tool, writes a short summary when the middleware asks for
+    one, and reports usage as a provider does. Swap in a real model
+    (``init_chat_model("anthropic:claude-sonnet-4-6")``) for real work.
+
+    Examples:
+        >>> from langchain_core.messages import HumanMessage
+        >>> from fastcompact.samples import OfflineChatModel
+        >>> reply = OfflineChatModel().invoke([HumanMessage("What is the staging port?")])
+        >>> reply.content, reply.usage_metadata["input_tokens"] > 0
+        ('Done: What is the staging port?', True)
+    """
+
+    @property
+    def _llm_type(self) -> str:
+        return "offline"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> OfflineChatModel:
+        return self
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
+        from fastcompact import count_tokens
+
+        asked = next((m for m in reversed(messages) if m.type == "human"), None)
+        words = " ".join(str(asked.text if asked is not None else "").split())
+        summary = "fastcompact:summary" in (getattr(run_manager, "tags", None) or [])
+        text = f"Done: {words[:80]}"
+        if summary:
+            text = "The user asked for work; it went as the transcript shows."
+        sent = count_tokens(messages)
+        usage = {"input_tokens": sent, "output_tokens": 20, "total_tokens": sent + 20}
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(text, usage_metadata=usage))])
