@@ -75,6 +75,7 @@ NO_MKDOCS_2_WARNING=1 mkdocs build --strict --quiet -d "$(mktemp -d)"
 
 echo "== fuzz (a short run; see docs/reliability.md for the long one)"
 python fuzz/fuzz_inputs.py --iterations 300
+python fuzz/fuzz_search.py --iterations 12
 
 echo "== the wheel: stable ABI, platform tag, a Rust-free install, the sdist"
 abi3audit --strict --report "$WHEEL"
