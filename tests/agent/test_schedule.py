@@ -65,6 +65,29 @@ def test_the_summary_request_starts_with_the_agents_previous_input(tmp_path: Pat
     assert "Summary 1" in event["summary_message"].content
 
 
+class MarkedCacheModel(ScriptedChatModel):
+    """A scripted model that caches prompts as Anthropic's do, at marked blocks."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "anthropic-chat"
+
+
+def test_a_model_that_caches_at_marks_gets_the_memory_in_blocks_and_its_summary_the_same(tmp_path: Path):
+    model = MarkedCacheModel(profile={"max_input_tokens": 12_000})
+    _until_summarized(
+        tmp_path, model, CompactionConfig(summarizer="model"), lambda: len(model.summary_requests) > 1
+    )
+    assert len(model.summary_requests) > 1, "no second summary was asked"
+    request, before = model.summary_requests[1], model.calls[model.summary_at[1] - 1]
+    memory = next(m for m in before if m.type == "human" and isinstance(m.content, list))
+    # The memory goes a block a part, the last verbatim request marked for the cache...
+    assert len(memory.content) > 2 and "cache_control" in memory.content[-2]
+    assert not any("cache_control" in b for i, b in enumerate(memory.content) if i != len(memory.content) - 2)
+    # ...and the summary request starts with the agent's input as it was sent.
+    assert all(_same(a, b) for a, b in zip(before, request[: len(before)], strict=True))
+
+
 def test_a_separate_summary_model_gets_its_own_prompt(tmp_path: Path):
     agent_model = ScriptedChatModel(profile={"max_input_tokens": 12_000})
     writer = ScriptedChatModel()

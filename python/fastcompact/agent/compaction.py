@@ -319,6 +319,8 @@ def _in_place(
         bound = model.bind(**settings) if settings else model
     system = [request.system_message] if request.system_message is not None else []
     sent, instruction = _in_place_input(setup, request, turn, draft, brief)
+    # As the agent's calls send it, so that the provider finds it in its cache.
+    sent = summarize.cache_marked(model, sent)
     return (yield from summarize.summarize_in_place(bound, [*system, *sent], instruction, **kwargs))
 
 
