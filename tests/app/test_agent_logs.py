@@ -211,10 +211,18 @@ def test_a_swe_agent_trajectory_names_each_result_s_call(tmp_path: Path) -> None
     assert [m["role"] for m in _core.normalize(messages)] == ["system", "human", "ai", "tool"]
 
 
-def test_inspect_says_whose_log_it_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_inspect_says_whose_log_it_read_and_counts_by_its_usage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = _jsonl(tmp_path / "session.jsonl", claude_code_log())
     assert main(["inspect", str(path)]) == 0
-    assert f"{path} (Claude Code session): 6 messages" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"{path} (Claude Code session): 6 messages" in out
+    # The call reported 1,003 tokens sent (cache reads and writes among them).
+    report = fastcompact.inspect(fastcompact.read_transcript(path))
+    assert report.usage_tokens is not None and report.usage_tokens > 1_003 > report.total_tokens
+    assert f"{report.usage_tokens:,} by the usage its last call reported" in out
+    assert fastcompact.inspect([("human", "hi"), ("ai", "hello")]).usage_tokens is None
 
 
 def test_what_is_no_conversation_is_an_input_error(tmp_path: Path) -> None:

@@ -85,6 +85,10 @@ class Report:
     #: The tools that take a large share of the tokens and that clearing does not
     #: know, with their shares, largest first.
     unclearable: list[tuple[str, float]] = field(default_factory=list)
+    #: The size anchored on the newest usage a call reported in the conversation (what
+    #: that call was sent, the messages after it estimated), as the agent counts;
+    #: ``None`` when no call reports one.
+    usage_tokens: int | None = None
 
     def notes(self) -> list[str]:
         """What the figures cannot show: text the heuristic undercounts, and large tools
@@ -112,7 +116,10 @@ class Report:
             >>> fastcompact.inspect([("human", "hi")], model="claude-sonnet-4-6").counted()
             "heuristic, as claude-sonnet-4-6's provider counts"
         """
-        return f"{self.encoding}, as {self.model}'s provider counts" if self.model else self.encoding
+        how = f"{self.encoding}, as {self.model}'s provider counts" if self.model else self.encoding
+        if self.usage_tokens is not None:
+            how += f"; {self.usage_tokens:,} by the usage its last call reported"
+        return how
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data."""
@@ -120,6 +127,7 @@ class Report:
             "source": self.source,
             "messages": self.messages,
             "encoding": self.encoding,
+            "usage_tokens": self.usage_tokens,
             "model": self.model,
             "total_tokens": self.total_tokens,
             "system_and_tools": self.system_and_tools,
@@ -307,7 +315,11 @@ def inspect(
     triggers = list(resolved["trigger"])
     kept_policy = tuple(resolved["keep"])
     breakdown = token_breakdown(msgs, encoding=encoding, model=model)
-    fires = should_compact(msgs, triggers, max_input_tokens=max_input_tokens, encoding=encoding, model=model)
+    # As the agent counts: anchored on the newest usage a call reported, when one did.
+    anchored = count_tokens(msgs, encoding=encoding, model=model, use_usage=True)
+    fires = should_compact(
+        msgs, triggers, max_input_tokens=max_input_tokens, encoding=encoding, model=model, use_usage=True
+    )
     cutoff = find_cutoff(msgs, kept_policy, max_input_tokens, encoding=encoding, model=model)
     return Report(
         messages=len(msgs),
@@ -328,6 +340,7 @@ def inspect(
         cjk_share=cjk_share(msgs) if encoding == "heuristic" else 0.0,
         model=None if model is None else _model_name(model),
         unclearable=_unclearable(breakdown.per_tool, breakdown.total, cfg.clearing.tools),
+        usage_tokens=anchored if anchored != breakdown.total else None,
     )
 
 
