@@ -15,8 +15,9 @@ times the room; the summary model is the agent's, billed in the same cache (see
 
 Printed for each transcript and side: the calls, those refused or failed, the peak
 input, the bill (Anthropic's prices, in millions of input-token prices, summary calls
-included) and its ratio to the cheaper peer, and what stays in view: the share of the
-user's messages whose opening words are in the model's last input.
+included) and its ratio to the cheaper peer that gave up no turn, and what stays in
+view: the share of the user's messages (an earlier compactor's summary in the log
+aside) whose opening words are in the model's last input.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fastcompact
 from bench_session import _stack
 from deepagents.backends import FilesystemBackend
+from fastcompact.agent.summarize import is_summary
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import InjectedToolCallId, StructuredTool
@@ -182,7 +184,9 @@ def replay(path: str, side: str, room: float) -> Outcome:
                 failed += 1
     calls = provider.agent_calls()
     last = "\n".join(message_text(m) for m in calls[-1].messages) if calls else ""
-    openings = [" ".join(r.split()[:OPENING_WORDS]) for r in recording.requests]
+    # An earlier compactor's summary in the log (Claude Code writes one) is no request.
+    asked = [r for r in recording.requests if not is_summary(HumanMessage(r))]
+    openings = [" ".join(r.split()[:OPENING_WORDS]) for r in asked]
     flat = " ".join(last.split())
     in_view = sum(1 for o in openings if o and o in flat) / max(len(openings), 1)
     bill = sum(c.cost("anthropic") for c in provider.calls) / 1e6
