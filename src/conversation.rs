@@ -116,7 +116,10 @@ pub const RECHECK_SWEEP: usize = 64;
 /// edited in place (its `content` reassigned, a content list or `tool_calls`
 /// mutated). Such an edit to one of the `RECHECK_NEWEST` newest entries is caught at
 /// once; to an older one, within `len / RECHECK_SWEEP` calls, when the sweep reaches
-/// it. Callers whose messages may be edited in place check every entry instead.
+/// it. Callers whose messages may be edited in place check every entry's content
+/// object too (a reassigned `content` caught at once); what the older ones' calls and
+/// content lists hold is walked only as the sweep reaches them, since walking every
+/// one made a warm call at 10,000 messages five times slower.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Recheck {
     pub newest_from: usize,

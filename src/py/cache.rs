@@ -84,10 +84,13 @@ impl Entry {
 
     /// Whether `item` is the message counted here, still holding the same content
     /// object (a content reassigned in place is counted again).
+    /// With `nested`, also that what its calls and content list hold is as it was
+    /// (see `nested_print`).
     pub(super) fn still_matches(
         &self,
         item: &Bound<'_, PyAny>,
         content_key: &Bound<'_, PyString>,
+        nested: bool,
     ) -> bool {
         let py = item.py();
         if !self.obj.bind(py).is(item) {
@@ -103,7 +106,7 @@ impl Entry {
                 let d = d.bind(py);
                 let now = content_ptr(d, content_key);
                 (now == held || (held.is_null() && now == py.None().as_ptr()))
-                    && (self.nested == 0 || nested_print(d) == self.nested)
+                    && (!nested || self.nested == 0 || nested_print(d) == self.nested)
             }
             // Same address as the object we hold: it is that object.
             None => {
@@ -131,7 +134,7 @@ impl Entry {
         }
         // The old object edited in place since it was read: what the entry holds is of
         // what it was, whatever it equals now.
-        if !self.still_matches(&old, content_key) {
+        if !self.still_matches(&old, content_key, true) {
             return false;
         }
         let old = &old;
@@ -254,19 +257,33 @@ fn content_ptr(d: &Bound<'_, PyDict>, key: &Bound<'_, PyString>) -> *mut pyo3::f
 /// never their text (a long argument costs what a short one does). Python values
 /// are immutable or these containers, so an edit in place changes an address or a
 /// length on the way. 0 when the message has neither.
+///
+/// It runs for every message with calls on every warm call, so it only reads: the
+/// references it walks are borrowed, and no refcount is written (a write per object
+/// touched made the warm count at 10,000 messages several times slower).
 fn nested_print(fields: &Bound<'_, PyDict>) -> u64 {
+    use pyo3::ffi;
+    use std::hash::Hasher;
     let py = fields.py();
     let mut h = crate::passes::FastHasher::default();
     let mut any = false;
     for key in [intern!(py, "tool_calls"), intern!(py, "content")] {
-        if let Ok(Some(v)) = fields.get_item(key) {
-            if v.is_instance_of::<PyList>() && !v.cast::<PyList>().is_ok_and(|l| l.is_empty()) {
-                walk_addresses(&v, &mut h, 0);
-                any = true;
-            }
+        // SAFETY: `fields` is a live dict and `key` a live str, with the GIL held.
+        // PyDict_GetItemWithError returns a borrowed pointer (or null; with a str key
+        // no exception is set but by a failed hash, which cannot happen) that stays
+        // valid while the dict is not changed, and nothing below runs Python code.
+        let v = unsafe { ffi::PyDict_GetItemWithError(fields.as_ptr(), key.as_ptr()) };
+        if v.is_null() {
+            let _ = PyErr::take(py);
+            continue;
+        }
+        // SAFETY: `v` is a live object (borrowed above).
+        if unsafe { ffi::PyList_Check(v) } != 0 && unsafe { ffi::PyList_Size(v) } > 0 {
+            // SAFETY: as above; see `walk_addresses`.
+            unsafe { walk_addresses(v, &mut h, 0) };
+            any = true;
         }
     }
-    use std::hash::Hasher;
     if any {
         h.finish() | 1
     } else {
@@ -276,28 +293,48 @@ fn nested_print(fields: &Bound<'_, PyDict>) -> u64 {
 
 /// Feed `h` the address and length of `v` and, for a list, tuple or dict, of what it
 /// holds (`MAX_NESTING` deep).
-fn walk_addresses(v: &Bound<'_, PyAny>, h: &mut crate::passes::FastHasher, depth: usize) {
+///
+/// # Safety
+/// `v` must be a live object, the GIL held, and no Python code run while the walk
+/// lasts: every pointer it reads is borrowed from its container, valid only while the
+/// containers stay as they are. The functions it calls (type checks, sizes,
+/// `PyDict_Next`, `PyList_GetItem`, `PyTuple_GetItem`) run none.
+unsafe fn walk_addresses(
+    v: *mut pyo3::ffi::PyObject,
+    h: &mut crate::passes::FastHasher,
+    depth: usize,
+) {
+    use pyo3::ffi;
     use std::hash::Hasher;
     const MAX_NESTING: usize = 32;
-    h.write_usize(v.as_ptr() as usize);
+    h.write_usize(v as usize);
     if depth >= MAX_NESTING {
         return;
     }
-    if let Ok(d) = v.cast::<PyDict>() {
-        h.write_usize(d.len());
-        for (k, item) in d.iter() {
-            h.write_usize(k.as_ptr() as usize);
-            walk_addresses(&item, h, depth + 1);
+    if ffi::PyDict_Check(v) != 0 {
+        h.write_usize(ffi::PyDict_Size(v) as usize);
+        let (mut pos, mut k, mut item) = (0, std::ptr::null_mut(), std::ptr::null_mut());
+        while ffi::PyDict_Next(v, &mut pos, &mut k, &mut item) != 0 {
+            h.write_usize(k as usize);
+            walk_addresses(item, h, depth + 1);
         }
-    } else if let Ok(l) = v.cast::<PyList>() {
-        h.write_usize(l.len());
-        for item in l.iter() {
-            walk_addresses(&item, h, depth + 1);
+    } else if ffi::PyList_Check(v) != 0 {
+        let n = ffi::PyList_Size(v);
+        h.write_usize(n as usize);
+        for i in 0..n {
+            let item = ffi::PyList_GetItem(v, i);
+            if !item.is_null() {
+                walk_addresses(item, h, depth + 1);
+            }
         }
-    } else if let Ok(t) = v.cast::<PyTuple>() {
-        h.write_usize(t.len());
-        for item in t.iter() {
-            walk_addresses(&item, h, depth + 1);
+    } else if ffi::PyTuple_Check(v) != 0 {
+        let n = ffi::PyTuple_Size(v);
+        h.write_usize(n as usize);
+        for i in 0..n {
+            let item = ffi::PyTuple_GetItem(v, i);
+            if !item.is_null() {
+                walk_addresses(item, h, depth + 1);
+            }
         }
     }
 }
@@ -429,8 +466,9 @@ pub struct Want {
     pub args: WholeArgs,
     /// The usage the message reports.
     pub usage: bool,
-    /// Check every message's content, not only the newest and a sweep's (see
-    /// `conversation::Recheck`).
+    /// Check every message's content object, not only the newest and a sweep's (see
+    /// `conversation::Recheck`); what its calls and content list hold is walked for
+    /// those alone either way.
     pub recheck_all: bool,
 }
 
@@ -468,7 +506,7 @@ pub fn read_with_cache(
     let same = cached.unchanged_prefix(|i| item_address(list, i));
     let skip = Skip {
         same,
-        recheck: (!want.recheck_all).then(|| cached.rechecked(same)),
+        recheck: cached.rechecked(same),
         // Every entry was read for at least what this call wants: none need be asked.
         all_satisfy: read_before & want.bits() == want.bits()
             && (!want.message || cached.whole_args <= want.args),
@@ -503,16 +541,33 @@ pub fn read_with_cache(
 struct Skip {
     /// The leading entries whose objects are still the list's items.
     same: usize,
-    /// Of those, the ones to check further (`None`: all of them).
-    recheck: Option<crate::conversation::Recheck>,
+    /// Of those, the ones to check in full.
+    recheck: crate::conversation::Recheck,
     /// Every entry was read for at least what this call wants.
     all_satisfy: bool,
 }
 
+/// How far a read looks at an item.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Look {
+    /// Not at all: its entry stands.
+    Pass,
+    /// Its content object only (`Want::recheck_all`).
+    Content,
+    /// In full: the object, its content and what its calls and content list hold.
+    Full,
+}
+
 impl Skip {
-    fn passes(&self, i: usize, update: &crate::conversation::Update<Entry>, want: Want) -> bool {
-        let unchanged = i < self.same && self.recheck.as_ref().is_some_and(|r| !r.contains(i));
-        unchanged && (self.all_satisfy || update.entry(i).is_some_and(|e| want.satisfied_by(e)))
+    fn look(&self, i: usize, update: &crate::conversation::Update<Entry>, want: Want) -> Look {
+        let unchanged = i < self.same && !self.recheck.contains(i);
+        let satisfied =
+            || self.all_satisfy || update.entry(i).is_some_and(|e| want.satisfied_by(e));
+        match (unchanged && satisfied(), want.recheck_all) {
+            (true, false) => Look::Pass,
+            (true, true) => Look::Content,
+            (false, _) => Look::Full,
+        }
     }
 }
 
@@ -538,12 +593,13 @@ fn read_items(
                 break;
             }
         }
-        if skip.passes(i, update, want) {
+        let look = skip.look(i, update, want);
+        if look == Look::Pass {
             i += 1;
             continue;
         }
         let Ok(item) = list.get_item(i) else { break };
-        if !still_holds(update, i, &item, want, content_key) {
+        if !still_holds(update, i, &item, want, content_key, look == Look::Full) {
             let (entry, skeleton) =
                 read_entry(&item, want, |m| fresh.push((i, m))).map_err(|e| e.at(i))?;
             update.put(i, entry, item.as_ptr() as usize, skeleton);
@@ -563,11 +619,12 @@ fn still_holds(
     item: &Bound<'_, PyAny>,
     want: Want,
     content_key: &Bound<'_, PyString>,
+    nested: bool,
 ) -> bool {
     let Some(e) = update.entry_mut(i).filter(|e| want.satisfied_by(e)) else {
         return false;
     };
-    if e.still_matches(item, content_key) {
+    if e.still_matches(item, content_key, nested) {
         return true;
     }
     if e.adopt_equal(item, content_key) {

@@ -106,6 +106,20 @@ def test_the_newest_messages_edited_in_place_are_caught_at_once() -> None:
         assert _core.count_tokens(msgs, _STATE) == _core.count_tokens(msgs, _cold_opts())
 
 
+def test_arguments_changed_inside_are_caught_at_once_in_the_newest_and_within_a_sweep_in_older() -> None:
+    msgs = coding_session(1_000, seed=15)
+    called = [i for i, m in enumerate(msgs) if getattr(m, "tool_calls", None)]
+    exact = counting_options({"cache_key": "args-inside"}, "count_tokens")
+    _core.count_tokens(msgs, exact)
+    newest, oldest = called[-1], called[0]
+    msgs[newest].tool_calls[0]["args"]["file_path"] = "a/much/longer/path/than/before.py"
+    assert _core.count_tokens(msgs, exact) == _core.count_tokens(msgs, _cold_opts())
+    msgs[oldest].tool_calls[0]["args"]["file_path"] = "another/much/longer/path/than/before.py"
+    truth = _core.count_tokens(msgs, _cold_opts())
+    seen = [_core.count_tokens(msgs, exact) for _ in range(_sweep_calls(len(msgs)))]
+    assert seen[-1] == truth and seen[0] != truth
+
+
 def test_an_older_message_edited_in_place_is_caught_within_a_sweep() -> None:
     """What the identity check misses, the sweep finds within len / RECHECK_SWEEP calls;
     a caller that edits messages in place (the default options) is exact at once."""
@@ -179,9 +193,10 @@ def _edit_in_place(msgs: list[Any], op: str, pick: int) -> list[Any]:
     )
 )
 def test_a_view_after_edits_in_place_repeats_and_shared_objects_is_the_cold_one(ops: list[Any]) -> None:
-    """A caller that edits its messages in place (contents, content lists, a call's
-    arguments replaced or changed inside), repeats a message object, or shares objects
-    with another conversation gets, warm, the view a cold call builds."""
+    """A caller that edits its messages in place (contents and content lists at once; a
+    call's arguments replaced or changed inside, once the sweep has reached the
+    message), repeats a message object, or shares objects with another conversation
+    gets, warm, the view a cold call builds."""
     msgs = coding_session(400, seed=7)
     other = list(msgs[:200])
     view = fastcompact.model_view(msgs, max_input_tokens=30_000, cache_key="edited")[0]
@@ -193,9 +208,17 @@ def test_a_view_after_edits_in_place_repeats_and_shared_objects_is_the_cold_one(
             assert _seen(warm) == _seen(cold)
         else:
             msgs = _edit_in_place(msgs, op, pick)
-        view = fastcompact.model_view(msgs, max_input_tokens=30_000, cache_key="edited")[0]
+        # What a call's arguments hold is walked as the sweep reaches the message.
+        calls = _sweep_calls(len(msgs)) if op in ("args", "args_key") else 1
+        for _ in range(calls):
+            view = fastcompact.model_view(msgs, max_input_tokens=30_000, cache_key="edited")[0]
         cold = fastcompact.model_view(msgs, max_input_tokens=30_000, cache_key=f"cold-{next(_fresh)}")[0]
         assert _seen(view) == _seen(cold)
+
+
+def _sweep_calls(n: int) -> int:
+    """The warm calls within which the sweep reaches every older message of ``n``."""
+    return -(-(n - RECHECK_NEWEST) // RECHECK_SWEEP) + 1
 
 
 def test_a_copy_equal_to_a_message_edited_since_it_was_read_is_read_anew() -> None:

@@ -131,7 +131,9 @@ def counting_options(
     """The core's counting options from a helper's keywords (any left out take their
     defaults). ``in_place_edits=False`` for messages from graph state, which are
     replaced rather than edited in place: a warm call then rechecks the content of
-    the newest messages and of a rotating few, not of every one. ``remember=False``
+    the newest messages and of a rotating few, not of every one (with ``True``, every
+    message's content object is checked too; what calls and content lists hold, only
+    the newest and the rotating few's either way). ``remember=False``
     for a one-off count of a list built for the occasion (a slice, a candidate view):
     the cache keeps conversations, and such a list would take one's place."""
     _check_keywords(options, CountingOptions, where)
