@@ -115,7 +115,12 @@ fn entries(line: &str) -> Vec<ledger::Entry> {
                 entry(&format!("- [{tag}] {words}"))
             })
             .map(|mut e| {
-                e.text = format!("{topic}: {}", e.text);
+                // The topic says what kind of statement it is; a member read back a
+                // second time opens with it already, and taking it again would push a
+                // subject word out of the line at each reading.
+                if !e.text.starts_with(topic) {
+                    e.text = format!("{topic}: {}", e.text);
+                }
                 e
             })
             .collect(),
