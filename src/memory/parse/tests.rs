@@ -192,3 +192,33 @@ fn merged_statements_read_back_one_by_one_and_hidden_ones_stay_in_the_archive() 
     let back = parse(&render(&m, Ways { recall: true })).expect("ours");
     assert!(back.ledger.len() < 40 && back.ledger.last().is_some_and(|e| e.number == 40));
 }
+
+#[test]
+fn a_merged_line_read_back_again_and_again_stays_as_it_was() {
+    let mut m = Memory::default();
+    let text = "The goal now includes the refunds report, ticket SDE-4511.";
+    crate::memory::ledger::take_in(&mut m.ledger, 1, None, text);
+    crate::memory::ledger::fit(&mut m.ledger, 0, crate::memory::ledger::press::MERGED, 4.0);
+    let first = render(&m, Ways { recall: true });
+    let mut shown = first.clone();
+    for _ in 0..4 {
+        let mut back = parse(&shown).expect("ours");
+        crate::memory::ledger::fit(
+            &mut back.ledger,
+            0,
+            crate::memory::ledger::press::MERGED,
+            4.0,
+        );
+        shown = render(&back, Ways { recall: true });
+    }
+    let line = |t: &str| {
+        t.lines()
+            .find(|l| l.contains("SDE-4511"))
+            .map(str::to_owned)
+    };
+    assert!(
+        line(&first).is_some_and(|l| l.contains("goal includes refunds")),
+        "{first}"
+    );
+    assert_eq!(line(&shown), line(&first), "{first}\n---\n{shown}");
+}
