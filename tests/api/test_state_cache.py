@@ -192,6 +192,7 @@ def _edit_in_place(msgs: list[Any], op: str, pick: int) -> list[Any]:
         max_size=8,
     )
 )
+@example(ops=[("share", 0), ("args", 28), ("share", 0)])
 def test_a_view_after_edits_in_place_repeats_and_shared_objects_is_the_cold_one(ops: list[Any]) -> None:
     """A caller that edits its messages in place (contents and content lists at once; a
     call's arguments replaced or changed inside, once the sweep has reached the
@@ -200,16 +201,20 @@ def test_a_view_after_edits_in_place_repeats_and_shared_objects_is_the_cold_one(
     msgs = coding_session(400, seed=7)
     other = list(msgs[:200])
     view = fastcompact.model_view(msgs, max_input_tokens=30_000, cache_key="edited")[0]
+    # What a call's arguments hold is walked as the sweep reaches the message, in each
+    # conversation that holds it.
+    inside = False
     for op, pick in ops:
+        inside = inside or op in ("args", "args_key")
         if op == "share":
             other = [*other, msgs[pick % len(msgs)]]
-            warm = fastcompact.model_view(other, max_input_tokens=30_000, cache_key="edited-other")[0]
+            for _ in range(_sweep_calls(len(other)) if inside else 1):
+                warm = fastcompact.model_view(other, max_input_tokens=30_000, cache_key="edited-other")[0]
             cold = fastcompact.model_view(other, max_input_tokens=30_000, cache_key=f"cold-{next(_fresh)}")[0]
             assert _seen(warm) == _seen(cold)
         else:
             msgs = _edit_in_place(msgs, op, pick)
-        # What a call's arguments hold is walked as the sweep reaches the message.
-        calls = _sweep_calls(len(msgs)) if op in ("args", "args_key") else 1
+        calls = _sweep_calls(len(msgs)) if inside else 1
         for _ in range(calls):
             view = fastcompact.model_view(msgs, max_input_tokens=30_000, cache_key="edited")[0]
         cold = fastcompact.model_view(msgs, max_input_tokens=30_000, cache_key=f"cold-{next(_fresh)}")[0]
