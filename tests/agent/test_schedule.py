@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 from typing import Any
@@ -119,6 +120,18 @@ def _reading_script(messages: list[BaseMessage]) -> AIMessage:
     return AIMessage("Ready.")
 
 
+def _numbered(script: Any) -> Any:
+    """``script`` with its answers' ids numbered in order: the same in every run (a
+    run id differs each time, and the memory names answers by id, so a few tokens
+    would move from run to run)."""
+    count = itertools.count()
+
+    def numbered(messages: list[BaseMessage]) -> AIMessage:
+        return script(messages).model_copy(update={"id": f"answer-{next(count)}"})
+
+    return numbered
+
+
 def _priced_agent(tmp_path: Path, model: Any, **config: Any) -> Any:
     for k in range(40):
         lines = (f"file {k} line {i} " + "data " * 12 for i in range(80))
@@ -171,10 +184,10 @@ def test_the_schedules_counts_take_no_conversations_place_in_the_cache(tmp_path:
 
 
 def _priced_session(tmp_path: Path) -> tuple[list[int], int]:
-    """How many messages every agent call of a priced reading session sees (ids are
-    random, so token counts move by a few), and the cut of its last compaction."""
+    """How many messages every agent call of a priced reading session sees, and the
+    cut of its last compaction."""
     tmp_path.mkdir()
-    model = ProviderChatModel(script=_reading_script, profile={"max_input_tokens": 1_000_000})
+    model = ProviderChatModel(script=_numbered(_reading_script), profile={"max_input_tokens": 1_000_000})
     agent = _priced_agent(tmp_path, model, summarizer="digest")
     cfg = {"configurable": {"thread_id": "floor"}}
     for k in range(30):
