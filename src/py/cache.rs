@@ -318,22 +318,24 @@ unsafe fn walk_addresses(
             h.write_usize(k as usize);
             walk_addresses(item, h, depth + 1);
         }
-    } else if ffi::PyList_Check(v) != 0 {
-        let n = ffi::PyList_Size(v);
-        h.write_usize(n as usize);
-        for i in 0..n {
-            let item = ffi::PyList_GetItem(v, i);
-            if !item.is_null() {
-                walk_addresses(item, h, depth + 1);
-            }
-        }
-    } else if ffi::PyTuple_Check(v) != 0 {
-        let n = ffi::PyTuple_Size(v);
-        h.write_usize(n as usize);
-        for i in 0..n {
-            let item = ffi::PyTuple_GetItem(v, i);
-            if !item.is_null() {
-                walk_addresses(item, h, depth + 1);
+    } else {
+        type Sized = unsafe extern "C" fn(*mut ffi::PyObject) -> ffi::Py_ssize_t;
+        type Item = unsafe extern "C" fn(*mut ffi::PyObject, ffi::Py_ssize_t) -> *mut ffi::PyObject;
+        let sequence: Option<(Sized, Item)> = if ffi::PyList_Check(v) != 0 {
+            Some((ffi::PyList_Size, ffi::PyList_GetItem))
+        } else if ffi::PyTuple_Check(v) != 0 {
+            Some((ffi::PyTuple_Size, ffi::PyTuple_GetItem))
+        } else {
+            None
+        };
+        if let Some((size, item_at)) = sequence {
+            let n = size(v);
+            h.write_usize(n as usize);
+            for i in 0..n {
+                let item = item_at(v, i);
+                if !item.is_null() {
+                    walk_addresses(item, h, depth + 1);
+                }
             }
         }
     }

@@ -292,10 +292,8 @@ def _memory_options(setup: Setup, turn: Turn, draft: Draft, path: str | None) ->
 
 
 def _summary(made: memory.Remembered, draft: Draft, *, by_model: bool) -> Summary:
-    parts = memory.parts(made.memory, recall=draft.recall)
     return Summary(
-        text="".join(parts),
-        parts=parts,
+        parts=memory.parts(made.memory, recall=draft.recall),
         memory=made.memory,
         by_model=by_model,
         folded=made.folded,

@@ -105,13 +105,16 @@ class Summary:
     are in it, how many requests left the verbatim layer, and the notes the archive
     file must take whole when they were cut for space."""
 
-    text: str
+    # The memory's text in parts, the steadiest first (see ``memory.parts``).
+    parts: tuple[str, ...]
     memory: dict[str, Any]
     by_model: bool = False
     folded: int = 0
     notes_to_save: str | None = None
-    # ``text`` in parts, the steadiest first (see ``memory.parts``).
-    parts: tuple[str, ...] = ()
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
 
 
 def valid_event(event: Any, n: int) -> dict[str, Any] | None:

@@ -502,12 +502,17 @@ def cache_marked(model: Any, view: list[Any]) -> list[Any]:
     """
     if not caches_at_marks(model):
         return view
+    # A summary opens the view, after any system message: no further look is needed
+    # (this runs on every call).
     for i, message in enumerate(view):
+        if getattr(message, "type", None) == "system":
+            continue
         parts = blocks_of(message) if is_summary(message) else None
-        if parts is not None:
-            blocks: list[dict[str, Any]] = [{"type": "text", "text": p} for p in parts]
-            blocks[-2]["cache_control"] = {"type": "ephemeral"}
-            return [*view[:i], message.model_copy(update={"content": blocks}), *view[i + 1 :]]
+        if parts is None:
+            return view
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": p} for p in parts]
+        blocks[-2]["cache_control"] = {"type": "ephemeral"}
+        return [*view[:i], message.model_copy(update={"content": blocks}), *view[i + 1 :]]
     return view
 
 
