@@ -9,7 +9,7 @@ use crate::calibration::{anchored_total, Anchored, Calibration};
 use crate::config::PlanConfig;
 use crate::cutoff::{any_clause_fires, find_cutoff, Clause, PairShape, Size};
 use crate::economics::Batch;
-use crate::message::Message;
+use crate::message::{Message, Role};
 use crate::passes::{
     self, Change, Edit, EditKeys, FastHasher, Memos, Pass, SettledRun, Skeleton, View,
 };
@@ -47,6 +47,9 @@ pub struct Plan {
     pub batch_at: Option<usize>,
     /// The tool results whose call is in no earlier message (a provider refuses them).
     pub orphans: Vec<usize>,
+    /// The user messages that answer several calls at once (Anthropic's shape after
+    /// parallel calls): the passes reach their results only one a message.
+    pub parallel: Vec<usize>,
 }
 
 /// The inputs of one turn's plan.
@@ -376,7 +379,18 @@ fn plan_with(input: PlanInput<'_, '_>, memo: &Memos, cfg: &PlanConfig) -> Plan {
             .filter(|r| r.caller.is_none())
             .map(|r| r.index)
             .collect(),
+        parallel: parallel_results(&input.msgs, skeletons),
     }
+}
+
+/// The user messages holding more than one tool result; a glance at each skeleton
+/// rules out the rest.
+fn parallel_results(msgs: &[&Message], skeletons: &[Skeleton]) -> Vec<usize> {
+    let may = |s: &Skeleton| s.role == Role::Human && s.may_have_blocks();
+    (skeletons.iter().zip(msgs).enumerate())
+        .filter(|(_, (s, m))| may(s) && m.result_ids().len() > 1)
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// Which messages are a placeholder already (a cleared result stays cleared).
@@ -530,5 +544,33 @@ impl Truth<'_> {
             }
             _ => anchored_total(self.fixed, tokens, usage, self.min_anchor, self.prior),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{Block, Content};
+    use serde_json::json;
+
+    fn results(ids: &[&str]) -> Message {
+        let block = |id: &str| Block::Other {
+            kind: "tool_result".into(),
+            value: json!({"type": "tool_result", "tool_use_id": id, "content": "out"}),
+        };
+        Message {
+            role: Role::Human,
+            content: Content::Blocks(ids.iter().map(|id| block(id)).collect()),
+            ..Message::default()
+        }
+    }
+
+    #[test]
+    fn only_a_user_message_of_several_results_answers_in_parallel() {
+        let text = Message::text(Role::Human, "hi");
+        let (one, two) = (results(&["a"]), results(&["b", "c"]));
+        let msgs = [&text, &one, &two];
+        let skeletons: Vec<Skeleton> = msgs.iter().map(|m| Skeleton::of(m)).collect();
+        assert_eq!(parallel_results(&msgs, &skeletons), vec![2]);
     }
 }

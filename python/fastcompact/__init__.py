@@ -44,6 +44,7 @@ from fastcompact.api.cutoffs import (
     should_compact,
     state_cutoff,
 )
+from fastcompact.api.parallel import one_result_a_message
 from fastcompact.api.passes import (
     Edit,
     PassStats,
@@ -185,6 +186,7 @@ __all__ = [
     "leading_system",
     "model_view",
     "normalize",
+    "one_result_a_message",
     "partition",
     "plan",
     "read_transcript",

@@ -325,6 +325,11 @@ class PlanOutcome:
         """The tool results whose call is in no earlier message, by index (a provider
         refuses a request holding one)."""
     @property
+    def parallel(self) -> list[int]:
+        """The user messages that answer several tool calls at once (Anthropic's shape
+        after parallel calls), by index: the passes reach their results once they are
+        one a message (``fastcompact.one_result_a_message``)."""
+    @property
     def view(self) -> list[Any] | None:
         """The edited view, when ``plan`` was given ``make_edited``."""
     @property

@@ -91,6 +91,11 @@ impl Skeleton {
         (self.text_len != NO_TEXT).then_some(self.text_len as usize)
     }
 
+    /// Whether the content may be a list of blocks; `false` is certain.
+    pub fn may_have_blocks(&self) -> bool {
+        self.text_len == NO_TEXT
+    }
+
     /// Whether the message may hold a placeholder (`starts_as_placeholder` says for
     /// sure); `false` is certain.
     pub fn may_be_placeholder(&self, gap_template: &str) -> bool {

@@ -279,6 +279,8 @@ pub(super) struct PlanOutcome {
     pub(super) batch_at: Option<usize>,
     /// Tool results whose call is in no earlier message, by index.
     pub(super) orphans: Vec<usize>,
+    /// User messages that answer several calls at once, by index.
+    pub(super) parallel: Vec<usize>,
     /// The model view (when asked for), or where the tokens go (when not).
     pub(super) view: Option<Py<PyAny>>,
     pub(super) breakdown: Option<Py<Breakdown>>,
@@ -324,6 +326,7 @@ impl PlanOutcome {
             settled: plan.settled,
             batch_at: plan.batch_at,
             orphans: plan.orphans.clone(),
+            parallel: plan.parallel.clone(),
             view: None,
             breakdown: None,
         })

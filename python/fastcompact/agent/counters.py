@@ -61,6 +61,10 @@ def _priced_request(value: Any) -> list[Any] | None:
     return [request_id, price] if _number(price) is not None else None
 
 
+def _flag(value: Any) -> bool | None:
+    return True if value is True else None
+
+
 def _name(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
@@ -111,6 +115,9 @@ class Counters:
     backoff_until: int | None = None
     archives: int | None = None
     session: str | None = None
+    # The conversation holds a user message of parallel tool results: it is read with one
+    # message a result from then on (see `fastcompact.api.parallel`), so indices agree.
+    split_results: bool | None = None
     # Keys this release does not know, as they were.
     others: dict[str, Any] = dataclasses.field(default_factory=dict)
 
@@ -270,4 +277,5 @@ _READERS: dict[str, Callable[[Any], Any]] = {
     "backoff_until": _count,
     "archives": _count,
     "session": _name,
+    "split_results": _flag,
 }

@@ -27,6 +27,7 @@ from fastcompact.agent.state import (
     window_of,
 )
 from fastcompact.api.cutoffs import cutoff_once
+from fastcompact.api.parallel import one_result_a_message
 from fastcompact.api.passes import edited_message, plan_of, run_plan, view_of
 from fastcompact.config import CompactionConfig, pricing_of, pricing_of_responses
 
@@ -59,13 +60,29 @@ def pricing_for(setup: Setup, model: Any, messages: Sequence[Any] = ()) -> str |
 def read_turn(setup: Setup, request: ModelRequest, window: int | None = None) -> Turn:
     """One model call's reading of the state: the effective view, the cheap passes'
     plan over it, the clock and the price model; a call that cannot be planned sends
-    the effective view as it is."""
+    the effective view as it is. A conversation holding a user message of parallel
+    tool results is read with one message a result, from the first call that sees one
+    on (the counters remember it, so every later index agrees)."""
+    state = request.state if isinstance(request.state, Mapping) else {}
+    counters = Counters.from_state(state.get(STATE_KEY))
     raw = list(request.messages)
+    if counters.split_results:
+        return _read(setup, request, one_result_a_message(raw), counters, window)
+    turn = _read(setup, request, raw, counters, window)
+    if not turn.plan.parallel:
+        return turn
+    counters = Counters.from_state(state.get(STATE_KEY))
+    counters.split_results = True
+    return _read(setup, request, one_result_a_message(raw), counters, window)
+
+
+def _read(
+    setup: Setup, request: ModelRequest, raw: list[Any], counters: Counters, window: int | None
+) -> Turn:
     state = request.state if isinstance(request.state, Mapping) else {}
     event = valid_event(state.get(EVENT_KEY), len(raw))
     prior = event["cutoff_index"] if event else 0
     effective = [event["summary_message"], *raw[prior:]] if event else raw
-    counters = Counters.from_state(state.get(STATE_KEY))
     # The agent's window, remembered for the compaction tool (which has no model).
     window = window_of(request.model) or window
     counters.window_known(window)

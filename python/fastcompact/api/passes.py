@@ -20,6 +20,7 @@ from typing_extensions import Unpack
 import fastcompact._core as _core
 from fastcompact.api import pictures
 from fastcompact.api.copies import with_fields
+from fastcompact.api.parallel import one_result_a_message
 from fastcompact.config import (
     ClearingConfig,
     CollapseConfig,
@@ -100,6 +101,9 @@ class Plan:
     batch_at: int | None = None
     # The tool results whose call is in no earlier message, by index.
     orphans: tuple[int, ...] = ()
+    # The user messages that answer several calls at once, by index: the passes reach
+    # their results once they are one a message (see `one_result_a_message`).
+    parallel: tuple[int, ...] = ()
     # For the picture (filled by `plan()`, before the passes): the largest messages, and
     # the messages' tokens before and from the summary cutoff.
     largest: tuple[MessageTokens, ...] = ()
@@ -180,7 +184,10 @@ def plan(
     ``cache_key`` names the conversation (a thread id) for the cache of per-message
     work; by default the first message's id stands for it. ``encoding``, ``system``,
     ``tools`` and ``model`` are as in :func:`fastcompact.count_tokens`. An unknown
-    keyword is a ``TypeError``.
+    keyword is a ``TypeError``. Edits are made one message a result: a user message of
+    parallel tool results is listed in ``parallel``, and its results are edited once
+    the list is planned through :func:`one_result_a_message` (the pass helpers,
+    :func:`model_view` and the middleware do so themselves).
 
     Examples:
         >>> from fastcompact.samples import coding_session
@@ -218,7 +225,9 @@ def model_view(
     The same as ``apply_edits(messages, plan(messages, ...).edits)``, built in one
     step: an edited message is copied only when its edits differ from the last
     turn's, so a turn costs little more than reading its new messages. The returned
-    plan's ``edits`` is empty (they are applied in the view).
+    plan's ``edits`` is empty (they are applied in the view). A user message of
+    parallel tool results is one message a result in the view, each result edited on
+    its own (see :func:`one_result_a_message`).
 
     Examples:
         >>> from fastcompact.samples import coding_session
@@ -228,7 +237,10 @@ def model_view(
         (True, True)
     """
     _check_keywords(options, PlanOptions, "model_view")
-    raw = run_plan(messages, config, make_edited=edited_message, **options)
+    given = _as_list(messages)
+    raw = run_plan(given, config, make_edited=edited_message, **options)
+    if raw.parallel:
+        raw = run_plan(one_result_a_message(given), config, make_edited=edited_message, **options)
     return view_of(raw), plan_of(raw)
 
 
@@ -324,6 +336,7 @@ def plan_of(raw: _core.PlanOutcome) -> Plan:
         settled=raw.settled,
         batch_at=raw.batch_at,
         orphans=tuple(raw.orphans),
+        parallel=tuple(raw.parallel),
     )
 
 
@@ -532,7 +545,11 @@ def _run_one(messages: Iterable[Any], cfg: CompactionConfig, **kwargs: Any) -> l
     msgs = message_list(messages)
     if not msgs:
         return []
-    return apply_edits(msgs, plan(msgs, cfg, **kwargs).edits)
+    found = plan(msgs, cfg, **kwargs)
+    if found.parallel:
+        msgs = one_result_a_message(msgs)
+        found = plan(msgs, cfg, **kwargs)
+    return apply_edits(msgs, found.edits)
 
 
 def _config(cls: type[T], settings: Mapping[str, Any], **values: Any) -> T:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastcompact.api.agent_logs import read_agent_log
+from fastcompact.api.parallel import one_result_a_message
 
 
 class FileError(Exception):
@@ -117,32 +118,6 @@ def _parse(text: str, path: str) -> tuple[Any, str]:
             except json.JSONDecodeError as e:
                 raise FileError(f"{path}: not valid JSON Lines: {_where(e, number)}") from None
         return values, "jsonl"
-
-
-def one_result_a_message(messages: list[Any]) -> list[Any]:
-    """``messages`` with each user message of several ``tool_result`` blocks (Anthropic's
-    answer to parallel calls) as one message a result, as LangChain holds them: each
-    result can then be cleared on its own, and the API joins consecutive user messages
-    into one turn again.
-
-    Examples:
-        >>> results = [{"type": "tool_result", "tool_use_id": i, "content": "ok"} for i in ("a", "b")]
-        >>> split = one_result_a_message([{"role": "user", "content": results}])
-        >>> [m["content"][0]["tool_use_id"] for m in split]
-        ['a', 'b']
-    """
-    out: list[Any] = []
-    for m in messages:
-        content = m.get("content") if isinstance(m, dict) and m.get("role") == "user" else None
-        if (
-            isinstance(content, list)
-            and len(content) > 1
-            and all(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
-        ):
-            out.extend({**m, "content": [block]} for block in content)
-        else:
-            out.append(m)
-    return out
 
 
 def read_text(path: str) -> str:

@@ -38,6 +38,7 @@ from fastcompact.agent.setup import Setup
 from fastcompact.agent.state import Turn
 from fastcompact.api.counting import Encoding, count_once, count_tokens, normalize
 from fastcompact.api.cutoffs import leading_system
+from fastcompact.api.parallel import one_result_a_message
 from fastcompact.api.passes import Edit, Plan, apply_edits, result_block_of
 from fastcompact.api.passes import plan as plan_passes
 from fastcompact.api.recall import ORIGINAL_KEY, SAVED_NOTE
@@ -418,8 +419,9 @@ def compact(
     ``results_dir`` is where it will save the results the budget pass cuts, and those
     of a provider's shape that a pass edited (named in their text; ``saved_results``
     holds it). Sizes are counted with ``encoding``, as ``count_as`` (a model's name)
-    counts when given."""
-    msgs = list(messages)
+    counts when given. A user message of parallel tool results comes out one message a
+    result, each result edited on its own."""
+    msgs = one_result_a_message(list(messages))
     cfg = config or CompactionConfig()
     # Every message gets a path; the budget pass names it only in the results it cuts.
     paths = None if results_dir is None else [f"{results_dir}/{i}.txt" for i in range(len(msgs))]
