@@ -127,7 +127,7 @@ def test_the_middleware_reads_parallel_results_one_a_message_on_every_turn():
     assert len(first) == 3 * ROUNDS + ROUNDS + 1
     assert _cleared(first) == [f"{k}{i}" for i in range(ROUNDS) for k in "ab"][:-1]
     state = agent.get_state(cfg).values
-    assert state["_fastcompact"]["split_results"] is True
+    assert state["_fastcompact"]["split_from"] == 2
     # The state keeps the messages as they were.
     given = _history("langchain")
     assert [m.content for m in state["messages"][: len(given)]] == [m.content for m in given]

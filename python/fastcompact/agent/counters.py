@@ -61,10 +61,6 @@ def _priced_request(value: Any) -> list[Any] | None:
     return [request_id, price] if _number(price) is not None else None
 
 
-def _flag(value: Any) -> bool | None:
-    return True if value is True else None
-
-
 def _name(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
@@ -115,9 +111,10 @@ class Counters:
     backoff_until: int | None = None
     archives: int | None = None
     session: str | None = None
-    # The conversation holds a user message of parallel tool results: it is read with one
-    # message a result from then on (see `fastcompact.api.parallel`), so indices agree.
-    split_results: bool | None = None
+    # The first user message of parallel tool results the conversation holds, by index:
+    # it is read with one message a result from then on (see `fastcompact.api.parallel`),
+    # so that every index agrees.
+    split_from: int | None = None
     # Keys this release does not know, as they were.
     others: dict[str, Any] = dataclasses.field(default_factory=dict)
 
@@ -188,6 +185,12 @@ class Counters:
         """A call was planned and sent: its plan, for telemetry and the next call's view of
         which passes fired."""
         self.last_plan = plan
+
+    def parallel_results_at(self, index: int) -> None:
+        """A user message of parallel tool results is at ``index``: from now on the
+        conversation is read with one message a result."""
+        if self.split_from is None:
+            self.split_from = index
 
     def session_named(self, make: Callable[[], str]) -> str:
         """The conversation's session name, made once by ``make`` when it has none."""
@@ -277,5 +280,5 @@ _READERS: dict[str, Callable[[Any], Any]] = {
     "backoff_until": _count,
     "archives": _count,
     "session": _name,
-    "split_results": _flag,
+    "split_from": _count,
 }

@@ -66,13 +66,15 @@ def read_turn(setup: Setup, request: ModelRequest, window: int | None = None) ->
     state = request.state if isinstance(request.state, Mapping) else {}
     counters = Counters.from_state(state.get(STATE_KEY))
     raw = list(request.messages)
-    if counters.split_results:
+    if counters.split_from is not None:
         return _read(setup, request, one_result_a_message(raw), counters, window)
     turn = _read(setup, request, raw, counters, window)
     if not turn.plan.parallel:
         return turn
+    # Read again from the stored counters: the first reading changed its own.
     counters = Counters.from_state(state.get(STATE_KEY))
-    counters.split_results = True
+    summarized = 1 if turn.event else 0
+    counters.parallel_results_at(turn.plan.parallel[0] - summarized + turn.prior_cutoff)
     return _read(setup, request, one_result_a_message(raw), counters, window)
 
 
