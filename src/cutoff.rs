@@ -1,10 +1,10 @@
 //! Where to cut a conversation: keep policies, trigger evaluation, tool-pair-safe
 //! boundaries, and the index math between the effective view and raw state.
 
-use std::borrow::Borrow;
-use std::collections::HashMap;
+use std::borrow::Cow;
 
-use crate::message::{InputError, Role};
+use crate::message::{Block, InputError, Message, Role};
+use crate::passes::FastMap;
 
 /// What the pair invariant needs to know of a message, small enough to cache.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -145,6 +145,102 @@ pub fn any_clause_fires(
     Ok(false)
 }
 
+/// What a pair-safe cut needs to know of a message: a `PairShape`, or the message
+/// itself (read in place, without measuring it or copying its ids).
+pub trait Paired {
+    fn pair_role(&self) -> Option<Role>;
+    /// Whether the message carries tool results (a cut must not keep it first).
+    fn answers(&self) -> bool;
+    fn has_thinking(&self) -> bool;
+    /// The ids of the calls the message makes.
+    fn call_ids(&self) -> impl Iterator<Item = &str>;
+    /// The ids of the calls the message answers.
+    fn result_ids(&self) -> impl Iterator<Item = &str>;
+}
+
+impl Paired for PairShape {
+    fn pair_role(&self) -> Option<Role> {
+        self.role
+    }
+    fn answers(&self) -> bool {
+        self.is_result
+    }
+    fn has_thinking(&self) -> bool {
+        self.thinking
+    }
+    fn call_ids(&self) -> impl Iterator<Item = &str> {
+        self.calls.iter().map(|(id, _)| id.as_str())
+    }
+    fn result_ids(&self) -> impl Iterator<Item = &str> {
+        self.results.iter().map(String::as_str)
+    }
+}
+
+/// As `PairShape::from` reads the message (the tests hold the two alike).
+impl Paired for Message {
+    fn pair_role(&self) -> Option<Role> {
+        Some(self.role)
+    }
+    fn answers(&self) -> bool {
+        self.is_tool_result()
+    }
+    fn has_thinking(&self) -> bool {
+        self.blocks()
+            .iter()
+            .any(|b| matches!(b, Block::Other { .. }) && b.is_thinking())
+    }
+    fn call_ids(&self) -> impl Iterator<Item = &str> {
+        let ai = self.role == Role::Ai;
+        let calls = self.tool_calls.iter().filter_map(|c| c.id.as_deref());
+        let blocks = self.blocks().iter().filter_map(Block::tool_use_id);
+        calls.chain(blocks).filter(move |_| ai)
+    }
+    fn result_ids(&self) -> impl Iterator<Item = &str> {
+        let own = match self.role {
+            Role::Tool => self.tool_call_id.as_deref(),
+            _ => None,
+        };
+        own.into_iter()
+            .chain(self.blocks().iter().filter_map(Block::tool_result_id))
+    }
+}
+
+impl<T: Paired + ?Sized> Paired for &T {
+    fn pair_role(&self) -> Option<Role> {
+        (**self).pair_role()
+    }
+    fn answers(&self) -> bool {
+        (**self).answers()
+    }
+    fn has_thinking(&self) -> bool {
+        (**self).has_thinking()
+    }
+    fn call_ids(&self) -> impl Iterator<Item = &str> {
+        (**self).call_ids()
+    }
+    fn result_ids(&self) -> impl Iterator<Item = &str> {
+        (**self).result_ids()
+    }
+}
+
+impl Paired for Cow<'_, PairShape> {
+    fn pair_role(&self) -> Option<Role> {
+        self.as_ref().pair_role()
+    }
+    fn answers(&self) -> bool {
+        self.as_ref().answers()
+    }
+    fn has_thinking(&self) -> bool {
+        self.as_ref().has_thinking()
+    }
+    fn call_ids(&self) -> impl Iterator<Item = &str> {
+        self.as_ref().call_ids()
+    }
+    fn result_ids(&self) -> impl Iterator<Item = &str> {
+        self.as_ref().result_ids()
+    }
+}
+
 /// `safe[c]` tells whether cutting before message `c` (summarize `msgs[..c]`, keep
 /// `msgs[c..]`) keeps every tool pair whole, for `c` in `0..=len`.
 ///
@@ -152,14 +248,15 @@ pub fn any_clause_fires(
 /// (parallel calls and interleavings included), when the kept part would start with a
 /// tool result, or when it separates two consecutive AI messages of which one carries
 /// thinking blocks (the reasoning belongs to its turn).
-pub fn safe_cut_points<S: Borrow<PairShape>>(msgs: &[S]) -> Vec<bool> {
+pub fn safe_cut_points<P: Paired>(msgs: &[P]) -> Vec<bool> {
     let n = msgs.len();
     let mut crossing = vec![0i64; n + 2];
-    let mut last_call: HashMap<&str, usize> = HashMap::new();
+    // Call ids come from the conversation, not from someone choosing collisions.
+    let mut last_call: FastMap<&str, usize> = FastMap::default();
+    last_call.reserve(n / 2);
     for (j, m) in msgs.iter().enumerate() {
-        let m = m.borrow();
-        for id in &m.results {
-            if let Some(&i) = last_call.get(id.as_str()) {
+        for id in m.result_ids() {
+            if let Some(&i) = last_call.get(id) {
                 if i < j {
                     // Cuts at i+1 ..= j separate the call at i from the result at j.
                     crossing[i + 1] += 1;
@@ -167,20 +264,20 @@ pub fn safe_cut_points<S: Borrow<PairShape>>(msgs: &[S]) -> Vec<bool> {
                 }
             }
         }
-        for (id, _) in &m.calls {
-            last_call.insert(id.as_str(), j);
+        for id in m.call_ids() {
+            last_call.insert(id, j);
         }
     }
     let mut safe = vec![true; n + 1];
     let mut open = 0i64;
     for (c, ok) in safe.iter_mut().enumerate().skip(1) {
         open += crossing[c];
-        let (before, at) = (msgs[c - 1].borrow(), msgs.get(c).map(Borrow::borrow));
-        let starts_with_result = at.is_some_and(|m| m.is_result);
+        let (before, at) = (&msgs[c - 1], msgs.get(c));
+        let starts_with_result = at.is_some_and(Paired::answers);
         let splits_thinking = at.is_some_and(|m| {
-            before.role == Some(Role::Ai)
-                && m.role == Some(Role::Ai)
-                && (before.thinking || m.thinking)
+            before.pair_role() == Some(Role::Ai)
+                && m.pair_role() == Some(Role::Ai)
+                && (before.has_thinking() || m.has_thinking())
         });
         *ok = open == 0 && !starts_with_result && !splits_thinking;
     }
@@ -201,8 +298,8 @@ pub fn nearest_safe_cut(safe: &[bool], target: usize) -> usize {
 
 /// The pair-safe cutoff for a keep policy: messages before it are summarized, the
 /// rest kept. 0 means there is nothing to summarize.
-pub fn find_cutoff<S: Borrow<PairShape>>(
-    msgs: &[S],
+pub fn find_cutoff<P: Paired>(
+    msgs: &[P],
     per_message_tokens: &[f64],
     keep: Size,
     max_input_tokens: Option<u64>,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::calibration::{anchored_total, Anchored, Calibration};
 use crate::config::PlanConfig;
-use crate::cutoff::{any_clause_fires, find_cutoff, Clause, PairShape, Size};
+use crate::cutoff::{any_clause_fires, find_cutoff, Clause, Size};
 use crate::economics::Batch;
 use crate::message::{Message, Role};
 use crate::passes::{
@@ -68,9 +68,6 @@ pub struct PlanInput<'a, 'm> {
     pub timestamps: Vec<Option<f64>>,
     pub now: Option<f64>,
     pub archive: Vec<Option<String>>,
-    /// The messages' pair shapes, when the caller has them at hand (worked out from
-    /// the messages otherwise, if a summary is needed).
-    pub shapes: Option<Vec<&'a PairShape>>,
     /// What earlier turns worked out per message, when the caller keeps it.
     pub memos: Option<&'m Memos>,
     /// Per message, the provider usage it reports (empty: none is known).
@@ -357,11 +354,10 @@ fn plan_with(input: PlanInput<'_, '_>, memo: &Memos, cfg: &PlanConfig) -> Plan {
     let tokens_after = passed.total;
     let summary_needed =
         barely || summary_due(&cfg.trigger, n, anchored.total, input.max_input_tokens);
-    let shapes = input.shapes.as_ref();
     let summary_cutoff = cfg
         .keep
         .filter(|_| summary_needed)
-        .and_then(|keep| cutoff_to_keep(&ctx, shapes, &passed.tokens, &anchored, keep));
+        .and_then(|keep| cutoff_to_keep(&ctx, &passed.tokens, &anchored, keep));
     Plan {
         edits: passed.edits,
         tokens_before,
@@ -479,28 +475,20 @@ fn batched_run(
 }
 
 /// Where a summary cuts to keep `keep` of the view, its messages `tokens` in size as
-/// the estimate counts them (their pair `shapes` when the caller has them);
-/// `None` when no cut leaves something before it.
+/// the estimate counts them; `None` when no cut leaves something before it.
 fn cutoff_to_keep(
     ctx: &Ctx<'_, '_>,
-    shapes: Option<&Vec<&PairShape>>,
     tokens: &[f64],
     anchored: &Anchored,
     keep: Size,
 ) -> Option<usize> {
-    let n = ctx.msgs.len();
     // Keep is measured in true sizes, as the window is.
     let ratio = anchored.calibration.ratio;
     let window = ctx.max_input_tokens;
     let scaled: Vec<f64> = tokens.iter().map(|t| t * ratio).collect();
-    // Edits never change who calls what, so the raw messages' shapes hold.
-    let cut = match shapes {
-        Some(shapes) if shapes.len() == n => find_cutoff(shapes, &scaled, keep, window),
-        _ => {
-            let computed: Vec<PairShape> = ctx.msgs.iter().map(|m| PairShape::from(*m)).collect();
-            find_cutoff(&computed, &scaled, keep, window)
-        }
-    };
+    // Edits never change who calls what, so the raw messages hold the pairs; they are
+    // read in place (measuring each into a `PairShape` costs a warm call a cold count).
+    let cut = find_cutoff(ctx.msgs, &scaled, keep, window);
     cut.ok().filter(|&c| c > 0)
 }
 

@@ -1,7 +1,7 @@
 //! Property tests of the core without Python: cutoffs never break a tool pair.
 
-use fastcompact::cutoff::{find_cutoff, state_cutoff, PairShape, Size};
-use fastcompact::message::{Message, Role, ToolCall};
+use fastcompact::cutoff::{find_cutoff, safe_cut_points, state_cutoff, PairShape, Size};
+use fastcompact::message::{Block, Content, Message, Role, ToolCall};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -13,6 +13,16 @@ enum Step {
     Ai(usize),
     /// Answer the pending call at this position (modulo the number pending).
     Result(usize),
+    /// An AI message in Anthropic's shape: this many `tool_use` blocks, after a
+    /// thinking block when asked.
+    AiBlocks(usize, bool),
+    /// A user message of `tool_result` blocks answering up to this many pending calls.
+    Results(usize),
+}
+
+fn block(value: serde_json::Value) -> Block {
+    let kind = value["type"].as_str().unwrap_or("").to_owned();
+    Block::Other { kind, value }
 }
 
 fn steps() -> impl Strategy<Value = Vec<Step>> {
@@ -21,6 +31,8 @@ fn steps() -> impl Strategy<Value = Vec<Step>> {
             Just(Step::Human),
             (0usize..4).prop_map(Step::Ai),
             (0usize..8).prop_map(Step::Result),
+            (0usize..3, any::<bool>()).prop_map(|(k, t)| Step::AiBlocks(k, t)),
+            (1usize..3).prop_map(Step::Results),
         ],
         1..60,
     )
@@ -55,6 +67,39 @@ fn build(steps: &[Step]) -> Vec<Message> {
                 }
                 out.push(m);
             }
+            Step::AiBlocks(k, thinking) => {
+                let mut blocks = Vec::new();
+                if *thinking {
+                    blocks.push(block(json!({"type": "thinking", "thinking": "hmm"})));
+                }
+                for _ in 0..*k {
+                    n += 1;
+                    let id = format!("c{n}");
+                    pending.push(id.clone());
+                    blocks.push(block(
+                        json!({"type": "tool_use", "id": id, "name": "t", "input": {}}),
+                    ));
+                }
+                out.push(Message {
+                    role: Role::Ai,
+                    content: Content::Blocks(blocks),
+                    ..Message::default()
+                });
+            }
+            Step::Results(k) if !pending.is_empty() => {
+                let answered: Vec<String> = pending.drain(..(*k).min(pending.len())).collect();
+                let blocks = answered
+                    .iter()
+                    .map(|id| {
+                        block(json!({"type": "tool_result", "tool_use_id": id, "content": "r"}))
+                    })
+                    .collect();
+                out.push(Message {
+                    role: Role::Human,
+                    content: Content::Blocks(blocks),
+                    ..Message::default()
+                });
+            }
             _ => out.push(Message::text(Role::Ai, "thinking out loud")),
         }
     }
@@ -79,6 +124,38 @@ fn tail_is_whole(msgs: &[Message], cut: usize) -> bool {
     let calls: Vec<&str> = tail.iter().flat_map(Message::call_ids).collect();
     let results: Vec<&str> = tail.iter().flat_map(Message::result_ids).collect();
     results.iter().all(|r| calls.contains(r)) && calls.iter().all(|c| results.contains(c))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+    #[test]
+    fn a_message_read_in_place_cuts_as_its_pair_shape(
+        steps in steps(),
+        orphans in prop::collection::vec((0usize..80, any::<bool>()), 0..4),
+    ) {
+        let mut msgs = build(&steps);
+        // Results whose call is nowhere (a cut must not keep one first either).
+        for (at, in_block) in orphans {
+            let orphan = match in_block {
+                true => Message {
+                    role: Role::Human,
+                    content: Content::Blocks(vec![block(
+                        json!({"type": "tool_result", "tool_use_id": "gone", "content": "r"}),
+                    )]),
+                    ..Message::default()
+                },
+                false => {
+                    let mut m = Message::text(Role::Tool, "r");
+                    m.tool_call_id = Some("gone".into());
+                    m
+                }
+            };
+            msgs.insert(at % (msgs.len() + 1), orphan);
+        }
+        let shapes: Vec<PairShape> = msgs.iter().map(PairShape::from).collect();
+        prop_assert_eq!(safe_cut_points(&msgs), safe_cut_points(&shapes));
+    }
 }
 
 proptest! {

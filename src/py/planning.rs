@@ -242,9 +242,6 @@ fn plan_input(counted: &mut Counted, given: Given) -> PlanInput<'_, '_> {
         .unwrap_or_else(|| times_of(skeletons, &msgs));
     let progress = given.progress;
     PlanInput {
-        // Worked out from the messages by the plan, when a summary is due: the
-        // entries keep no second copy of them.
-        shapes: None,
         measures: whole.then_some(kept.measures.as_slice()),
         skeletons,
         memos: whole.then_some(&kept.memos),
