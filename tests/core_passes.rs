@@ -56,7 +56,6 @@ fn run_with(
             timestamps: Vec::new(),
             now: None,
             archive: Vec::new(),
-            shapes: None,
             memos,
             usage: &[],
             min_anchor: 0,

@@ -192,12 +192,35 @@ def test_arguments_of_any_type_are_counted_as_their_repr_shows_them():
         "object": _Point(),
         "surrogate": "\ud800 lone",
         "nested": [{"deep": [[[]]]}, {}],
+        "other_keys": {1: "a", (2, "b"): [None], _Point(): {"in": 2**70}},
     }
     for key, value in odd.items():
         msg = AIMessage("", tool_calls=[{"name": "t", "args": {key: value}, "id": "c1"}])
         assert count_tokens([msg]) == count_tokens_approximately([msg]), key
     msg = AIMessage("", tool_calls=[{"name": "t", "args": odd, "id": "c1"}])
     assert count_tokens([msg]) == count_tokens_approximately([msg])
+
+
+class _Grabby:
+    """A value whose repr() empties the containers it sits in."""
+
+    def __init__(self, *homes: Any) -> None:
+        self.homes = homes
+
+    def __repr__(self) -> str:
+        for home in self.homes:
+            home.clear()
+        return "grabbed"
+
+
+def test_a_repr_that_empties_its_containers_is_counted_without_harm():
+    inner: list[Any] = ["kept", "kept too"]
+    outer: dict[Any, Any] = {}
+    inner.insert(0, _Grabby(inner, outer))
+    outer.update({_Grabby(outer, inner): "value", "list": inner, "after": "x" * 50})
+    msg = AIMessage("", tool_calls=[{"name": "t", "args": {"outer": outer}, "id": "c1"}])
+    # What is left is counted: never a crash, never a read of what was freed.
+    assert count_tokens([msg]) > 0
 
 
 def test_bpe_counts_known_strings():
