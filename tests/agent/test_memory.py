@@ -51,7 +51,9 @@ def _chained(msgs: list[BaseMessage], cuts: list[int], window: int) -> tuple[dic
         if not span:
             break
         n += 1
-        made = memory.remember(previous, None, span, config=MemoryConfig(), window=window, file=f"/h/{n}.md")
+        made = memory.remember(
+            previous, None, span, memory.MemoryOptions(MemoryConfig(), window, file=f"/h/{n}.md")
+        )
         previous = made.memory
     assert previous is not None
     return previous, memory.text(previous, recall=True)
@@ -142,7 +144,7 @@ def test_the_memory_of_a_span_exactly():
         HumanMessage("and the tests", id="u2"),
         AIMessage("Done.", id="m6"),
     ]
-    made = memory.remember(None, None, msgs, config=MemoryConfig(), window=40_000, file="/h/t/1.md")
+    made = memory.remember(None, None, msgs, memory.MemoryOptions(MemoryConfig(), 40_000, file="/h/t/1.md"))
     assert made.folded == 0
     assert memory.text(made.memory, recall=True) == (
         "What came before, kept in layers: what the user said that still holds, the oldest requests "
@@ -166,7 +168,7 @@ def test_requests_outgrowing_their_share_go_into_short_oldest_first():
     users = [f"Request {i}: " + "please look at this carefully " * 8 for i in range(40)]
     msgs = _session(users, 1)
     # 2,000 tokens of window: 1,600 widths for the users, about six of these requests.
-    made = memory.remember(None, None, msgs, config=MemoryConfig(), window=2_000, file="/h/1.md")
+    made = memory.remember(None, None, msgs, memory.MemoryOptions(MemoryConfig(), 2_000, file="/h/1.md"))
     m = made.memory
     assert made.folded == len(users) - len(m["requests"]) and made.folded > 0
     assert [r["number"] for r in m["requests"]] == list(range(41 - len(m["requests"]), 41))
@@ -177,10 +179,16 @@ def test_requests_outgrowing_their_share_go_into_short_oldest_first():
 
 def test_a_model_fold_keeps_the_newest_requests_verbatim_and_the_older_in_its_notes():
     msgs = _session(["fix the parser please, it fails on empty input", "then add the tests for it"], 2)
-    previous = memory.remember(None, None, msgs[:4], config=MemoryConfig(), window=40_000, file="/h/1.md")
+    previous = memory.remember(
+        None, None, msgs[:4], memory.MemoryOptions(MemoryConfig(), 40_000, file="/h/1.md")
+    )
     notes = "The user asked: fix the parser please, it fails on empty input. The parser is fixed."
     made = memory.remember(
-        previous.memory, None, msgs[4:], config=MemoryConfig(), window=40_000, file="/h/2.md", notes=notes
+        previous.memory,
+        None,
+        msgs[4:],
+        memory.MemoryOptions(MemoryConfig(), 40_000, file="/h/2.md"),
+        notes=notes,
     )
     m = made.memory
     # Both requests fit their share: they stay verbatim, and the notes name R1 instead
@@ -196,9 +204,7 @@ def test_a_model_fold_keeps_the_newest_requests_verbatim_and_the_older_in_its_no
             previous.memory,
             None,
             msgs[4:],
-            config=MemoryConfig(user_share=0.0006),
-            window=40_000,
-            file="/h/2.md",
+            memory.MemoryOptions(MemoryConfig(user_share=0.0006), 40_000, file="/h/2.md"),
             notes=notes,
         )
 
@@ -217,7 +223,10 @@ def test_a_model_fold_keeps_the_newest_requests_verbatim_and_the_older_in_its_no
 
 def test_an_earlier_summary_made_elsewhere_becomes_the_notes():
     made = memory.remember(
-        None, "1. The user wants a parser.", [HumanMessage("go on")], config=MemoryConfig(), window=40_000
+        None,
+        "1. The user wants a parser.",
+        [HumanMessage("go on")],
+        memory.MemoryOptions(MemoryConfig(), 40_000),
     )
     text = memory.text(made.memory, recall=False)
     assert "## Notes on the earlier work\n1. The user wants a parser.\n" in text

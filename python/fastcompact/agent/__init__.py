@@ -14,6 +14,8 @@ Who owns what:
   state holds, a turn's sizes and the index arithmetic; ``counters``: the
   ``_fastcompact`` record, whose methods are the only place its fields change.
 - ``compaction``: whether one is due, carrying it out and whether it commits;
+  ``summary_call``: the summary asked of the model for a draft, in the agent's own
+  request or a prompt of its own;
   ``schedule``: when the price model says it pays and which summarizer costs less;
   ``drafting``: where the cut falls and what replaces the span; ``fitting``: what is
   sent to fit the window.

@@ -221,7 +221,7 @@ def with_digest(setup: Setup, request: ModelRequest, turn: Turn, draft: Draft) -
     per_token = memory.widths_per_token(draft.span)
     room = None
     if turn.window is not None:
-        frame = summarize.summary_message("", file_path=longest_archive_path(setup, draft), todos=draft.todos)
+        frame = summarize.summary_message("", file_path=setup.longest_archive_path(draft), todos=draft.todos)
         fixed = true_size(request, turn, [frame, *draft.kept])
         # What a trigger's compaction commits at: under the trigger with its margin,
         # when that leaves room beside what stays; else (a small window) under the
@@ -234,12 +234,12 @@ def with_digest(setup: Setup, request: ModelRequest, turn: Turn, draft: Draft) -
         room = _core.memory_room(limit, fixed, per_token)
     draft = dataclasses.replace(draft, room=room, widths_per_token=per_token)
     draft = dataclasses.replace(draft, shares=memory_shares(setup, turn, draft))
-    path = longest_archive_path(setup, draft)
+    path = setup.longest_archive_path(draft)
     if not draft.use_llm:
         return dataclasses.replace(draft, digest=summary_of(setup, turn, draft, path))
     # A model may summarize: its fold is priced and briefed too, from the same reading.
     digest, fold = memory.digest_and_fold(
-        draft.memory, draft.earlier_text, draft.span, **_memory_options(setup, turn, draft, path)
+        draft.memory, draft.earlier_text, draft.span, _memory_options(setup, turn, draft, path)
     )
     return dataclasses.replace(
         draft, digest=_summary(digest, draft, by_model=False), fold=_summary(fold, draft, by_model=True)
@@ -251,7 +251,7 @@ def fold_of(setup: Setup, turn: Turn, draft: Draft) -> Summary:
     written (empty notes), archived at the longest name the archive may get."""
     if draft.fold is not None:
         return draft.fold
-    return summary_of(setup, turn, draft, longest_archive_path(setup, draft), notes="")
+    return summary_of(setup, turn, draft, setup.longest_archive_path(draft), notes="")
 
 
 def summary_of(
@@ -270,25 +270,25 @@ def summary_of(
         draft.memory,
         draft.earlier_text,
         draft.span,
-        **_memory_options(setup, turn, draft, path),
+        _memory_options(setup, turn, draft, path),
         notes=notes,
         notes_file=notes_file,
     )
     return _summary(made, draft, by_model=notes is not None)
 
 
-def _memory_options(setup: Setup, turn: Turn, draft: Draft, path: str | None) -> dict[str, Any]:
+def _memory_options(setup: Setup, turn: Turn, draft: Draft, path: str | None) -> memory.MemoryOptions:
     """What the memory ``draft`` leaves is held to, and where its span is archived."""
-    return {
-        "config": memory_shares(setup, turn, draft),
-        "window": turn.window,
-        "first_number": draft.first_number,
-        "file": path,
-        "widths_per_token": draft.widths_per_token,
-        "room": draft.room,
-        "earlier_file": draft.earlier_file,
-        "kept": draft.kept,
-    }
+    return memory.MemoryOptions(
+        config=memory_shares(setup, turn, draft),
+        window=turn.window,
+        first_number=draft.first_number,
+        file=path,
+        widths_per_token=draft.widths_per_token,
+        room=draft.room,
+        earlier_file=draft.earlier_file,
+        kept=draft.kept,
+    )
 
 
 def _summary(made: memory.Remembered, draft: Draft, *, by_model: bool) -> Summary:
@@ -317,10 +317,3 @@ def memory_shares(setup: Setup, turn: Turn, draft: Draft) -> dict[str, float]:
     _, longest_summary = POLICY.summary_tokens
     kept = settings.verbatim_tokens(growth, longest_summary, rewrites_per_call(turn.counters))
     return memory.priced_shares(setup.config.memory, turn.window, kept)
-
-
-def longest_archive_path(setup: Setup, draft: Draft) -> str | None:
-    """The longest name the archive of ``draft`` may get (a summary names it)."""
-    if setup.backend is None or not draft.leaving:
-        return None
-    return setup.archive_path(draft.thread, draft.number, 7)

@@ -109,81 +109,80 @@ def next_number(memory: Mapping[str, Any] | None, before: Sequence[Any]) -> int:
     return 1 + sum(1 for m in before if is_request(m))
 
 
+@dataclasses.dataclass(frozen=True)
+class MemoryOptions:
+    """What a memory is held to, and where the span it takes in is archived: the
+    layers' shares of ``window`` (``config``), where a token of the conversation takes
+    ``widths_per_token`` (see :func:`widths_per_token`), within ``room`` widths when
+    given; the span's requests numbered from ``first_number`` (default: after the
+    memory's last) and archived in ``file``; an earlier summary's archive file
+    (``earlier_file``, read with its text when there is no memory); and the messages
+    that stay in view (``kept``), whose statements replace what the ledger held."""
+
+    config: MemoryConfig | Mapping[str, float]
+    window: int | None
+    first_number: int | None = None
+    file: str | None = None
+    widths_per_token: float = WIDTHS_PER_TOKEN
+    room: int | None = None
+    earlier_file: str | None = None
+    kept: Sequence[Any] = ()
+
+
 def remember(
     previous: Mapping[str, Any] | None,
     earlier_text: str | None,
     span: Sequence[Any],
+    options: MemoryOptions,
     *,
-    config: MemoryConfig | Mapping[str, float],
-    window: int | None,
-    first_number: int | None = None,
-    file: str | None = None,
-    widths_per_token: float = WIDTHS_PER_TOKEN,
-    room: int | None = None,
     notes: str | None = None,
-    earlier_file: str | None = None,
     notes_file: str | None = None,
-    kept: Sequence[Any] = (),
 ) -> Remembered:
-    """``previous`` (or, without one, an earlier summary's text and the archive file it
-    names, ``earlier_file``) with ``span`` taken in: its requests numbered from
-    ``first_number`` (default: after the memory's last), archived in ``file``; held to
-    the layers' shares of ``window``, where a token of the conversation takes
-    ``widths_per_token`` (see :func:`widths_per_token`), and within ``room`` widths when
-    given. With ``notes``, a model's summary of all of it, the newest requests stay
-    verbatim within their share and the older ones fold beside the notes; notes over
-    their share are cut where it hurts least (what the agent needs to carry on stays),
-    naming ``notes_file`` as where they are whole: ``notes_to_save`` is then what that
-    file must take. What the messages that stay in view (``kept``) state replaces what
-    the ledger held."""
-    messages, number = _taken_in(previous, span, first_number)
+    """``previous`` (or, without one, an earlier summary's text) with ``span`` taken in,
+    held to ``options``. With ``notes``, a model's summary of all of it, the newest
+    requests stay verbatim within their share and the older ones fold beside the notes;
+    notes over their share are cut where it hurts least (what the agent needs to carry
+    on stays), naming ``notes_file`` as where they are whole: ``notes_to_save`` is then
+    what that file must take."""
+    o = options
+    messages, number = _taken_in(previous, span, o.first_number)
     memory, folded, to_save = _core.remember(
         previous,
         earlier_text,
         messages,
         number,
-        file,
-        _shares(config),
-        window,
-        widths_per_token,
-        room,
+        o.file,
+        _shares(o.config),
+        o.window,
+        o.widths_per_token,
+        o.room,
         notes,
-        earlier_file,
+        o.earlier_file,
         notes_file,
-        _binding(kept),
+        _binding(o.kept),
     )
     return Remembered(memory=memory, folded=folded, notes_to_save=to_save)
 
 
 def digest_and_fold(
-    previous: Mapping[str, Any] | None,
-    earlier_text: str | None,
-    span: Sequence[Any],
-    *,
-    config: MemoryConfig | Mapping[str, float],
-    window: int | None,
-    first_number: int | None = None,
-    file: str | None = None,
-    widths_per_token: float = WIDTHS_PER_TOKEN,
-    room: int | None = None,
-    earlier_file: str | None = None,
-    kept: Sequence[Any] = (),
+    previous: Mapping[str, Any] | None, earlier_text: str | None, span: Sequence[Any], options: MemoryOptions
 ) -> tuple[Remembered, Remembered]:
     """:func:`remember` without notes and beside empty notes (a model's, yet to be
     written), with the span taken in once: the two a price check weighs."""
-    messages, number = _taken_in(previous, span, first_number)
+    o = options
+    messages, number = _taken_in(previous, span, o.first_number)
     digest, fold = _core.digest_and_fold(
         previous,
         earlier_text,
         messages,
         number,
-        file,
-        _shares(config),
-        window,
-        widths_per_token,
-        room,
-        earlier_file,
-        _binding(kept),
+        o.file,
+        _shares(o.config),
+        o.window,
+        o.widths_per_token,
+        o.room,
+        o.earlier_file,
+        _binding(o.kept),
     )
     return Remembered(*digest), Remembered(*fold)
 

@@ -31,7 +31,7 @@ from langchain_core.messages import SystemMessage, ToolMessage
 from langgraph.types import Command
 from typing_extensions import Unpack
 
-from fastcompact.agent import compaction, fitting, reading, steps, summarize
+from fastcompact.agent import compaction, drafting, fitting, reading, steps, summarize
 from fastcompact.agent.fitting import WindowTooSmallError
 from fastcompact.agent.pin_tool import pin_tool
 from fastcompact.agent.recall_tool import recall_tool
@@ -413,7 +413,8 @@ class CompactionToolMiddleware(AgentMiddleware):
 
     def _run(self, runtime: Any) -> Steps[Command[Any]]:
         try:
-            request, turn, draft = compaction.requested(self.compaction.setup, runtime)
+            request, turn = reading.tool_turn(self.compaction.setup, runtime)
+            draft = drafting.requested(self.compaction.setup, request, turn)
             if draft is None:
                 return self._reply(runtime, turn, None, None)
             outcome = yield from compaction.compact(self.compaction.setup, request, turn, draft)

@@ -138,6 +138,26 @@ def _read(
     return turn
 
 
+def tool_turn(setup: Setup, runtime: Any) -> tuple[ModelRequest, Turn]:
+    """The compaction tool's reading: a model request standing in for the conversation
+    at the tool call, and its turn."""
+    state: Any = runtime.state if isinstance(runtime.state, Mapping) else {}
+    messages = list(state.get("messages") or [])
+    # The AI message that called the tool stays: its answer is not in the state yet.
+    raw = messages[:-1] if messages and getattr(messages[-1], "tool_calls", None) else messages
+    request = ModelRequest(
+        model=setup.summary_model_or(None),
+        messages=raw,
+        system_message=None,
+        tools=[],
+        state=state,
+        runtime=runtime,
+    )
+    # The tool has no agent model: the agent's window is the one its calls remembered.
+    known = Counters.from_state(state.get(STATE_KEY))
+    return request, read_turn(setup, request, known.window)
+
+
 def _clock(
     config: CompactionConfig, counters: Counters, raw: list[Any], prior: int, summarized: bool, n: int
 ) -> tuple[float, list[float] | None, bool]:

@@ -169,8 +169,6 @@ def cheaper(
     quoted: Quote,
     draft: Draft,
     *,
-    path: str | None,
-    folded: Summary | None,
     due: bool,
 ) -> Draft | None:
     """``draft`` with what the session is better off with in place of the span (as
@@ -179,10 +177,10 @@ def cheaper(
     core's ``choose_summarizer``). A digest that
     would put requests into short when a model could summarize them is not an
     option: the model sees them first. With ``due``, ``None`` unless the one chosen
-    is due now. ``draft`` comes with its digest, ``path`` is the longest name its
-    archive may get, and ``folded`` the memory a model's notes would leave (when a
-    model may summarize)."""
+    is due now. ``draft`` comes with its digest, and with the memory a model's notes
+    would leave (its fold) when a model may summarize."""
     assert draft.digest is not None
+    path, folded = setup.longest_archive_path(draft), draft.fold
     settings, size = quoted.settings, quoted.size
 
     def priced(view: list[Any], **call: float) -> tuple[float, _core.CompactionPrice | None]:

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypedDict, TypeVar
 
 import fastcompact._core as _core
 from fastcompact.api.passes import settings_for
 from fastcompact.config import CompactionConfig, ContextSize, Trigger
+
+if TYPE_CHECKING:
+    from fastcompact.agent.state import Draft
 
 # Models made per call are keyed by id: the caches keep a few, not every one.
 _MODELS_KEPT = 64
@@ -92,6 +95,13 @@ class Setup:
         if self.archive_file is not None:
             return file_path(self.archive_file, attempt)
         return archive_path(self.config.history_path_prefix, thread, number, attempt)
+
+    def longest_archive_path(self, draft: Draft) -> str | None:
+        """The longest name the archive of ``draft`` may get (a summary names it before
+        the archive is written); ``None`` when there is none to write."""
+        if self.backend is None or not draft.leaving:
+            return None
+        return self.archive_path(draft.thread, draft.number, 7)
 
     def media_folder(self) -> str:
         """Where the media of the archives go."""

@@ -20,11 +20,18 @@ import urllib.parse
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from langchain_core.messages import HumanMessage
 
 import fastcompact._core as _core
 from fastcompact.agent.setup import safe_name
 from fastcompact.agent.steps import Io, Steps
+from fastcompact.agent.summarize import is_summary
+
+if TYPE_CHECKING:
+    from fastcompact.agent.setup import Setup
+    from fastcompact.agent.state import Draft, Turn
 
 logger = logging.getLogger("fastcompact")
 
@@ -581,3 +588,40 @@ def _warn_media(kind: str, why: str) -> None:
     )
     logger.warning(msg)
     warnings.warn(msg, UserWarning, stacklevel=2)
+
+
+# --- a draft's files: the archive, the restored files, its media --------------------------
+
+
+def restored_for(setup: Setup, backend: Any, draft: Draft) -> Steps[list[Restored]]:
+    """The files the draft's span read, read again within the restoration budgets."""
+    if backend is None or not draft.reads:
+        return []
+    r = setup.config.restoration
+    return (yield from restore_files(backend, draft.reads, r.per_file_chars, r.file_budget_chars))
+
+
+def archived(setup: Setup, backend: Any, turn: Turn, draft: Draft, leaving: list[Any]) -> Steps[str | None]:
+    """The archive of ``leaving`` (the messages the draft summarizes, their media
+    saved) written, and its path; ``None`` without a backend or when it failed."""
+    if backend is None or not leaving:
+        return None
+    # An earlier summary in the state (another summarizer's) is not archived again: what
+    # it stood for was archived before it, and its text goes on in the memory.
+    kept = [_EARLIER_SUMMARY if is_summary(m) else m for m in leaving]
+    text = archive_text(kept, turn.first_index + turn.prior_cutoff, draft.thread, draft.number)
+    name = functools.partial(setup.archive_path, draft.thread, draft.number)
+    return (yield from write_archive(backend, name, text))
+
+
+_EARLIER_SUMMARY = HumanMessage("(an earlier summary of the conversation, not archived again)")
+
+
+def with_media_saved(setup: Setup, backend: Any, draft: Draft) -> Steps[tuple[list[Any], list[Any]]]:
+    """The draft's span and the messages leaving the state, with inline media saved
+    beside the archive and referenced by path, so that the summary and the archive
+    both name the files; each file is written once."""
+    if backend is None:
+        return draft.span, draft.leaving
+    span, leaving = yield from save_media(backend, setup.media_folder(), [draft.span, draft.leaving])
+    return span, leaving

@@ -330,14 +330,22 @@ def summary_config() -> dict[str, Any]:
     }
 
 
+@dataclasses.dataclass(frozen=True)
+class Asking:
+    """How a summary prompt is written: the user's ``custom_instructions``, a
+    ``template`` of their own in place of ours, and what it is asked to cover."""
+
+    custom_instructions: str | None = None
+    template: str | None = None
+    brief: Brief | None = None
+
+
 def summarize(
     model: Any,
     messages: Sequence[Any],
+    asking: Asking,
     *,
-    custom_instructions: str | None,
     retries: int,
-    template: str | None = None,
-    brief: Brief | None = None,
     fits: Callable[[HumanMessage], bool] | None = None,
 ) -> Steps[tuple[str, dict[str, int] | None]]:
     """Summarize ``messages`` with ``model`` (steps, see :mod:`fastcompact.agent.steps`). A
@@ -349,7 +357,7 @@ def summarize(
     span = list(messages)
     attempt = 0
     while True:
-        prompt = [HumanMessage(build_prompt(span, custom_instructions, template, brief))]
+        prompt = [HumanMessage(build_prompt(span, asking.custom_instructions, asking.template, asking.brief))]
         if fits is not None and len(span) > 1 and not fits(prompt[0]):
             span = drop_oldest_chunk(span)
             continue
