@@ -44,6 +44,14 @@ from fastcompact.api.cutoffs import (
     should_compact,
     state_cutoff,
 )
+from fastcompact.api.one_pass import (
+    budget_tool_results,
+    clear_after_gap,
+    clear_observations,
+    collapse_reads,
+    dedupe_reads,
+    truncate_args,
+)
 from fastcompact.api.parallel import one_result_a_message
 from fastcompact.api.passes import (
     Edit,
@@ -52,14 +60,8 @@ from fastcompact.api.passes import (
     PlanOptions,
     add_tool_kinds,
     apply_edits,
-    budget_tool_results,
-    clear_after_gap,
-    clear_observations,
-    collapse_reads,
-    dedupe_reads,
     model_view,
     plan,
-    truncate_args,
 )
 from fastcompact.api.recall import recall
 from fastcompact.api.report import Report, inspect
