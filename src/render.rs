@@ -1,5 +1,5 @@
 //! Text made from a conversation: the transcript the summarizer reads and the archive
-//! keeps (the digest, made without a summarizer, is `digest.rs`).
+//! keeps (the memory's text, made without a summarizer, is `memory/render.rs`).
 
 use std::fmt::Write;
 
