@@ -20,14 +20,13 @@ import logging
 import math
 from typing import TYPE_CHECKING, Any
 
-from langchain.agents.middleware.types import ModelRequest
-
 import fastcompact._core as _core
 from fastcompact.agent import drafting, fitting, schedule, storage, summarize, summary_call
 from fastcompact.agent.memory import MEMORY_KEY
 from fastcompact.agent.state import (
     EVENT_KEY,
     STATE_KEY,
+    CallInput,
     Draft,
     Summary,
     Turn,
@@ -52,7 +51,7 @@ logger = logging.getLogger("fastcompact")
 
 
 def view_to_send(
-    setup: Setup, request: ModelRequest, turn: Turn
+    setup: Setup, request: CallInput, turn: Turn
 ) -> Steps[tuple[list[Any], int, Outcome | None]]:
     """The view a model call sends, its size, and the compaction tried for it (``None``
     when none was): with nothing before the turn in progress and the view over the
@@ -90,7 +89,7 @@ def _summary_due(turn: Turn) -> bool:
 
 def after_overflow(
     setup: Setup,
-    request: ModelRequest,
+    request: CallInput,
     turn: Turn,
     outcome: Outcome | None,
     view: list[Any],
@@ -116,7 +115,7 @@ def after_overflow(
     return clipped or view, outcome
 
 
-def priced(setup: Setup, request: ModelRequest, turn: Turn) -> Draft | None:
+def priced(setup: Setup, request: CallInput, turn: Turn) -> Draft | None:
     """The compaction the price model says pays now, or ``None``: the span before the
     turn in progress becomes a digest or a summary, whichever ``summarizer`` says
     (``auto``: the one that costs less over the cycle)."""
@@ -128,7 +127,7 @@ def priced(setup: Setup, request: ModelRequest, turn: Turn) -> Draft | None:
     return None if draft is None else _cheaper(setup, request, turn, quote, draft, due=True)
 
 
-def _by_price(setup: Setup, request: ModelRequest, turn: Turn, draft: Draft) -> Draft:
+def _by_price(setup: Setup, request: CallInput, turn: Turn, draft: Draft) -> Draft:
     """A trigger's ``draft`` with the summarizer the price model finds cheaper, for
     ``auto`` (as it is otherwise)."""
     if setup.config.summarizer != "auto" or not draft.use_llm:
@@ -140,7 +139,7 @@ def _by_price(setup: Setup, request: ModelRequest, turn: Turn, draft: Draft) -> 
 
 
 def _cheaper(
-    setup: Setup, request: ModelRequest, turn: Turn, quote: schedule.Quote, draft: Draft, *, due: bool
+    setup: Setup, request: CallInput, turn: Turn, quote: schedule.Quote, draft: Draft, *, due: bool
 ) -> Draft | None:
     """``draft`` with its digest and the cheaper summarizer (see :func:`schedule.cheaper`)."""
     draft = drafting.with_digest(setup, request, turn, draft)
@@ -150,7 +149,7 @@ def _cheaper(
 # --- a compaction carried out -----------------------------------------------------------
 
 
-def compact(setup: Setup, request: ModelRequest, turn: Turn, draft: Draft) -> Steps[Outcome]:
+def compact(setup: Setup, request: CallInput, turn: Turn, draft: Draft) -> Steps[Outcome]:
     """Summarize ``draft``'s span and commit it. The summary call, the restoration
     reads and the archive write are made together (at the same time when async); a
     compaction that gets this far commits (see :func:`hopeless`), so the archive is
@@ -191,7 +190,7 @@ def _memories(
     return summaries
 
 
-def compacted(setup: Setup, request: ModelRequest, turn: Turn, *, forced: bool) -> Steps[Outcome | None]:
+def compacted(setup: Setup, request: CallInput, turn: Turn, *, forced: bool) -> Steps[Outcome | None]:
     """The first of the candidate compactions that commits, else the last tried
     (``None`` when there is nothing to cut)."""
     outcome = None
@@ -243,7 +242,7 @@ class Attempt:
     """A compaction being judged: the call it is for, its draft, the rules a commit is
     judged by, and the archive the summary names."""
 
-    request: ModelRequest
+    request: CallInput
     turn: Turn
     draft: Draft
     rules: Rules

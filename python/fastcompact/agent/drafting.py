@@ -10,12 +10,11 @@ import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from langchain.agents.middleware.types import ModelRequest
-
 import fastcompact._core as _core
 from fastcompact.agent import memory, storage, summarize
 from fastcompact.agent.setup import POLICY, Setup
 from fastcompact.agent.state import (
+    CallInput,
     Draft,
     Summary,
     Turn,
@@ -33,7 +32,7 @@ if TYPE_CHECKING:
     from fastcompact.config import ContextSize
 
 
-def has_recall(request: ModelRequest) -> bool:
+def has_recall(request: CallInput) -> bool:
     """Whether the agent's tools include ``recall`` (so the memory may name it)."""
     for t in request.tools or []:
         name = t.get("name") if isinstance(t, Mapping) else getattr(t, "name", None)
@@ -58,7 +57,7 @@ def trimmed(setup: Setup, span: list[Any]) -> list[Any]:
     return span[start:]
 
 
-def summarizer_of(setup: Setup, request: ModelRequest) -> Any:
+def summarizer_of(setup: Setup, request: CallInput) -> Any:
     chosen = setup.summary_model_or(request.model)
     if isinstance(chosen, str):
         if chosen not in setup.models:
@@ -71,7 +70,7 @@ def summarizer_of(setup: Setup, request: ModelRequest) -> Any:
 
 def make_draft(
     setup: Setup,
-    request: ModelRequest,
+    request: CallInput,
     turn: Turn,
     *,
     forced: bool,
@@ -127,7 +126,7 @@ def make_draft(
     )
 
 
-def span_before(setup: Setup, request: ModelRequest, turn: Turn, start: int) -> Draft | None:
+def span_before(setup: Setup, request: CallInput, turn: Turn, start: int) -> Draft | None:
     """The priced compaction of the span before the turn in progress (which starts at
     ``start``), or ``None`` when nothing can be cut."""
     cut = start
@@ -148,7 +147,7 @@ def span_before(setup: Setup, request: ModelRequest, turn: Turn, start: int) -> 
     return dataclasses.replace(draft, priced=True, reads=restored)
 
 
-def requested(setup: Setup, request: ModelRequest, turn: Turn) -> Draft | None:
+def requested(setup: Setup, request: CallInput, turn: Turn) -> Draft | None:
     """The compaction the agent asks for with its tool, once the conversation has
     reached half the trigger (it would fire on one twice this size), cut where the
     keep policy says; ``None`` before then or when nothing can be cut."""
@@ -180,7 +179,7 @@ def reads_to_restore(
     return storage.recent_reads(leaving[last or 0 :], after, restoration.max_files)
 
 
-def candidates(setup: Setup, request: ModelRequest, turn: Turn, *, forced: bool) -> list[Draft]:
+def candidates(setup: Setup, request: CallInput, turn: Turn, *, forced: bool) -> list[Draft]:
     """The compactions to try, keeping less each time: the keep policy's cut; then,
     when the view is over the window, the cut before the turn in progress (its
     newest user message), then the deepest pair-safe cut, which commits whenever it
@@ -212,7 +211,7 @@ def candidates(setup: Setup, request: ModelRequest, turn: Turn, *, forced: bool)
     return drafts
 
 
-def with_digest(setup: Setup, request: ModelRequest, turn: Turn, draft: Draft) -> Draft:
+def with_digest(setup: Setup, request: CallInput, turn: Turn, draft: Draft) -> Draft:
     """``draft`` with its digest (made once a draft): the span taken into the
     memory, its layers held to their shares and to the room the window leaves once
     the system prompt, the tools and the kept messages are in."""

@@ -13,13 +13,12 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from langchain.agents.middleware.types import ModelRequest
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import HumanMessage, ToolMessage
 
 from fastcompact.agent import storage, summarize
 from fastcompact.agent.setup import POLICY
-from fastcompact.agent.state import Turn, true_size
+from fastcompact.agent.state import CallInput, Turn, true_size
 from fastcompact.agent.steps import Io, Steps
 from fastcompact.api.counting import count_tokens
 
@@ -99,7 +98,7 @@ def clipped(view: list[Any], backend: Any, head_chars: int = POLICY.clip_heads[0
 
 
 def fitted(
-    request: ModelRequest, turn: Turn, view: list[Any], size: int, backend: Any
+    request: CallInput, turn: Turn, view: list[Any], size: int, backend: Any
 ) -> Steps[tuple[list[Any], int]]:
     """``view`` as it may be sent, and its size: over the window, its newest tool
     results clipped (saved whole on ``backend``, a backend or a factory of one); still
@@ -153,7 +152,7 @@ def answered(view: list[Any]) -> list[Any]:
 
 
 def too_small(
-    request: ModelRequest, turn: Turn, size: int, view: list[Any] | None = None
+    request: CallInput, turn: Turn, size: int, view: list[Any] | None = None
 ) -> WindowTooSmallError:
     """The error for a request of ``size`` tokens that cannot be made to fit (its
     messages ``view``, the turn's when not given), with the sizes of its parts."""

@@ -18,6 +18,7 @@ from fastcompact.agent.setup import Setup, kept_by_model
 from fastcompact.agent.state import (
     EVENT_KEY,
     STATE_KEY,
+    CallInput,
     Turn,
     advance,
     progress_of,
@@ -28,7 +29,7 @@ from fastcompact.agent.state import (
 )
 from fastcompact.api.cutoffs import cutoff_once
 from fastcompact.api.parallel import one_result_a_message
-from fastcompact.api.passes import edited_message, plan_of, run_plan, view_of
+from fastcompact.api.passes import Plan, edited_message, plan_of, run_plan, view_of
 from fastcompact.config import CompactionConfig, pricing_of, pricing_of_responses
 
 logger = logging.getLogger("fastcompact")
@@ -57,7 +58,7 @@ def pricing_for(setup: Setup, model: Any, messages: Sequence[Any] = ()) -> str |
     return pricing_of_responses(messages, run_metadata())
 
 
-def read_turn(setup: Setup, request: ModelRequest, window: int | None = None) -> Turn:
+def read_turn(setup: Setup, request: CallInput, window: int | None = None) -> Turn:
     """One model call's reading of the state: the effective view, the cheap passes'
     plan over it, the clock and the price model; a call that cannot be planned sends
     the effective view as it is. A conversation holding a user message of parallel
@@ -78,9 +79,7 @@ def read_turn(setup: Setup, request: ModelRequest, window: int | None = None) ->
     return _read(setup, request, one_result_a_message(raw), counters, window)
 
 
-def _read(
-    setup: Setup, request: ModelRequest, raw: list[Any], counters: Counters, window: int | None
-) -> Turn:
+def _read(setup: Setup, request: CallInput, raw: list[Any], counters: Counters, window: int | None) -> Turn:
     state = request.state if isinstance(request.state, Mapping) else {}
     event = valid_event(state.get(EVENT_KEY), len(raw))
     prior = event["cutoff_index"] if event else 0
@@ -158,6 +157,17 @@ def tool_turn(setup: Setup, runtime: Any) -> tuple[ModelRequest, Turn]:
     return request, read_turn(setup, request, known.window)
 
 
+def transcript_turn(
+    raw: list[Any], edited: list[Any], plan: Plan, window: int | None, session: str, first_index: int
+) -> Turn:
+    """A saved transcript's turn, as a call would read it: ``raw`` (LangChain messages
+    after the leading system ones, which number from ``first_index``) with no earlier
+    compaction, the ``edited`` view its ``plan`` made, and counters of a new
+    conversation named ``session``."""
+    counters = Counters(session=session)
+    return Turn(raw, None, 0, raw, edited, plan, window, counters, first_index=first_index)
+
+
 def _clock(
     config: CompactionConfig, counters: Counters, raw: list[Any], prior: int, summarized: bool, n: int
 ) -> tuple[float, list[float] | None, bool]:
@@ -180,7 +190,7 @@ def _clock(
     return after, [0.0] * at + [after] * (n - at), new_gap
 
 
-def _counted(setup: Setup, request: ModelRequest, turn: Turn) -> None:
+def _counted(setup: Setup, request: CallInput, turn: Turn) -> None:
     """With a ``token_counter``, the summary decision follows its count of the view."""
     counter = setup.token_counter
     if counter is None:

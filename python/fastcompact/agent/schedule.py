@@ -12,13 +12,13 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from langchain.agents.middleware.types import ModelRequest
 from langchain_core.messages import HumanMessage
 
 import fastcompact._core as _core
 from fastcompact.agent import summarize
 from fastcompact.agent.setup import Setup, kept_by_model
 from fastcompact.agent.state import (
+    CallInput,
     Draft,
     Summary,
     Turn,
@@ -48,7 +48,7 @@ class Quote:
     cycle: float
 
 
-def quote(setup: Setup, request: ModelRequest, turn: Turn) -> Quote | None:
+def quote(setup: Setup, request: CallInput, turn: Turn) -> Quote | None:
     """This call's :class:`Quote`, or ``None`` without a price model."""
     if turn.pricing is None:
         return None
@@ -58,7 +58,7 @@ def quote(setup: Setup, request: ModelRequest, turn: Turn) -> Quote | None:
     return Quote(setup.plan_settings(turn.window, turn.pricing), size, prefix, grown, cycle)
 
 
-def due(setup: Setup, request: ModelRequest, turn: Turn) -> tuple[int, Quote] | None:
+def due(setup: Setup, request: CallInput, turn: Turn) -> tuple[int, Quote] | None:
     """Where the turn in progress starts (its newest user message) and this call's
     quote, when the price model says compacting the span before it may pay now:
     once the reads paid since the last compaction for what has grown reach the
@@ -130,7 +130,7 @@ def due(setup: Setup, request: ModelRequest, turn: Turn) -> tuple[int, Quote] | 
     return start, Quote(settings, size, prefix, grown, cycle)
 
 
-def uncached(setup: Setup, request: ModelRequest, turn: Turn) -> float:
+def uncached(setup: Setup, request: CallInput, turn: Turn) -> float:
     """What of this call's view the provider has not cached yet, as it counts it:
     from the first message a batch edited on this call, else the messages since the
     agent's last call."""
@@ -164,7 +164,7 @@ def message_tokens(setup: Setup, model: Any, messages: list[Any]) -> int:
 
 def cheaper(
     setup: Setup,
-    request: ModelRequest,
+    request: CallInput,
     turn: Turn,
     quoted: Quote,
     draft: Draft,
@@ -237,7 +237,7 @@ def cheaper(
     return dataclasses.replace(draft, use_llm=choice.model)
 
 
-def shared_base(setup: Setup, request: ModelRequest, turn: Turn, message: Any | None = None) -> float:
+def shared_base(setup: Setup, request: CallInput, turn: Turn, message: Any | None = None) -> float:
     """The tokens of ``message``'s first part when the memory in view opens with the
     same part: a summary that leaves the memory's base as it was (see
     ``memory.parts``) shares them with the calls before it. Without ``message``, the
@@ -271,7 +271,7 @@ def _memory_costs(c: Counters) -> tuple[float, float, int, float, int]:
     )
 
 
-def shares_cache(setup: Setup, request: ModelRequest) -> bool:
+def shares_cache(setup: Setup, request: CallInput) -> bool:
     """Whether the summary can be asked in the agent's own request (then the
     provider reads it from its prompt cache): the summary model is the agent's,
     and no summary prompt or trimming of its own is set."""

@@ -11,10 +11,10 @@ import dataclasses
 import logging
 import math
 import uuid
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Any, NotRequired
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, NotRequired, Protocol
 
-from langchain.agents.middleware.types import AgentState, ModelRequest, PrivateStateAttr
+from langchain.agents.middleware.types import AgentState, PrivateStateAttr
 
 from fastcompact.agent.setup import POLICY
 from fastcompact.agent.summarize import is_summary
@@ -37,6 +37,26 @@ class CompactionState(AgentState):
 
     _summarization_event: Annotated[NotRequired[dict[str, Any] | None], PrivateStateAttr]
     _fastcompact: Annotated[NotRequired[dict[str, Any] | None], PrivateStateAttr]
+
+
+class CallInput(Protocol):
+    """What a compaction reads of the model call it is made for: a ``ModelRequest``
+    has it all, and so has a saved transcript's stand-in (which has no agent model)."""
+
+    @property
+    def model(self) -> Any: ...
+    @property
+    def messages(self) -> Sequence[Any]: ...
+    @property
+    def system_message(self) -> Any: ...
+    @property
+    def tools(self) -> Sequence[Any]: ...
+    @property
+    def state(self) -> Any: ...
+    @property
+    def runtime(self) -> Any: ...
+    @property
+    def model_settings(self) -> Mapping[str, Any]: ...
 
 
 @dataclasses.dataclass
@@ -276,7 +296,7 @@ def sent_size(plan: Plan) -> int:
     return plan.true_tokens or plan.tokens_after
 
 
-def true_size(request: ModelRequest, turn: Turn, view: list[Any]) -> int:
+def true_size(request: CallInput, turn: Turn, view: list[Any]) -> int:
     """The size the provider will see of ``view`` with the request's system prompt
     and tools: the estimate calibrated as the conversation's usage says. A memory at
     its head is counted by its tokens where they run denser than the estimate (its
@@ -289,7 +309,7 @@ def true_size(request: ModelRequest, turn: Turn, view: list[Any]) -> int:
     return math.ceil(size)
 
 
-def own_size(request: ModelRequest, turn: Turn, message: Any) -> float:
+def own_size(request: CallInput, turn: Turn, message: Any) -> float:
     """The size the provider will see of a message of ours (the memory, a summary
     instruction), which no usage has measured: the conversation's ratio is of its own
     text, so the message's tokens are counted where they run denser than that says."""

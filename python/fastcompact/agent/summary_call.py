@@ -12,12 +12,11 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from langchain.agents.middleware.types import ModelRequest
 from langchain_core.exceptions import ContextOverflowError
 
 from fastcompact.agent import drafting, memory, schedule, summarize
 from fastcompact.agent.setup import POLICY, Setup
-from fastcompact.agent.state import Draft, Turn, own_size, true_size, window_of
+from fastcompact.agent.state import CallInput, Draft, Turn, own_size, true_size, window_of
 from fastcompact.api.counting import count_once
 
 if TYPE_CHECKING:
@@ -39,7 +38,7 @@ def summarizer_failed(error: Exception) -> Exception:
 
 
 def notes(
-    setup: Setup, request: ModelRequest, turn: Turn, draft: Draft, span: list[Any]
+    setup: Setup, request: CallInput, turn: Turn, draft: Draft, span: list[Any]
 ) -> Steps[tuple[str | None, BaseException | None, dict[str, int] | None]]:
     """The model's notes and usage, or the error it failed with; ``span`` is the
     draft's span with its media saved, for a prompt of its own."""
@@ -84,7 +83,7 @@ def brief_of(setup: Setup, turn: Turn, draft: Draft) -> summarize.Brief:
     return summarize.Brief(first, last, kept_from=min(verbatim) if verbatim else None, words=words)
 
 
-def fits(request: ModelRequest, turn: Turn, summarizer: Any) -> Callable[[Any], bool] | None:
+def fits(request: CallInput, turn: Turn, summarizer: Any) -> Callable[[Any], bool] | None:
     """Whether a summary prompt fits the summary model's window (its profile's, or
     the agent's when it is the agent's model); ``None`` when no window is known."""
     own = summarizer is request.model
@@ -104,7 +103,7 @@ def fits(request: ModelRequest, turn: Turn, summarizer: Any) -> Callable[[Any], 
 
 
 def in_place(
-    setup: Setup, request: ModelRequest, turn: Turn, draft: Draft, brief: summarize.Brief
+    setup: Setup, request: CallInput, turn: Turn, draft: Draft, brief: summarize.Brief
 ) -> Steps[tuple[str, dict[str, int] | None]]:
     """The summary asked in the agent's own request: its system prompt, tools,
     settings and messages as planned for this call (which start with what it was
@@ -130,7 +129,7 @@ def in_place(
 
 
 def in_place_input(
-    setup: Setup, request: ModelRequest, turn: Turn, draft: Draft, brief: summarize.Brief
+    setup: Setup, request: CallInput, turn: Turn, draft: Draft, brief: summarize.Brief
 ) -> tuple[list[Any], Any]:
     """The messages of a summary request that shares the agent's cache, and its
     instruction, within the window (see :func:`in_place`); a request that would be over

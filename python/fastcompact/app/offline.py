@@ -18,12 +18,10 @@ import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from langchain.agents.middleware.types import ModelRequest
 from langchain_core.messages import (
     AIMessage,
-    AnyMessage,
     BaseMessage,
     ChatMessage,
     HumanMessage,
@@ -32,10 +30,8 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.tool import invalid_tool_call
 
-from fastcompact.agent import compaction, steps
-from fastcompact.agent.counters import Counters
+from fastcompact.agent import compaction, reading, steps
 from fastcompact.agent.setup import Setup
-from fastcompact.agent.state import Turn
 from fastcompact.api.counting import Encoding, count_once, count_tokens, normalize
 from fastcompact.api.cutoffs import leading_system
 from fastcompact.api.parallel import one_result_a_message
@@ -46,6 +42,7 @@ from fastcompact.config import CompactionConfig
 
 if TYPE_CHECKING:
     from fastcompact.agent.compaction import Outcome
+    from fastcompact.agent.state import Turn
 
 
 @dataclass
@@ -363,9 +360,21 @@ def _turn(
     planned = dataclasses.replace(
         plan, summary_cutoff=cut, true_tokens=plan.tokens_after, ratio=ratio, offset=0.0
     )
-    counters = Counters(session=options["source"])
-    turn = Turn(raw, None, 0, raw, edited, planned, options["window"], counters, first_index=lead)
+    turn = reading.transcript_turn(raw, edited, planned, options["window"], options["source"], lead)
     return edited, turn
+
+
+@dataclasses.dataclass(frozen=True)
+class _TranscriptCall:
+    """A saved transcript's stand-in for a model call: no agent model, no tools."""
+
+    messages: list[Any]
+    system_message: SystemMessage | None
+    state: dict[str, Any]
+    model: Any = None
+    tools: tuple[Any, ...] = ()
+    runtime: Any = None
+    model_settings: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def _outcome(
@@ -376,13 +385,7 @@ def _outcome(
     system = _system(as_langchain(msgs[:lead]))
     edited, turn = _turn(msgs, view, plan, lead, system, **options)
     # No agent model: the summary model writes, and counts are the core's own.
-    request = ModelRequest(
-        model=None,  # type: ignore[arg-type]
-        messages=cast("list[AnyMessage]", edited),
-        system_message=system,
-        tools=[],
-        state={"messages": turn.raw},
-    )
+    request = _TranscriptCall(edited, system, {"messages": turn.raw})
     return steps.run(compaction.compacted(setup, request, turn, forced=force))
 
 
