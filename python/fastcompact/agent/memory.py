@@ -20,7 +20,7 @@ Examples:
     >>> from langchain_core.messages import AIMessage, HumanMessage
     >>> from fastcompact.config import MemoryConfig
     >>> span = [HumanMessage("Check the logs", id="u1"), AIMessage("All clear.", id="a1")]
-    >>> m = remember(None, None, span, config=MemoryConfig(), window=40_000)
+    >>> m = remember(None, None, span, MemoryOptions(MemoryConfig(), 40_000))
     >>> print(text(m.memory, recall=True).split("\\n\\n", 1)[1])
     ## Requests from R1, verbatim, each followed by the agent's steps
     ### R1
@@ -295,7 +295,7 @@ def add_binding_cues(cues: str | os.PathLike[str]) -> int:
         >>> from fastcompact.config import MemoryConfig
         >>> span = [HumanMessage("Sign every letter off with Tally-ho, per protocol.")]
         >>> def ledger():
-        ...     made = remember(None, None, span, config=MemoryConfig(), window=40_000)
+        ...     made = remember(None, None, span, MemoryOptions(MemoryConfig(), 40_000))
         ...     return [e["text"] for e in made.memory["ledger"]]
         >>> ledger()
         []
