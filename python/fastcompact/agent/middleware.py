@@ -15,7 +15,6 @@ Examples:
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -36,11 +35,10 @@ from fastcompact.agent.fitting import WindowTooSmallError
 from fastcompact.agent.pin_tool import pin_tool
 from fastcompact.agent.recall_tool import recall_tool
 from fastcompact.agent.setup import (
-    SUMMARIZATION_KEYWORDS,
     Setup,
     SummarizationOptions,
     config_from_summarization,
-    takes_tools,
+    setup_of,
 )
 from fastcompact.agent.state import (
     EVENT_KEY,
@@ -53,10 +51,10 @@ from fastcompact.agent.state import (
     true_size,
 )
 from fastcompact.agent.steps import Io, Steps
-from fastcompact.config import CompactionConfig
 
 if TYPE_CHECKING:
     from fastcompact.agent.compaction import Outcome
+    from fastcompact.config import CompactionConfig
 
 logger = logging.getLogger("fastcompact")
 
@@ -163,57 +161,7 @@ class CompactionMiddleware(AgentMiddleware):
         for label, flag in (("recall", recall), ("pin", pin)):
             if not isinstance(flag, bool):
                 raise ValueError(f"{label}: expected a bool, got {type(flag).__name__}")
-        if config is not None and not isinstance(config, CompactionConfig):
-            raise ValueError(f"config: expected a fastcompact.CompactionConfig, got {type(config).__name__}")
-        unknown = sorted(set(summarization) - set(SUMMARIZATION_KEYWORDS))
-        if unknown:
-            raise ValueError(
-                f"unexpected keyword {', '.join(map(repr, unknown))}; CompactionMiddleware takes model, "
-                f"summary_model, backend, config and {', '.join(SUMMARIZATION_KEYWORDS)}"
-            )
-        if config is not None and summarization:
-            raise ValueError(
-                f"give either config= or {', '.join(map(repr, sorted(summarization)))}, not both: "
-                "put the settings in the CompactionConfig"
-            )
-        if config is None and summarization:
-            config = config_from_summarization(summarization)
-        counter = summarization.get("token_counter")
-        if counter is not None and not callable(counter):
-            raise ValueError(f"token_counter: expected a callable, got {type(counter).__name__}")
-        prompt = summarization.get("summary_prompt")
-        if prompt is not None and not isinstance(prompt, str):
-            raise ValueError(f"summary_prompt: expected a str, got {type(prompt).__name__}")
-        if prompt is not None and "{messages}" not in prompt:
-            raise ValueError(
-                "summary_prompt: it has no {messages} placeholder, so the summarizer would never see "
-                "the conversation; put {messages} where the transcript goes"
-            )
-        trim = summarization.get("trim_tokens_to_summarize")
-        if trim is not None and (isinstance(trim, bool) or not isinstance(trim, int) or trim < 1):
-            raise ValueError(f"trim_tokens_to_summarize: expected a positive int or None, got {trim!r}")
-        if backend is not None and not callable(backend) and not hasattr(backend, "write"):
-            raise ValueError(
-                "backend: expected a DeepAgents backend (with read and write) or a factory taking the "
-                f"runtime, got {type(backend).__name__}"
-            )
-        for label, value in (("model", model), ("summary_model", summary_model)):
-            if value is not None and not isinstance(value, str) and not hasattr(value, "invoke"):
-                raise ValueError(
-                    f"{label}: expected a chat model or a 'provider:name' string, got {type(value).__name__}"
-                )
-        self._setup = Setup(
-            # A copy; its settings are resolved per model window in the shared settings
-            # cache, which follows any later change to it.
-            config=copy.deepcopy(config) if config is not None else CompactionConfig(),
-            model=model,
-            summary_model=summary_model,
-            backend=backend,
-            summary_prompt=prompt,
-            trim_tokens_to_summarize=trim,
-            token_counter=counter,
-            counter_takes_tools=counter is not None and takes_tools(counter),
-        )
+        self._setup = setup_of(model, summary_model, backend, config, summarization)
         # Every placeholder and memory line names recall("<id>"): the agent gets the tool
         # with the middleware, in each agent and subagent it is given to; and the pin
         # tool, whose notes the memory keeps beside what the user said still holds.
