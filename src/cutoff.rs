@@ -1,8 +1,6 @@
 //! Where to cut a conversation: keep policies, trigger evaluation, tool-pair-safe
 //! boundaries, and the index math between the effective view and raw state.
 
-use std::borrow::Cow;
-
 use crate::message::{Block, InputError, Message, Role};
 use crate::passes::FastMap;
 
@@ -153,9 +151,9 @@ pub trait Paired {
     fn answers(&self) -> bool;
     fn has_thinking(&self) -> bool;
     /// The ids of the calls the message makes.
-    fn call_ids(&self) -> impl Iterator<Item = &str>;
+    fn made_call_ids(&self) -> impl Iterator<Item = &str>;
     /// The ids of the calls the message answers.
-    fn result_ids(&self) -> impl Iterator<Item = &str>;
+    fn answered_ids(&self) -> impl Iterator<Item = &str>;
 }
 
 impl Paired for PairShape {
@@ -168,10 +166,10 @@ impl Paired for PairShape {
     fn has_thinking(&self) -> bool {
         self.thinking
     }
-    fn call_ids(&self) -> impl Iterator<Item = &str> {
+    fn made_call_ids(&self) -> impl Iterator<Item = &str> {
         self.calls.iter().map(|(id, _)| id.as_str())
     }
-    fn result_ids(&self) -> impl Iterator<Item = &str> {
+    fn answered_ids(&self) -> impl Iterator<Item = &str> {
         self.results.iter().map(String::as_str)
     }
 }
@@ -189,19 +187,11 @@ impl Paired for Message {
             .iter()
             .any(|b| matches!(b, Block::Other { .. }) && b.is_thinking())
     }
-    fn call_ids(&self) -> impl Iterator<Item = &str> {
-        let ai = self.role == Role::Ai;
-        let calls = self.tool_calls.iter().filter_map(|c| c.id.as_deref());
-        let blocks = self.blocks().iter().filter_map(Block::tool_use_id);
-        calls.chain(blocks).filter(move |_| ai)
+    fn made_call_ids(&self) -> impl Iterator<Item = &str> {
+        Message::made_call_ids(self)
     }
-    fn result_ids(&self) -> impl Iterator<Item = &str> {
-        let own = match self.role {
-            Role::Tool => self.tool_call_id.as_deref(),
-            _ => None,
-        };
-        own.into_iter()
-            .chain(self.blocks().iter().filter_map(Block::tool_result_id))
+    fn answered_ids(&self) -> impl Iterator<Item = &str> {
+        Message::answered_ids(self)
     }
 }
 
@@ -215,29 +205,11 @@ impl<T: Paired + ?Sized> Paired for &T {
     fn has_thinking(&self) -> bool {
         (**self).has_thinking()
     }
-    fn call_ids(&self) -> impl Iterator<Item = &str> {
-        (**self).call_ids()
+    fn made_call_ids(&self) -> impl Iterator<Item = &str> {
+        (**self).made_call_ids()
     }
-    fn result_ids(&self) -> impl Iterator<Item = &str> {
-        (**self).result_ids()
-    }
-}
-
-impl Paired for Cow<'_, PairShape> {
-    fn pair_role(&self) -> Option<Role> {
-        self.as_ref().pair_role()
-    }
-    fn answers(&self) -> bool {
-        self.as_ref().answers()
-    }
-    fn has_thinking(&self) -> bool {
-        self.as_ref().has_thinking()
-    }
-    fn call_ids(&self) -> impl Iterator<Item = &str> {
-        self.as_ref().call_ids()
-    }
-    fn result_ids(&self) -> impl Iterator<Item = &str> {
-        self.as_ref().result_ids()
+    fn answered_ids(&self) -> impl Iterator<Item = &str> {
+        (**self).answered_ids()
     }
 }
 
@@ -255,7 +227,7 @@ pub fn safe_cut_points<P: Paired>(msgs: &[P]) -> Vec<bool> {
     let mut last_call: FastMap<&str, usize> = FastMap::default();
     last_call.reserve(n / 2);
     for (j, m) in msgs.iter().enumerate() {
-        for id in m.result_ids() {
+        for id in m.answered_ids() {
             if let Some(&i) = last_call.get(id) {
                 if i < j {
                     // Cuts at i+1 ..= j separate the call at i from the result at j.
@@ -264,7 +236,7 @@ pub fn safe_cut_points<P: Paired>(msgs: &[P]) -> Vec<bool> {
                 }
             }
         }
-        for id in m.call_ids() {
+        for id in m.made_call_ids() {
             last_call.insert(id, j);
         }
     }

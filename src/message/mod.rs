@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+mod error;
 mod meta;
+pub use error::InputError;
 pub use meta::{parse_iso8601, Usage};
 
 /// Who spoke. `Other` covers LangChain `ChatMessage` roles and unusual system roles; its
@@ -476,14 +478,29 @@ impl Message {
         self.calls().into_iter().map(|(id, _)| id).collect()
     }
 
-    /// Ids of the tool calls this message answers: a ToolMessage's `tool_call_id`, or
-    /// the `tool_result` blocks of a user message in Anthropic format.
+    /// Ids of the tool calls this message makes, as met (a call may be in
+    /// `tool_calls` and a `tool_use` block both); only an assistant makes calls.
+    pub fn made_call_ids(&self) -> impl Iterator<Item = &str> {
+        let calls = self.tool_calls.iter().filter_map(|c| c.id.as_deref());
+        let blocks = self.blocks().iter().filter_map(Block::tool_use_id);
+        calls.chain(blocks).filter(|_| self.role == Role::Ai)
+    }
+
+    /// Ids of the tool calls this message answers, as met: a ToolMessage's
+    /// `tool_call_id`, or the `tool_result` blocks of a user message in Anthropic format.
+    pub fn answered_ids(&self) -> impl Iterator<Item = &str> {
+        let own = self
+            .tool_call_id
+            .as_deref()
+            .filter(|_| self.role == Role::Tool);
+        let blocks = self.blocks().iter().filter_map(Block::tool_result_id);
+        own.into_iter().chain(blocks)
+    }
+
+    /// `answered_ids`, each once.
     pub fn result_ids(&self) -> Vec<&str> {
         let mut ids: Vec<&str> = Vec::new();
-        if let (Role::Tool, Some(id)) = (self.role, self.tool_call_id.as_deref()) {
-            ids.push(id);
-        }
-        for id in self.blocks().iter().filter_map(Block::tool_result_id) {
+        for id in self.answered_ids() {
             if !ids.contains(&id) {
                 ids.push(id);
             }
@@ -656,42 +673,6 @@ impl Message {
         })
     }
 }
-
-/// Malformed input, located by message index and field.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InputError {
-    pub index: Option<usize>,
-    pub field: String,
-    pub reason: String,
-}
-
-impl InputError {
-    pub fn new(index: Option<usize>, field: impl Into<String>, reason: impl Into<String>) -> Self {
-        InputError {
-            index,
-            field: field.into(),
-            reason: reason.into(),
-        }
-    }
-
-    /// The same error, placed at message `index` (used when a field-level reader does
-    /// not know which message it is reading).
-    pub fn at(mut self, index: usize) -> Self {
-        self.index.get_or_insert(index);
-        self
-    }
-}
-
-impl fmt::Display for InputError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.index {
-            Some(i) => write!(f, "message {i}: field '{}': {}", self.field, self.reason),
-            None => write!(f, "field '{}': {}", self.field, self.reason),
-        }
-    }
-}
-
-impl std::error::Error for InputError {}
 
 #[cfg(test)]
 mod tests;

@@ -144,6 +144,7 @@ mod _core {
                 .iter()
                 .filter_map(super::cache::Entry::pair_shape)
                 .collect();
+            let shapes: Vec<&cutoff::PairShape> = shapes.iter().map(AsRef::as_ref).collect();
             let cut = cutoff::find_cutoff(&shapes, &counted.per_message, keep, max_input_tokens);
             store(py, key, counted);
             cut

@@ -396,6 +396,27 @@ def _warning(info: Mapping[str, Any]) -> str | None:
     return f"the model failed ({info['error']}); used the digest"
 
 
+def _result_paths(results_dir: str | None, n: int) -> list[str | None] | None:
+    """Every message's path for its whole result; the budget pass names one only in the
+    results it cuts."""
+    return None if results_dir is None else [f"{results_dir}/{i}.txt" for i in range(n)]
+
+
+def _passed(
+    msgs: list[Any], plan: Plan, results_dir: str | None
+) -> tuple[list[Any], list[tuple[int, str, str]]]:
+    """The view the cheap passes' ``plan`` makes, and what they cut that is saved whole
+    under ``results_dir`` (message index, path, text)."""
+    edits, cut_args = plan.edits, list[tuple[int, str, str]]()
+    if results_dir is not None:
+        edits, cut_args = _args_kept_whole(msgs, edits, results_dir)
+    view = with_originals(msgs, apply_edits(msgs, edits))
+    if results_dir is None:
+        return view, []
+    view, cut_results = _kept_whole(msgs, view, plan.edits, results_dir)
+    return view, cut_results + cut_args
+
+
 def compact(
     messages: Sequence[Any],
     *,
@@ -426,19 +447,15 @@ def compact(
     result, each result edited on its own."""
     msgs = one_result_a_message(list(messages))
     cfg = config or CompactionConfig()
-    # Every message gets a path; the budget pass names it only in the results it cuts.
-    paths = None if results_dir is None else [f"{results_dir}/{i}.txt" for i in range(len(msgs))]
     plan = plan_passes(
-        msgs, cfg, max_input_tokens=max_input_tokens, archive_paths=paths, encoding=encoding, model=count_as
+        msgs,
+        cfg,
+        max_input_tokens=max_input_tokens,
+        archive_paths=_result_paths(results_dir, len(msgs)),
+        encoding=encoding,
+        model=count_as,
     )
-    edits, cut_args = plan.edits, list[tuple[int, str, str]]()
-    if results_dir is not None:
-        edits, cut_args = _args_kept_whole(msgs, edits, results_dir)
-    view = with_originals(msgs, apply_edits(msgs, edits))
-    cut_results: list[tuple[int, str, str]] = []
-    if results_dir is not None:
-        view, cut_results = _kept_whole(msgs, view, plan.edits, results_dir)
-        cut_results += cut_args
+    view, cut_results = _passed(msgs, plan, results_dir)
     before = plan.tokens_before
     if not (plan.summary_needed or force):
         reason = f"no summary needed: {plan.tokens_after:,} tokens after the cheap passes, under the trigger"
